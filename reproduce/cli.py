@@ -1,0 +1,131 @@
+"""Command line: the DVC stage entry points and a few helpers. ``looking-inward --help`` lists them."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+from .config import DEFAULT_PARAMS, ConfigError, load_params
+
+
+def _profile(args):
+    name, profile = load_params(args.params, args.profile)
+    print(f"profile: {name}", file=sys.stderr)
+    return profile
+
+
+def cmd_datasets(args) -> None:
+    from .stages import run_datasets
+
+    for m in run_datasets(Path(args.out)):
+        print(f"{m['name']:<18} {m['split']:<5} {m['n_items']:>4} items  sha256 {m['sha256'][:12]}")
+
+
+def cmd_object_level(args) -> None:
+    from .stages import Plan, run_object_level
+
+    for name, path in run_object_level(Plan(_profile(args))).items():
+        print(f"{name}: {path}")
+
+
+def cmd_meta_untrained(args) -> None:
+    from .stages import Plan, run_meta_untrained
+
+    print(run_meta_untrained(Plan(_profile(args))))
+
+
+def cmd_import_release(args) -> None:
+    from .release import import_release
+
+    for m in import_release(Path(args.release_dir), Path(args.out), split=args.split, prefix=args.prefix):
+        print(f"{m['name']:<36} {m['split']:<5} {m['n_items']:>5} items  {', '.join(m['properties'])}")
+
+
+def cmd_models(args) -> None:
+    from .models import EMBEDDED, ModelError, load, resolve
+
+    specs = args.specs or list(EMBEDDED)
+    for spec in specs:
+        try:
+            ref = resolve(spec)
+            line = f"{ref.name:<16} {ref.kind:<9} {ref.path}"
+            if args.load:
+                t = time.time()
+                lm = load(ref)
+                line += f"  [{lm.format.kind} format, loaded in {time.time() - t:.1f}s]"
+            print(line)
+        except ModelError as exc:
+            print(f"{spec}: {exc}")
+
+
+def cmd_use_profile(args) -> None:
+    path = Path(args.params)
+    text = path.read_text()
+    load_params(path, args.name)  # validates the name against the file
+    new, n = re.subn(r"(?m)^profile:.*$", f"profile: {args.name}", text, count=1)
+    if n != 1:
+        raise ConfigError(f"{path} has no top-level 'profile:' line")
+    path.write_text(new)
+    print(f"{path}: profile set to {args.name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="looking-inward",
+        description="Reproduce 'Looking Inward' (Binder et al. 2024) with local models. The pipeline runs with "
+                    "`dvc repro`; these commands are its stages and helpers.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def with_params(sp):
+        sp.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
+        sp.add_argument("--profile", default=None, help="override the params file's active profile")
+        return sp
+
+    s = sub.add_parser("datasets", help="generate the project's versioned task datasets into data_raw/")
+    s.add_argument("--out", default="data_raw", help="output folder (default: %(default)s)")
+    s.set_defaults(func=cmd_datasets)
+
+    s = with_params(sub.add_parser(
+        "object-level", help="greedy object-level answers of every model (and T=1 samples on the calibration subset)"))
+    s.set_defaults(func=cmd_object_level)
+
+    s = with_params(sub.add_parser(
+        "meta-untrained", help="hypothetical answers and option distributions of every untrained predictor"))
+    s.set_defaults(func=cmd_meta_untrained)
+
+    s = sub.add_parser("import-release", help="convert the Looking Inward dataset release (jsonl) into data_raw/ tasks")
+    s.add_argument("release_dir", help="folder of the release, with train/ and test/ (or jsonl files directly)")
+    s.add_argument("--out", default="data_raw", help="output folder (default: %(default)s)")
+    s.add_argument("--split", choices=["train", "test"], default=None,
+                   help="split for files not under train/ or test/")
+    s.add_argument("--prefix", default="li_", help="prefix for imported task names (default: %(default)s)")
+    s.set_defaults(func=cmd_import_release)
+
+    s = sub.add_parser("models", help="resolve model specs offline (and optionally load them)")
+    s.add_argument("specs", nargs="*", help="model specs (default: the embedded models)")
+    s.add_argument("--load", action="store_true", help="also load each model and report its prompt format")
+    s.set_defaults(func=cmd_models)
+
+    s = sub.add_parser("use-profile", help="set the active profile in params.yaml (smoke, default or paper)")
+    s.add_argument("name")
+    s.add_argument("--params", default=str(DEFAULT_PARAMS))
+    s.set_defaults(func=cmd_use_profile)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (ConfigError, ValueError, FileNotFoundError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

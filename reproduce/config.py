@@ -1,0 +1,111 @@
+"""Reading and validating ``params.yaml``.
+
+``params.yaml`` holds ``profile`` (the active one) and ``profiles`` (smoke, default, paper). Every stage
+validates the active profile here first, so a typo fails in a second with a message naming the key,
+instead of after minutes of inference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PARAMS = REPO_ROOT / "params.yaml"
+
+
+class ConfigError(ValueError):
+    """A params.yaml problem, stated in terms of the key a user must change."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SplitSizes(_Strict):
+    """How many items of each task a stage uses (the first n of the dataset's fixed order)."""
+
+    train: int = Field(gt=0)
+    test: int = Field(gt=0)
+
+
+class TaskSelection(_Strict):
+    train: list[str] = Field(min_length=1)
+    test: list[str] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> "TaskSelection":
+        both = set(self.train) & set(self.test)
+        if both:
+            raise ValueError(f"tasks {sorted(both)} are listed in both train and test; held-out tasks must be disjoint")
+        return self
+
+
+class Sampling(_Strict):
+    """Temperature-1 object-level samples for calibration, on the first ``items_per_task`` test items."""
+
+    n_samples: int = Field(ge=1, le=1000)
+    items_per_task: int = Field(ge=0)
+    temperature: float = Field(gt=0, le=5)
+
+
+class Profile(_Strict):
+    seed: int = Field(ge=0)
+    models: list[str] = Field(min_length=1)
+    dtype: Literal["float32", "bfloat16", "float16"]
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    threads: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(gt=0, le=4096)
+    system_prompt: str | None = Field(
+        default=None, description="None keeps each chat template's own default system prompt"
+    )
+    tasks: TaskSelection
+    items_per_task: SplitSizes
+    properties: list[str] | None = None
+    sampling: Sampling
+
+    @field_validator("models")
+    @classmethod
+    def _unique_models(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"models must be distinct, got {v}")
+        return v
+
+
+class Params(_Strict):
+    profile: str
+    profiles: dict[str, Profile]
+
+    @model_validator(mode="after")
+    def _known_profile(self) -> "Params":
+        if self.profile not in self.profiles:
+            raise ValueError(f"profile {self.profile!r} is not one of {sorted(self.profiles)}")
+        return self
+
+    @property
+    def active(self) -> Profile:
+        return self.profiles[self.profile]
+
+
+def load_params(path: str | Path = DEFAULT_PARAMS, profile: str | None = None) -> tuple[str, Profile]:
+    """Return ``(profile_name, profile)``; ``profile`` overrides the file's ``profile`` key."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"params file {path} not found; run from the repository root or pass --params")
+    raw = yaml.safe_load(path.read_text())
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must be a YAML mapping with keys 'profile' and 'profiles'")
+    if profile is not None:
+        raw = {**raw, "profile": profile}
+    try:
+        params = Params.model_validate(raw)
+    except ValidationError as exc:
+        lines = [f"invalid {path.name}:"]
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            lines.append(f"  {loc}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError("\n".join(lines)) from None
+    return params.profile, params.active

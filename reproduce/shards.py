@@ -1,0 +1,45 @@
+"""Resumable stage work: results are written in small shards, atomically, under a fingerprint.
+
+A shard is one parquet file for one unit of work (a chunk of items of one task). A stage that is killed
+and re-run finds its finished shards and skips them, so no row is lost or written twice. The fingerprint
+folder is named by a hash of everything that determines the results (model weights, dtype, batch size,
+dataset hash, generation settings, code version); changing any of them starts a fresh folder instead of
+mixing incompatible rows. Work folders live under ``data/.work``, outside DVC's outputs, because DVC
+deletes a stage's outputs before running it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .io import atomic_write_json, atomic_write_parquet, short_hash
+
+
+class ShardStore:
+    def __init__(self, root: str | Path, fingerprint: dict[str, Any]):
+        self.fingerprint = fingerprint
+        self.dir = Path(root) / short_hash(json.dumps(fingerprint, sort_keys=True, default=str))
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fp = self.dir / "fingerprint.json"
+        if not fp.exists():
+            atomic_write_json(fp, fingerprint)
+
+    def path(self, key: str) -> Path:
+        return self.dir / f"{key}.parquet"
+
+    def done(self, key: str) -> bool:
+        return self.path(key).exists()
+
+    def write(self, key: str, df: pd.DataFrame) -> None:
+        atomic_write_parquet(self.path(key), df)
+
+    def read(self, keys: list[str]) -> pd.DataFrame:
+        missing = [k for k in keys if not self.done(k)]
+        if missing:
+            raise RuntimeError(f"shards not finished: {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+        frames = [pd.read_parquet(self.path(k)) for k in keys]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
