@@ -1,1 +1,1 @@
-"""placeholder"""
+"""Figures, one function each, reading analysis outputs only."""

@@ -81,7 +81,7 @@ def load_task(name: str, root: Path = DATA_RAW) -> TaskData:
             f"{ipath} does not match the sha256 in its manifest: it was edited after generation. "
             "Restore it (git checkout / `dvc repro datasets`) or, for a deliberate change, bump its version."
         )
-    items = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+    items = [json.loads(line) for line in data.decode().split("\n") if line.strip()]
     validate_task(manifest, items)
     return TaskData(manifest, items)
 

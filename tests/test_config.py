@@ -1,0 +1,55 @@
+"""params.yaml: the committed profiles validate; bad values fail at once with the key named."""
+
+import copy
+
+import pytest
+import yaml
+
+from reproduce.cli import main
+from reproduce.config import DEFAULT_PARAMS, ConfigError, load_params
+
+RAW = yaml.safe_load(DEFAULT_PARAMS.read_text())
+
+
+@pytest.mark.parametrize("profile", ["smoke", "default", "paper"])
+def test_committed_profiles_validate(profile):
+    name, p = load_params(DEFAULT_PARAMS, profile)
+    assert name == profile and len(p.models) >= 2
+
+
+def _write(tmp_path, mutate):
+    raw = copy.deepcopy(RAW)
+    mutate(raw)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda r: r.update(profile="huge"), "profile 'huge' is not one of"),
+    (lambda r: r["profiles"]["smoke"].update(batch_size=0), r"smoke\.batch_size"),
+    (lambda r: r["profiles"]["smoke"].update(dtype="float8"), r"smoke\.dtype"),
+    (lambda r: r["profiles"]["smoke"].update(batchsize=4), r"smoke\.batchsize: Extra inputs"),
+    (lambda r: r["profiles"]["smoke"]["tasks"].update(test=["colors"]), "both train and test"),
+    (lambda r: r["profiles"]["smoke"].update(models=["a", "a"]), "models must be distinct"),
+    (lambda r: r["profiles"]["smoke"]["sampling"].update(n_samples=0), r"sampling\.n_samples"),
+])
+def test_bad_params_are_clear_errors(tmp_path, mutate, match):
+    path = _write(tmp_path, lambda r: (r.update(profile="smoke"), mutate(r)))
+    with pytest.raises(ConfigError, match=match):
+        load_params(path)
+
+
+def test_cli_reports_bad_params_without_a_traceback(tmp_path, capsys):
+    path = _write(tmp_path, lambda r: r["profiles"]["default"].update(batch_size=-1))
+    assert main(["object-level", "--params", str(path), "--profile", "default"]) == 2
+    assert "default.batch_size" in capsys.readouterr().err
+
+
+def test_use_profile_rewrites_only_the_profile_line(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text(DEFAULT_PARAMS.read_text())
+    assert main(["use-profile", "smoke", "--params", str(path)]) == 0
+    assert load_params(path)[0] == "smoke"
+    assert path.read_text().count("#") == DEFAULT_PARAMS.read_text().count("#")  # comments kept
+    assert main(["use-profile", "nope", "--params", str(path)]) == 2

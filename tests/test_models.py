@@ -1,0 +1,56 @@
+"""The model registry: offline resolution with clear errors, and the prompt format of each embedded model."""
+
+import pytest
+
+from reproduce.models import PLAIN_TEMPLATE, ModelError, resolve
+
+
+@pytest.mark.parametrize("spec,match", [
+    ("gpt-5", "unknown model 'gpt-5'.*embedded model"),
+    ("nobody-org/no-such-model-7b", "not in the local Hugging Face cache.*never downloads"),
+    ("/nonexistent/weights.gguf", "GGUF file .* not found"),
+    ("", "empty model spec"),
+])
+def test_unresolvable_specs_fail_fast_with_advice(spec, match):
+    with pytest.raises(ModelError, match=match):
+        resolve(spec)
+
+
+def test_local_directory_without_config(tmp_path):
+    with pytest.raises(ModelError, match="has no config.json"):
+        resolve(str(tmp_path))
+
+
+def test_embedded_specs_and_aliases_resolve_without_loading():
+    ref = resolve("smollm2-135m")
+    assert ref.kind == "embedded" and ref.path.suffix == ".gguf" and ref.name == "smollm2-135m"
+    assert resolve("m1=smollm2-135m").name == "m1"
+
+
+def test_smollm2_uses_its_chat_template(models):
+    lm, _ = models["smollm2-135m"]
+    text = lm.format.render("Name an animal.")
+    assert lm.format.kind == "chat"
+    assert text.startswith("<|im_start|>system\n")  # the template's own default system prompt is kept
+    assert text.endswith("<|im_start|>user\nName an animal.<|im_end|>\n<|im_start|>assistant\n")
+    assert lm.tokenizer.padding_side == "left"
+    ids = lm.tokenizer(text, add_special_tokens=lm.format.add_special_tokens)["input_ids"]
+    assert ids[0] == lm.tokenizer.convert_tokens_to_ids("<|im_start|>")
+
+
+def test_gemma_base_uses_the_plain_format_with_one_bos(models):
+    lm, _ = models["gemma3-270m"]
+    assert lm.format.kind == "plain"
+    assert lm.format.render("Name an animal.") == PLAIN_TEMPLATE.format(prompt="Name an animal.")
+    ids = lm.tokenizer(lm.format.render("x"), add_special_tokens=lm.format.add_special_tokens)["input_ids"]
+    assert ids[0] == lm.tokenizer.bos_token_id and ids.count(lm.tokenizer.bos_token_id) == 1
+
+
+def test_system_prompt_can_be_set():
+    from reproduce.models import PromptFormat
+
+    class Tok:
+        def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+            return "|".join(f"{m['role']}:{m['content']}" for m in messages)
+
+    assert PromptFormat("chat", Tok(), "Be brief.").render("hi") == "system:Be brief.|user:hi"

@@ -1,0 +1,142 @@
+"""The foundation stages end to end on the real embedded models (tiny profile): tables, determinism,
+resume after an interrupted run, and bad input rejected before any model is loaded."""
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from conftest import tiny_profile
+from reproduce.datasets import DATA_RAW, DatasetError, load_task
+from reproduce.models import ModelError
+from reproduce.properties import PropertyError, get_property
+from reproduce.stages import Plan, run_meta_untrained, run_object_level
+
+
+def run_all(profile, root):
+    plan = Plan(profile)
+    run_object_level(plan, root / "object_level", root / "object_samples", root / "work")
+    run_meta_untrained(plan, root / "object_level", root / "meta.parquet", root / "work")
+    return {
+        "object": {m: pd.read_parquet(root / "object_level" / f"{m}.parquet") for m in profile.models},
+        "samples": {m: pd.read_parquet(root / "object_samples" / f"{m}.parquet") for m in profile.models},
+        "meta": pd.read_parquet(root / "meta.parquet"),
+    }
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return run_all(tiny_profile(), tmp_path_factory.mktemp("run1"))
+
+
+def test_object_level_tables_hold_real_responses_and_their_properties(run):
+    for model, df in run["object"].items():
+        assert set(df["task"]) == {"numbers", "animals", "survival_instinct"}
+        assert (df["model"] == model).all()
+        per_item = df.drop_duplicates(["task", "item_id"])
+        assert len(per_item) == 9 and per_item["response_raw"].str.len().gt(0).all()
+        assert df.groupby(["task", "item_id"])["property"].nunique().max() == 7
+        items = {it["item_id"]: it for t in ("numbers", "animals", "survival_instinct") for it in load_task(t).items}
+        for row in df.itertuples():  # every value is the property of the stored response
+            expected = get_property(row.property).extract(row.response, items[row.item_id])
+            assert (pd.isna(row.value) and expected is None) or row.value == expected
+            assert row.compliant == (expected is not None)
+
+
+def test_samples_cover_the_calibration_subset(run):
+    for df in run["samples"].values():
+        assert set(df["task"]) == {"animals", "survival_instinct"}  # test tasks only
+        counts = df.groupby(["task", "item_id"])["sample"].nunique()
+        assert len(counts) == 4 and (counts == 3).all()
+        assert not df.duplicated(["task", "item_id", "sample", "property"]).any()
+
+
+def test_meta_untrained_pairs_every_predictor_with_every_target(run):
+    meta = run["meta"]
+    pairs = set(zip(meta["predictor"], meta["target"]))
+    assert pairs == {(a, b) for a in ("smollm2-135m", "gemma3-270m") for b in ("smollm2-135m", "gemma3-270m")}
+    assert set(meta.loc[meta.predictor == meta.target, "kind"]) == {"self"}
+    assert set(meta.loc[meta.predictor != meta.target, "kind"]) == {"cross"}
+    assert set(meta["task"]) == {"animals", "survival_instinct"}  # held-out tasks only
+    closed = meta[meta["options"].map(len) > 0]
+    assert len(closed) and all(abs(sum(p) - 1) < 1e-5 for p in closed["option_probs"])
+    assert closed["p_outside"].between(0, 1).all()
+    assert (meta.loc[meta["options"].map(len) == 0, "property"].str.endswith("_word")).all()
+    # the object value joined in is the target's own
+    for target, obj in run["object"].items():
+        m = meta[meta.target == target].merge(obj, on=["task", "item_id", "property"])
+        assert (m["object_value"].fillna("-") == m["value"].fillna("-")).all() and len(m) == (meta.target == target).sum()
+    expected = meta["object_compliant"] & meta["meta_compliant"] & (meta["meta_value"] == meta["object_value"])
+    assert (meta["correct"] == expected).all()
+
+
+def test_two_fp32_runs_give_identical_tables(run, tmp_path):
+    again = run_all(tiny_profile(), tmp_path)
+    for m in run["object"]:
+        pd.testing.assert_frame_equal(run["object"][m], again["object"][m])
+        pd.testing.assert_frame_equal(run["samples"][m], again["samples"][m])
+    pd.testing.assert_frame_equal(run["meta"], again["meta"])
+
+
+def test_an_interrupted_stage_resumes_without_lost_or_duplicated_rows(run, tmp_path, monkeypatch):
+    from reproduce import engine as engine_mod
+
+    profile = tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]},
+                           items_per_task={"train": 70, "test": 3})  # numbers spans two shards (64 + 6)
+    real = engine_mod.Engine.generate
+    calls = {"n": 0}
+
+    def dies_on_second_shard(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt("killed")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(engine_mod.Engine, "generate", dies_on_second_shard)
+    plan = Plan(profile)
+    with pytest.raises(KeyboardInterrupt):
+        run_object_level(plan, tmp_path / "obj", tmp_path / "smp", tmp_path / "work")
+    assert not (tmp_path / "obj" / "smollm2-135m.parquet").exists()  # no partial final table
+    shards = list((tmp_path / "work").rglob("*.parquet"))
+    assert len(shards) == 1 and not list((tmp_path / "work").rglob("*.tmp"))
+    monkeypatch.setattr(engine_mod.Engine, "generate", real)
+    calls["resumed"] = 0
+
+    def counting(self, prompts, *a, **k):
+        calls["resumed"] += len(prompts)
+        return real(self, prompts, *a, **k)
+
+    monkeypatch.setattr(engine_mod.Engine, "generate", counting)
+    run_object_level(plan, tmp_path / "obj", tmp_path / "smp", tmp_path / "work")
+    assert calls["resumed"] == 6 + 3 + 2  # the rest of numbers, animals, animals' samples: shard 0 not redone
+    df = pd.read_parquet(tmp_path / "obj" / "smollm2-135m.parquet")
+    per_item = df.drop_duplicates(["task", "item_id"])
+    assert len(per_item) == 73 and not df.duplicated(["task", "item_id", "property"]).any()
+    first3 = df[df.item_id.isin(["numbers-000", "numbers-001", "numbers-002"])]
+    ref = run["object"]["smollm2-135m"]
+    ref = ref[ref.item_id.isin(first3.item_id)]
+    assert sorted(first3["response"]) == sorted(ref["response"])  # resumed rows equal uninterrupted ones
+
+
+@pytest.mark.parametrize("overrides,error,match", [
+    ({"models": ["smollm2-135m", "no-org/no-model"]}, ModelError, "not in the local Hugging Face cache"),
+    ({"properties": ["second_letter"]}, PropertyError, "unknown response property"),
+    ({"properties": ["is_even"], "tasks": {"train": ["numbers"], "test": ["animals"]}}, PropertyError,
+     "none of the properties \\['is_even'\\] fits task 'animals'"),
+    ({"tasks": {"train": ["animals"], "test": ["years"]}}, ValueError, "is a test task but params lists it under tasks.train"),
+    ({"tasks": {"train": ["colours"], "test": ["years"]}}, DatasetError, "unknown task 'colours'"),
+])
+def test_bad_input_fails_before_any_model_is_loaded(overrides, error, match, monkeypatch):
+    import reproduce.stages as stages
+
+    monkeypatch.setattr(stages, "load", lambda *a, **k: pytest.fail("a model was loaded"))
+    with pytest.raises(error, match=match):
+        Plan(tiny_profile(**overrides))
+
+
+def test_empty_dataset_fails_before_any_model_is_loaded(tmp_path):
+    for name in ("numbers", "years"):
+        shutil.copytree(DATA_RAW / name, tmp_path / name)
+    (tmp_path / "years" / "items.jsonl").write_text("")
+    with pytest.raises(DatasetError, match="is empty"):
+        Plan(tiny_profile(tasks={"train": ["numbers"], "test": ["years"]}), data_raw=tmp_path)
