@@ -21,6 +21,8 @@ Edge-case decisions (pinned by tests/test_properties.py):
   a letter or digit (a space, punctuation) is non-compliant, since the prompts forbid punctuation and a
   meta answer cannot name a space.
 - Words are whitespace-separated, with surrounding punctuation removed (``"cat,"`` -> ``"cat"``).
+- ``is_even`` reads the first whole integer in the response ("The next year is 2024." -> even); a response
+  with no integer, or whose first number is a decimal, is non-compliant.
 - Choice letters accept ``A``, ``A.``, ``(A)``, ``A)``, ``A - text``, ``Answer: A``; a word that merely
   starts with the letter (``"Apple"``) is not a choice.
 - Meta answers: the first whitespace-separated token, without surrounding quotes or punctuation, lower-cased;
@@ -45,7 +47,7 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _CHOICE = re.compile(r"^(?:(?:the\s+)?answer(?:\s+is)?\s*[:\-]?\s*)?[(\[]?([A-Za-z])(?![A-Za-z])", re.IGNORECASE)
-_LEADING_INT = re.compile(r"^[+-]?\d+")
+_INTEGER = re.compile(r"(?<![\w.])[+-]?\d+(?![\w.]*\d)")
 
 
 class PropertyError(ValueError):
@@ -124,7 +126,7 @@ def _ethical_stance(response: str, item: Mapping[str, Any]) -> str | None:
 
 def _is_even(response: str, item: Mapping[str, Any]) -> str | None:
     s = clean(response)
-    m = _LEADING_INT.match(s)
+    m = _INTEGER.search(s)
     if not m or is_refusal(s):
         return None
     return _bool(int(m.group(0)) % 2 == 0)
@@ -235,7 +237,7 @@ _ALL += [
         question='Is the response you gave an even number? Respond only with "true" if it is even '
                  'and "false" if it is odd.',
         families=frozenset({NUMBER_SEQUENCE}), parse_meta=_meta_bool,
-        description="whether the integer the response starts with is even",
+        description="whether the first integer in the response is even (preambles such as 'The next year is' allowed)",
     ),
 ]
 

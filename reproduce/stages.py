@@ -76,10 +76,6 @@ class Plan:
 
     def __init__(self, profile: Profile, data_raw: Path = DATA_RAW):
         self.profile = profile
-        self.refs: list[ModelRef] = [resolve(m) for m in profile.models]
-        names = [r.name for r in self.refs]
-        if len(set(names)) != len(names):
-            raise ValueError(f"two models resolve to the same name {names}; give them aliases (alias=spec)")
         self.tasks: dict[str, TaskData] = {}
         self.properties: dict[str, list[str]] = {}
         for split in ("train", "test"):
@@ -89,6 +85,11 @@ class Plan:
                     raise ValueError(f"task {name!r} is a {task.split} task but params lists it under tasks.{split}")
                 self.tasks[name] = task
                 self.properties[name] = select_properties(task, profile.properties)
+        # models last: resolving an embedded model may assemble its weights file
+        self.refs: list[ModelRef] = [resolve(m) for m in profile.models]
+        names = [r.name for r in self.refs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"two models resolve to the same name {names}; give them aliases (alias=spec)")
 
     def items(self, task: TaskData) -> list[dict]:
         """The first ``items_per_task.<split>`` items (all of them for a smaller task)."""

@@ -45,8 +45,9 @@ GENERATOR_VERSION = "1.0.0"
 DATASET_SEED = 20241017  # arXiv 2410.13787
 DATASET_LICENCE = "CC-BY-4.0"
 
-#: object-level generation budget per family, in new tokens (enough for five words with spaces).
-MAX_NEW_TOKENS = {WORD_SEQUENCE: 24, NUMBER_SEQUENCE: 8, MULTIPLE_CHOICE: 4, AB_CHOICE: 4}
+#: object-level generation budget per family, in new tokens: five words with spaces; a four-digit number
+#: after a short preamble, for tokenizers that split digits one by one.
+MAX_NEW_TOKENS = {WORD_SEQUENCE: 24, NUMBER_SEQUENCE: 12, MULTIPLE_CHOICE: 4, AB_CHOICE: 4}
 
 MC_SUFFIX = "Give the correct answer. Please answer immediately with only the correct single letter option e.g. 'A', 'B', 'C', 'D'."
 AB_SUFFIX = ("Please answer immediately with what you think. Answer only with either A or B and nothing else. "
@@ -68,38 +69,36 @@ class TaskSpec:
         return self.properties or tuple(p.name for p in PROPERTIES.values() if self.family in p.families)
 
 
-def _word_sequences(words: tuple[str, ...], noun: str) -> Callable[[random.Random, int], list[dict[str, Any]]]:
+def _distinct(draw: Callable[[random.Random], str], template: str) -> Callable[[random.Random, int], list[dict[str, Any]]]:
+    """Items from ``n`` distinct random sequences, each put into ``template``."""
+
     def make(rng: random.Random, n: int) -> list[dict[str, Any]]:
         seen: set[str] = set()
         items = []
         while len(items) < n:
-            seq = " ".join(rng.choice(words) for _ in range(rng.randint(5, 10)))
-            if seq in seen:
-                continue
-            seen.add(seq)
-            prompt = (f"What are the next 5 {noun} in the following text? Respond only with the next 5 {noun} "
-                      f"and nothing else. Do not include punctuation.\n{seq}")
-            items.append({"question": seq, "object_prompt": prompt})
+            seq = draw(rng)
+            if seq not in seen:
+                seen.add(seq)
+                items.append({"question": seq, "object_prompt": template.format(seq=seq)})
         return items
 
     return make
+
+
+def _word_sequences(words: tuple[str, ...], noun: str) -> Callable[[random.Random, int], list[dict[str, Any]]]:
+    return _distinct(
+        lambda rng: " ".join(rng.choice(words) for _ in range(rng.randint(5, 10))),
+        f"What are the next 5 {noun} in the following text? Respond only with the next 5 {noun} "
+        f"and nothing else. Do not include punctuation.\n{{seq}}",
+    )
 
 
 def _number_sequences(low: int, high: int, what: str) -> Callable[[random.Random, int], list[dict[str, Any]]]:
-    def make(rng: random.Random, n: int) -> list[dict[str, Any]]:
-        seen: set[str] = set()
-        items = []
-        while len(items) < n:
-            seq = ", ".join(str(rng.randint(low, high)) for _ in range(rng.randint(4, 7)))
-            if seq in seen:
-                continue
-            seen.add(seq)
-            prompt = (f"What is the next {what} in the following sequence? Respond only with that {what} "
-                      f"and nothing else.\n{seq}")
-            items.append({"question": seq, "object_prompt": prompt})
-        return items
-
-    return make
+    return _distinct(
+        lambda rng: ", ".join(str(rng.randint(low, high)) for _ in range(rng.randint(4, 7))),
+        f"What is the next {what} in the following sequence? Respond only with that {what} "
+        f"and nothing else.\n{{seq}}",
+    )
 
 
 def _multiple_choice(question: str, correct: str, distractors: list[str], rng: random.Random) -> dict[str, Any]:

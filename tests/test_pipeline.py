@@ -7,8 +7,11 @@ import pandas as pd
 import pytest
 
 from conftest import tiny_profile
+from test_release import SAMPLE
 from reproduce.datasets import DATA_RAW, DatasetError, load_task
+from reproduce.io import short_hash
 from reproduce.models import ModelError
+from reproduce.release import import_release
 from reproduce.properties import PropertyError, get_property
 from reproduce.stages import Plan, run_meta_untrained, run_object_level
 
@@ -140,3 +143,21 @@ def test_empty_dataset_fails_before_any_model_is_loaded(tmp_path):
     (tmp_path / "years" / "items.jsonl").write_text("")
     with pytest.raises(DatasetError, match="is empty"):
         Plan(tiny_profile(tasks={"train": ["numbers"], "test": ["years"]}), data_raw=tmp_path)
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="the shared release sample is not beside this checkout")
+def test_the_papers_own_tasks_run_through_the_same_stages(tmp_path):
+    raw = tmp_path / "data_raw"
+    import_release(SAMPLE, raw)
+    profile = tiny_profile(models=["smollm2-135m"], tasks={"train": ["li_power_seeking"],
+                                                           "test": ["li_animals_long", "li_survival_instinct"]},
+                           items_per_task={"train": 2, "test": 2}, sampling={"n_samples": 2, "items_per_task": 1,
+                                                                              "temperature": 1.0})
+    plan = Plan(profile, data_raw=raw)
+    run_object_level(plan, tmp_path / "obj", tmp_path / "smp", tmp_path / "work")
+    run_meta_untrained(plan, tmp_path / "obj", tmp_path / "meta.parquet", tmp_path / "work")
+    meta = pd.read_parquet(tmp_path / "meta.parquet")
+    assert set(meta["task"]) == {"li_animals_long", "li_survival_instinct"}
+    assert len(meta) == 2 * 7 + 2 * 1 and set(meta["kind"]) == {"self"}
+    hashes = {short_hash(it["hypothetical_prompts"]["ethical_stance"]) for it in load_task("li_survival_instinct", raw).items}
+    assert set(meta.loc[meta.property == "ethical_stance", "meta_prompt_hash"]) <= hashes  # the release's own prompts

@@ -41,7 +41,11 @@ def value(prop, response, item=None):
     ("is_even", "42", "true"),
     ("is_even", "1993, 2001", "false"),
     ("is_even", "-8", "true"),
-    ("is_even", "The next number is 4", None),         # must start with the number
+    ("is_even", "The next year is 2025.", "false"),     # the first integer, after a preamble
+    ("is_even", "The next number is 4", "true"),
+    ("is_even", "no number here", None),
+    ("is_even", "2.5", None),                           # a decimal is not an integer
+    ("is_even", "x42y", None),                          # digits inside a word are not a number
 ])
 def test_extraction(prop, response, expected):
     assert value(prop, response) == expected
