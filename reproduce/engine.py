@@ -1,7 +1,12 @@
 """Batched inference: greedy generation, seeded sampling, and option distributions.
 
 - Prompts are rendered with the model's :class:`~reproduce.models.PromptFormat`, tokenised once, sorted by
-  length and cut into batches of similar length (length bucketing), left-padded.
+  length and cut into batches of similar length (length bucketing).
+- Shared prefix: the tokens every prompt of a call begins with (the chat template's system turn, the task's
+  instructions, the meta level's "Previously, you were asked ...") go through the model once; each batch
+  starts from a copy of that key-value cache, with only the differing suffixes padded (on their left, in the
+  middle of the sequence) and computed. On a CPU the prompt's forward pass dominates, so this is where
+  batched inference saves most. ``share_prefix=False`` recomputes every prompt in full.
 - Special tokens other than EOS are suppressed (a base model can otherwise loop on tokens such as
   ``<start_of_image>``).
 - A response ends at EOS, at the first newline that follows some content, or at ``max_new_tokens``; every
@@ -15,6 +20,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +31,9 @@ from tqdm.auto import tqdm
 from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
 
 from .models import LoadedModel, ModelError
+
+#: part of every shard fingerprint: results of another engine version are never mixed with these
+ENGINE_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -67,10 +76,13 @@ class _NewlineAfterContent(StoppingCriteria):
 
 
 class Engine:
-    def __init__(self, lm: LoadedModel, batch_size: int = 32):
+    #: shorter common prefixes are not worth a separate forward pass
+    MIN_SHARED_PREFIX = 8
+
+    def __init__(self, lm: LoadedModel, batch_size: int = 32, share_prefix: bool = True):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        self.lm, self.batch_size = lm, batch_size
+        self.lm, self.batch_size, self.share_prefix = lm, batch_size, share_prefix
         tok = lm.tokenizer
         eos = lm.model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
@@ -129,11 +141,33 @@ class Engine:
     def render(self, prompts: Sequence[str]) -> list[str]:
         return [self.lm.format.render(p) for p in prompts]
 
-    def _batches(self, texts: list[str], size: int) -> list[list[int]]:
-        tok = self.lm.tokenizer
-        lengths = [len(ids) for ids in tok(texts, add_special_tokens=self.lm.format.add_special_tokens)["input_ids"]]
-        order = sorted(range(len(texts)), key=lambda i: (-lengths[i], i))
+    @staticmethod
+    def _batches(lengths: list[int], size: int) -> list[list[int]]:
+        order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
         return [order[i:i + size] for i in range(0, len(order), size)]
+
+    def _shared_prefix(self, ids: list[list[int]]) -> int:
+        """Length of the token prefix common to every prompt (leaving each at least one token of its own)."""
+        if not self.share_prefix or not ids:
+            return 0
+        first, n = ids[0], min(len(x) for x in ids) - 1
+        p = 0
+        while p < n and all(x[p] == first[p] for x in ids):
+            p += 1
+        return p if p >= self.MIN_SHARED_PREFIX else 0
+
+    def _prefix_cache(self, prefix: list[int]):
+        out = self.lm.model(input_ids=torch.tensor([prefix], device=self.lm.device), use_cache=True, logits_to_keep=1)
+        return out.past_key_values
+
+    def _batch_inputs(self, prefix: list[int], suffixes: list[list[int]]) -> dict[str, torch.Tensor]:
+        """Prefix, then each suffix left-padded to the longest: [prefix | pad ... | suffix]."""
+        width = max(len(x) for x in suffixes)
+        pad = self.lm.tokenizer.pad_token_id
+        ids = [prefix + [pad] * (width - len(x)) + x for x in suffixes]
+        mask = [[1] * len(prefix) + [0] * (width - len(x)) + [1] * len(x) for x in suffixes]
+        dev = self.lm.device
+        return {"input_ids": torch.tensor(ids, device=dev), "attention_mask": torch.tensor(mask, device=dev)}
 
     @torch.inference_mode()
     def generate(
@@ -162,17 +196,26 @@ class Engine:
             raise ValueError("options must have one entry per prompt")
         tok, model = self.lm.tokenizer, self.lm.model
         texts = self.render(prompts)
+        ids = tok(texts, add_special_tokens=self.lm.format.add_special_tokens)["input_ids"]
         results: list[list[Generation] | None] = [None] * len(texts)
+        k = n if sample else 1  # sequences per prompt
         # a batch holds at most batch_size sequences: with n samples per prompt, batch_size // n prompts
-        batches = self._batches(texts, max(1, self.batch_size // (n if sample else 1)))
+        batches = self._batches([len(x) for x in ids], max(1, self.batch_size // k))
+        shared = self._shared_prefix(ids)
+        prefix = ids[0][:shared] if shared else []
+        prefix_cache = self._prefix_cache(prefix) if shared else None
         bar = tqdm(total=len(texts), desc=progress, unit="prompt", disable=progress is None, leave=False)
         want_logits = options is not None and any(o is not None for o in options)
         for b, idx in enumerate(batches):
-            enc = tok([texts[i] for i in idx], return_tensors="pt", padding=True,
-                      add_special_tokens=self.lm.format.add_special_tokens).to(self.lm.device)
+            # each prompt's row repeated k times (what num_return_sequences would do, but the cache must match)
+            enc = self._batch_inputs(prefix, [ids[i][shared:] for i in idx for _ in range(k)])
+            cache = None
+            if prefix_cache is not None:
+                cache = copy.deepcopy(prefix_cache)
+                cache.batch_repeat_interleave(len(idx) * k)
             plen = enc["input_ids"].shape[1]
             config = GenerationConfig(
-                max_new_tokens=max_new_tokens, do_sample=sample, num_return_sequences=n if sample else 1,
+                max_new_tokens=max_new_tokens, do_sample=sample, num_return_sequences=1,
                 temperature=temperature if sample else None, top_k=0 if sample else None, top_p=1.0 if sample else None,
                 pad_token_id=tok.pad_token_id, eos_token_id=self.eos_ids,
                 suppress_tokens=self.suppress_ids or None, return_dict_in_generate=True, output_logits=want_logits,
@@ -180,7 +223,7 @@ class Engine:
             if sample:
                 torch.manual_seed(derive_seed(seed, b))
             stop = StoppingCriteriaList([_NewlineAfterContent(self._newline, self._content, plen)])
-            out = model.generate(**enc, generation_config=config, stopping_criteria=stop)
+            out = model.generate(**enc, past_key_values=cache, generation_config=config, stopping_criteria=stop)
             gen = out.sequences[:, plen:].cpu()
             dists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             if want_logits:
@@ -191,26 +234,25 @@ class Engine:
                         by_options.setdefault(tuple(options[i]), []).append(row)
                 for opts, rows in by_options.items():
                     probs, outside = self._distribution(first[rows], opts)
-                    for k, row in enumerate(rows):
-                        dists[row] = (probs[k], outside[k])
-            k = n if sample else 1
+                    for r, row in enumerate(rows):
+                        dists[row] = (probs[r], outside[r])
             for row, i in enumerate(idx):
                 gens = []
                 for j in range(k):
-                    ids = gen[row * k + j].tolist()
+                    new = gen[row * k + j].tolist()
                     finish = "length"
-                    for pos, t in enumerate(ids):
+                    for pos, t in enumerate(new):
                         if t in self.eos_ids:
-                            ids, finish = ids[:pos], "eos"
+                            new, finish = new[:pos], "eos"
                             break
-                    raw = tok.decode(ids, skip_special_tokens=True)
+                    raw = tok.decode(new, skip_special_tokens=True)
                     response, was_cut = cut_response(raw)
                     if was_cut:
                         finish = "newline"
-                    p, outside = dists.get(row, (None, None))
+                    row_probs, outside = dists.get(row, (None, None))
                     gens.append(Generation(
-                        response=response, raw=raw, n_new_tokens=len(ids), finish=finish,
-                        option_probs=None if p is None else tuple(float(x) for x in p),
+                        response=response, raw=raw, n_new_tokens=len(new), finish=finish,
+                        option_probs=None if row_probs is None else tuple(float(x) for x in row_probs),
                         p_outside=None if outside is None else float(outside),
                     ))
                 results[i] = gens

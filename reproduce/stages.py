@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from . import __version__
 from .config import REPO_ROOT, Profile
 from .datasets import DATA_RAW, TaskData, load_task, select_properties, write_task
-from .engine import Engine, derive_seed
+from .engine import ENGINE_VERSION, Engine, derive_seed
 from .io import atomic_write_parquet, short_hash
 from .models import ModelRef, load, resolve
 from .properties import get_property
@@ -110,7 +110,7 @@ def _load(profile: Profile, ref: ModelRef):
 
 def _fingerprint(stage: str, profile: Profile, lm, **extra) -> dict:
     return {
-        "stage": stage, "package": __version__, "model": lm.ref.spec, "weights": lm.ref.fingerprint,
+        "stage": stage, "package": __version__, "engine": ENGINE_VERSION, "model": lm.ref.spec, "weights": lm.ref.fingerprint,
         "dtype": profile.dtype, "device": lm.device.type, "batch_size": profile.batch_size,
         "format": lm.format.kind, "system_prompt": profile.system_prompt, **extra,
     }

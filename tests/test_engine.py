@@ -65,3 +65,18 @@ def test_engine_rejects_bad_arguments(models):
         engine.generate(["x"], 0)
     with pytest.raises(ValueError, match="greedy"):
         engine.generate(["x"], 2, temperature=1.0, options=[("true", "false")])
+
+
+@pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
+def test_shared_prefix_cache_gives_the_same_answers_as_full_recompute(models, spec):
+    from reproduce.engine import Engine
+
+    lm, shared = models[spec]
+    full = Engine(lm, batch_size=4, share_prefix=False)
+    prompts = [it["hypothetical_prompts"]["second_character"] for it in load_task("animals").items[:6]]
+    ids = lm.tokenizer(shared.render(prompts), add_special_tokens=lm.format.add_special_tokens)["input_ids"]
+    assert shared._shared_prefix(ids) >= shared.MIN_SHARED_PREFIX  # the cache is really used here
+    a = shared.generate(prompts, 6, options=[CHARS] * 6)
+    b = full.generate(prompts, 6, options=[CHARS] * 6)
+    assert [x[0].response for x in a] == [x[0].response for x in b]
+    assert np.allclose([x[0].option_probs for x in a], [x[0].option_probs for x in b], atol=1e-4)
