@@ -48,6 +48,7 @@ def cmd_models(args) -> None:
     from .models import EMBEDDED, ModelError, load, resolve
 
     specs = args.specs or list(EMBEDDED)
+    failed = []
     for spec in specs:
         try:
             ref = resolve(spec)
@@ -59,6 +60,9 @@ def cmd_models(args) -> None:
             print(line)
         except ModelError as exc:
             print(f"{spec}: {exc}")
+            failed.append(spec)
+    if failed:
+        raise ModelError(f"{len(failed)} of {len(specs)} model specs cannot be used offline: {', '.join(failed)}")
 
 
 def cmd_use_profile(args) -> None:

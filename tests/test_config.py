@@ -53,3 +53,9 @@ def test_use_profile_rewrites_only_the_profile_line(tmp_path):
     assert load_params(path)[0] == "smoke"
     assert path.read_text().count("#") == DEFAULT_PARAMS.read_text().count("#")  # comments kept
     assert main(["use-profile", "nope", "--params", str(path)]) == 2
+
+
+def test_models_command_fails_for_an_unavailable_model(capsys):
+    assert main(["models", "smollm2-135m", "no-org/no-model"]) == 2
+    out = capsys.readouterr()
+    assert "smollm2-135m" in out.out and "1 of 2 model specs" in out.err
