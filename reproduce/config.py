@@ -52,6 +52,21 @@ class Sampling(_Strict):
     temperature: float = Field(gt=0, le=5)
 
 
+class Finetune(_Strict):
+    """LoRA supervised finetuning on (hypothetical prompt -> property of the target's answer) pairs."""
+
+    lora_rank: int = Field(ge=1, le=1024)
+    lora_alpha: float = Field(gt=0)
+    lora_dropout: float = Field(default=0.0, ge=0, lt=1)
+    learning_rate: float = Field(gt=0, le=1)
+    epochs: float = Field(gt=0, le=100)
+    batch_size: int = Field(ge=1, le=4096)
+    max_examples: int | None = Field(default=None, ge=1, description="cap on training pairs per target")
+    mixed_precision: Literal["no", "bf16", "fp16"] = "bf16"
+    checkpoint_every: int = Field(default=50, ge=1, description="steps between resumable checkpoints")
+    max_length: int = Field(default=512, ge=16, description="longest prompt + answer, in tokens")
+
+
 class Profile(_Strict):
     seed: int = Field(ge=0)
     models: list[str] = Field(min_length=1)
@@ -66,6 +81,7 @@ class Profile(_Strict):
     items_per_task: SplitSizes
     properties: list[str] | None = None
     sampling: Sampling
+    finetune: Finetune | None = None
 
     @field_validator("models")
     @classmethod

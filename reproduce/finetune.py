@@ -1,0 +1,211 @@
+"""Self- and cross-prediction finetuning: LoRA on (hypothetical prompt -> property of a target's answer).
+
+Training data (:func:`training_examples`) comes from one *target* model's object-level table, TRAIN tasks
+only, compliant rows only: the prompt is the item's hypothetical prompt for a property, the answer is the
+property of the target's own object-level response. The examples depend on the target and the seed alone,
+so the self-predictor and the cross-predictor of one target see exactly the same pairs in the same order.
+
+Training (:func:`finetune`) runs under Hugging Face ``accelerate`` (``accelerate launch`` spreads the same
+code over several GPUs), with LoRA adapters on every linear layer (peft), AdamW, and the loss on the answer
+tokens only. Batches are left-padded so that every answer ends at the last position; the logits of the last
+few positions alone are computed (``logits_to_keep``), which matters with Gemma's 262k-token vocabulary.
+A checkpoint (adapter, optimiser, step) is written atomically every ``checkpoint_every`` steps; a killed run
+resumes from it. The loss curve goes to a TSV file that ``dvc plots`` reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from .config import Finetune
+from .datasets import TaskData
+from .io import atomic_write_bytes, atomic_write_json, short_hash
+from .models import LoadedModel
+
+
+class TrainingError(ValueError):
+    """Training data or parameters that cannot produce a meaningful finetune."""
+
+
+def training_examples(objects: pd.DataFrame, tasks: Mapping[str, TaskData], target: str, seed: int,
+                      max_examples: int | None = None) -> pd.DataFrame:
+    """(prompt, answer) pairs about ``target``'s object-level behaviour on the TRAIN tasks.
+
+    Columns: ``target, task, item_id, property, prompt, answer``; shuffled with ``seed``.
+    """
+    rows = objects[(objects["model"] == target) & (objects["split"] == "train") & objects["compliant"].astype(bool)]
+    rows = rows[rows["task"].isin([n for n, t in tasks.items() if t.split == "train"])]
+    if rows.empty:
+        raise TrainingError(f"target {target!r} has no compliant object-level answers on the train tasks; "
+                            "nothing to finetune on")
+    items = {(n, it["item_id"]): it for n, t in tasks.items() if t.split == "train" for it in t.items}
+    prompts = [items[(t, i)]["hypothetical_prompts"][p] for t, i, p in zip(rows["task"], rows["item_id"], rows["property"])]
+    df = pd.DataFrame({
+        "target": target, "task": rows["task"].to_numpy(), "item_id": rows["item_id"].to_numpy(),
+        "property": rows["property"].to_numpy(), "prompt": prompts, "answer": rows["value"].astype(str).to_numpy(),
+    })
+    df = df.sort_values(["task", "item_id", "property"], kind="stable").reset_index(drop=True)
+    df = df.iloc[np.random.default_rng(seed).permutation(len(df))].reset_index(drop=True)
+    return df.head(max_examples) if max_examples else df
+
+
+def completion(lm: LoadedModel, answer: str) -> str:
+    """How a trained answer is written after the rendered prompt: the chat turn's end, or a newline."""
+    if lm.format.kind == "chat":
+        return answer + lm.tokenizer.eos_token
+    return " " + answer + "\n"
+
+
+@dataclass
+class Encoded:
+    prompt_ids: list[list[int]]
+    answer_ids: list[list[int]]
+
+
+def encode(lm: LoadedModel, examples: pd.DataFrame, max_length: int) -> Encoded:
+    tok = lm.tokenizer
+    prompts = tok([lm.format.render(p) for p in examples["prompt"]],
+                  add_special_tokens=lm.format.add_special_tokens)["input_ids"]
+    answers = tok([completion(lm, a) for a in examples["answer"]], add_special_tokens=False)["input_ids"]
+    too_long = [i for i, (p, a) in enumerate(zip(prompts, answers)) if len(p) + len(a) > max_length]
+    if too_long:
+        raise TrainingError(f"{len(too_long)} examples exceed finetune.max_length={max_length} tokens "
+                            f"(longest {max(len(prompts[i]) + len(answers[i]) for i in too_long)}); raise it")
+    return Encoded(prompts, answers)
+
+
+def collate(batch: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Left-pad prompt+answer so every answer ends at the last position; mark answer tokens."""
+    width = max(len(p) + len(a) for p, a in batch)
+    span = max(len(a) for _, a in batch)
+    ids, mask, answer_mask = [], [], []
+    for p, a in batch:
+        seq = p + a
+        ids.append([pad_id] * (width - len(seq)) + seq)
+        mask.append([0] * (width - len(seq)) + [1] * len(seq))
+        answer_mask.append([False] * (span - len(a)) + [True] * len(a))
+    return {"input_ids": torch.tensor(ids), "attention_mask": torch.tensor(mask),
+            "answer_mask": torch.tensor(answer_mask)}
+
+
+def answer_loss(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """Mean cross-entropy over the answer tokens, from the logits of the last ``span + 1`` positions."""
+    span = batch["answer_mask"].shape[1]
+    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=span + 1)
+    logits = out.logits[:, :-1].float()  # position t predicts token t + 1
+    targets = batch["input_ids"][:, -span:]
+    m = batch["answer_mask"]
+    return torch.nn.functional.cross_entropy(logits[m], targets[m])
+
+
+def fingerprint(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, seed: int) -> str:
+    data = short_hash("\n".join(examples["prompt"] + "\x00" + examples["answer"]))
+    return short_hash(json.dumps({"model": lm.ref.spec, "weights": lm.ref.fingerprint, "data": data,
+                                  "cfg": cfg.model_dump(), "seed": seed}, sort_keys=True))
+
+
+def _lora(lm: LoadedModel, cfg: Finetune):
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                        target_modules="all-linear", task_type="CAUSAL_LM")
+    return get_peft_model(lm.model, config)
+
+
+def finetune(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, out_dir: str | Path, seed: int,
+             progress: str | None = None) -> dict:
+    """Train a LoRA adapter on ``examples``; write ``out_dir/adapter``, ``train_log.tsv``, ``summary.json``.
+
+    ``lm`` is modified in place (adapters attached). Resumes from ``out_dir/.checkpoint`` when it belongs
+    to the same model, data, parameters and seed.
+    """
+    from accelerate import Accelerator
+    from peft import get_peft_model_state_dict, set_peft_model_state_dict
+
+    if examples.empty:
+        raise TrainingError("no training examples")
+    out_dir = Path(out_dir)
+    fp = fingerprint(lm, examples, cfg, seed)
+    summary_path = out_dir / "summary.json"
+    if summary_path.exists() and json.loads(summary_path.read_text()).get("fingerprint") == fp:
+        return json.loads(summary_path.read_text())  # already trained on exactly this
+
+    enc = encode(lm, examples, cfg.max_length)
+    pairs = list(zip(enc.prompt_ids, enc.answer_ids))
+    steps_per_epoch = math.ceil(len(pairs) / cfg.batch_size)
+    total = max(1, round(cfg.epochs * steps_per_epoch))
+    order = []  # the example order of every step, fixed by the seed
+    rng = np.random.default_rng(seed)
+    while len(order) < total * cfg.batch_size:
+        order.extend(rng.permutation(len(pairs)).tolist())
+
+    torch.manual_seed(seed)
+    accelerator = Accelerator(mixed_precision=cfg.mixed_precision, cpu=lm.device.type == "cpu")
+    model = _lora(lm, cfg)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.learning_rate)
+    model, optimizer = accelerator.prepare(model, optimizer)
+
+    ckpt = out_dir / ".checkpoint"
+    start, log = 0, []
+    if (ckpt / "state.pt").exists():
+        state = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False)
+        if state["fingerprint"] == fp:
+            set_peft_model_state_dict(accelerator.unwrap_model(model), state["adapter"])
+            optimizer.load_state_dict(state["optimizer"])
+            start, log = state["step"], state["log"]
+
+    pad = lm.tokenizer.pad_token_id
+    model.train()
+    bar = tqdm(range(start, total), desc=progress, unit="step", disable=progress is None, leave=False)
+    for step in bar:
+        idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+        batch = {k: v.to(accelerator.device) for k, v in collate([pairs[i] for i in idx], pad).items()}
+        with accelerator.autocast():
+            loss = answer_loss(model, batch)
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        log.append((step + 1, float(loss.detach())))
+        bar.set_postfix(loss=f"{log[-1][1]:.3f}")
+        if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < total and accelerator.is_main_process:
+            _save_checkpoint(ckpt, fp, step + 1, log, get_peft_model_state_dict(accelerator.unwrap_model(model)),
+                             optimizer.state_dict())
+    model.eval()
+    summary = {"fingerprint": fp, "model": lm.ref.spec, "examples": len(pairs), "steps": total, "seed": seed,
+               "first_loss": log[0][1], "final_loss": log[-1][1], "params": cfg.model_dump()}
+    if accelerator.is_main_process:
+        _save_final(out_dir, accelerator.unwrap_model(model), log, summary)
+        shutil.rmtree(ckpt, ignore_errors=True)
+    return summary
+
+
+def _save_checkpoint(ckpt: Path, fp: str, step: int, log: list, adapter: dict, optimizer: dict) -> None:
+    ckpt.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=ckpt, suffix=".tmp")
+    os.close(fd)
+    torch.save({"fingerprint": fp, "step": step, "log": log, "adapter": adapter, "optimizer": optimizer}, tmp)
+    os.replace(tmp, ckpt / "state.pt")
+
+
+def _save_final(out_dir: Path, model, log: list, summary: dict) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out_dir, prefix=".adapter."))
+    model.save_pretrained(tmp)
+    final = out_dir / "adapter"
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    atomic_write_bytes(out_dir / "train_log.tsv", ("step\tloss\n" + "".join(f"{s}\t{v:.6f}\n" for s, v in log)).encode())
+    atomic_write_json(out_dir / "summary.json", summary)  # written last: its presence means "done"

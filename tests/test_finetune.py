@@ -1,0 +1,130 @@
+"""Finetuning: training data without leakage, identical data for self- and cross-predictors, a tiny real
+finetune that learns its pairs, resume after an interruption, and clear errors for bad parameters."""
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+from pydantic import ValidationError
+
+from reproduce import finetune as ft
+from reproduce.config import Finetune
+from reproduce.datasets import load_task
+from reproduce.models import load
+from reproduce.properties import get_property
+
+TASKS = {n: load_task(n) for n in ("colors", "numbers", "animals")}
+
+
+def fake_objects(model: str, word: str) -> pd.DataFrame:
+    """An object-level table in the stage's shape: ``model`` always answers with ``word`` (+ a number)."""
+    rows = []
+    for name, task in TASKS.items():
+        for it in task.items[:5]:
+            response = f"{word} 17" if task.family == "word_sequence" else "42"
+            for p in task.manifest["properties"]:
+                v = get_property(p).extract(response, it)
+                rows.append(dict(model=model, task=name, split=task.split, family=task.family,
+                                 item_id=it["item_id"], property=p, value=v, compliant=v is not None))
+    return pd.DataFrame(rows)
+
+
+OBJECTS = pd.concat([fake_objects("m1", "amber"), fake_objects("m2", "ochre")], ignore_index=True)
+
+
+def cfg(**kw) -> Finetune:
+    base = dict(lora_rank=8, lora_alpha=16, learning_rate=2e-3, epochs=3, batch_size=4, mixed_precision="no",
+                checkpoint_every=2, max_length=256)
+    return Finetune(**{**base, **kw})
+
+
+def test_examples_come_from_train_tasks_and_the_targets_own_answers():
+    ex = ft.training_examples(OBJECTS, TASKS, "m1", seed=0)
+    assert set(ex["task"]) == {"colors", "numbers"}  # animals is a test task: never trained on
+    assert (ex["target"] == "m1").all()
+    assert not ex["answer"].isin(["ochre", "o"]).any()  # nothing of the other model's behaviour
+    assert set(ex.loc[ex.property == "first_word", "answer"]) == {"amber"}
+    for row in ex.itertuples():
+        item = next(it for it in TASKS[row.task].items if it["item_id"] == row.item_id)
+        assert row.prompt == item["hypothetical_prompts"][row.property]
+    # non-compliant rows (third_word of "amber 17") are not training pairs
+    assert "third_word" not in set(ex["property"])
+
+
+def test_self_and_cross_predictors_of_a_target_get_identical_examples():
+    a = ft.training_examples(OBJECTS, TASKS, "m1", seed=3, max_examples=20)
+    b = ft.training_examples(OBJECTS, TASKS, "m1", seed=3, max_examples=20)
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(ft.training_examples(OBJECTS, TASKS, "m1", seed=4, max_examples=20))
+
+
+def test_no_compliant_training_data_is_a_clear_error():
+    empty = OBJECTS.assign(compliant=False)
+    with pytest.raises(ft.TrainingError, match="no compliant object-level answers on the train tasks"):
+        ft.training_examples(empty, TASKS, "m1", seed=0)
+
+
+@pytest.mark.parametrize("bad", [dict(lora_rank=0), dict(learning_rate=0), dict(batch_size=0), dict(epochs=-1),
+                                 dict(mixed_precision="fp8"), dict(checkpoint_every=0)])
+def test_bad_training_parameters_are_rejected(bad):
+    with pytest.raises(ValidationError):
+        cfg(**bad)
+
+
+def _loss(lm, examples) -> float:
+    enc = ft.encode(lm, examples, 256)
+    batch = ft.collate(list(zip(enc.prompt_ids, enc.answer_ids)), lm.tokenizer.pad_token_id)
+    with torch.no_grad():
+        return float(ft.answer_loss(lm.model, batch))
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return ft.training_examples(OBJECTS, TASKS, "m1", seed=0, max_examples=12)
+
+
+def test_too_long_examples_are_a_clear_error(examples):
+    lm = load("smollm2-135m", dtype="float32", device="cpu")
+    with pytest.raises(ft.TrainingError, match="exceed finetune.max_length=16"):
+        ft.encode(lm, examples, 16)
+
+
+@pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
+def test_a_tiny_finetune_lowers_the_loss_on_its_training_pairs(spec, examples, tmp_path):
+    lm = load(spec, dtype="float32", device="cpu")
+    before = _loss(lm, examples)
+    summary = ft.finetune(lm, examples, cfg(), tmp_path, seed=0)
+    after = _loss(lm, examples)
+    assert after < 0.5 * before, (before, after)
+    assert summary["steps"] == 9 and (tmp_path / "adapter" / "adapter_config.json").exists()
+    log = pd.read_csv(tmp_path / "train_log.tsv", sep="\t")
+    assert list(log["step"]) == list(range(1, 10)) and not (tmp_path / ".checkpoint").exists()
+
+
+def test_an_interrupted_finetune_resumes_to_the_same_result(examples, tmp_path, monkeypatch):
+    full = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(), tmp_path / "a", seed=0)
+
+    real, calls = ft.answer_loss, {"n": 0}
+
+    def dies_at_step_6(model, batch):
+        calls["n"] += 1
+        if calls["n"] == 6:
+            raise KeyboardInterrupt("killed")
+        return real(model, batch)
+
+    monkeypatch.setattr(ft, "answer_loss", dies_at_step_6)
+    with pytest.raises(KeyboardInterrupt):
+        ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(), tmp_path / "b", seed=0)
+    state = torch.load(tmp_path / "b" / ".checkpoint" / "state.pt", weights_only=False)
+    assert state["step"] == 4 and not (tmp_path / "b" / "summary.json").exists()
+    monkeypatch.setattr(ft, "answer_loss", real)
+    resumed = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(), tmp_path / "b", seed=0)
+    assert resumed["steps"] == full["steps"]
+    a = pd.read_csv(tmp_path / "a" / "train_log.tsv", sep="\t")
+    b = pd.read_csv(tmp_path / "b" / "train_log.tsv", sep="\t")
+    assert list(b["step"]) == list(a["step"])  # no step lost or repeated
+    assert b["loss"].tolist() == pytest.approx(a["loss"].tolist(), rel=1e-4)
+    # a finished run is not redone
+    again = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(), tmp_path / "b", seed=0)
+    assert again == json.loads((tmp_path / "b" / "summary.json").read_text())
