@@ -37,6 +37,20 @@ def cmd_meta_untrained(args) -> None:
     print(run_meta_untrained(Plan(_profile(args))))
 
 
+def cmd_finetune(args) -> None:
+    from .stages import Plan, run_finetune
+
+    for run in run_finetune(Plan(_profile(args))):
+        print(f"{run['run']:<44} {run['kind']:<5} {run['n_examples']:>5} pairs  loss {run['first_loss']:.3f} -> "
+              f"{run['final_loss']:.3f}")
+
+
+def cmd_meta_trained(args) -> None:
+    from .stages import Plan, run_meta_trained
+
+    print(run_meta_trained(Plan(_profile(args))))
+
+
 def cmd_import_release(args) -> None:
     from .release import import_release
 
@@ -100,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = with_params(sub.add_parser(
         "meta-untrained", help="hypothetical answers and option distributions of every untrained predictor"))
     s.set_defaults(func=cmd_meta_untrained)
+
+    s = with_params(sub.add_parser(
+        "finetune", help="LoRA-finetune every model on every model's train-task behaviour (self and cross)"))
+    s.set_defaults(func=cmd_finetune)
+
+    s = with_params(sub.add_parser(
+        "meta-trained", help="hypothetical answers of every finetuned predictor on the held-out test tasks"))
+    s.set_defaults(func=cmd_meta_trained)
 
     s = sub.add_parser("import-release", help="convert the Looking Inward dataset release (jsonl) into data_raw/ tasks")
     s.add_argument("release_dir", help="folder of the release, with train/ and test/ (or jsonl files directly)")

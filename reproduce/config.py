@@ -65,6 +65,14 @@ class Finetune(_Strict):
     mixed_precision: Literal["no", "bf16", "fp16"] = "bf16"
     checkpoint_every: int = Field(default=50, ge=1, description="steps between resumable checkpoints")
     max_length: int = Field(default=512, ge=16, description="longest prompt + answer, in tokens")
+    scaling_sizes: list[int] = Field(default_factory=list, description="cross-prediction training-set sizes")
+
+    @field_validator("scaling_sizes")
+    @classmethod
+    def _positive_sizes(cls, v: list[int]) -> list[int]:
+        if any(n < 1 for n in v) or len(set(v)) != len(v):
+            raise ValueError(f"scaling_sizes must be distinct positive integers, got {v}")
+        return sorted(v)
 
 
 class Profile(_Strict):

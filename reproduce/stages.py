@@ -20,12 +20,21 @@ property, meta_prompt_hash, meta_response, meta_value, meta_compliant, options, 
 object_value, object_compliant, p_object_value, correct``. ``options``/``option_probs`` are empty for
 open-set properties (words); ``p_object_value`` is the normalised probability the predictor gave the
 target's actual value (missing when the value is outside the options or non-compliant).
+
+``data/finetuned/runs.json`` -- one entry per finetune: ``run, predictor, target, kind, n_examples, scaling,
+steps, first_loss, final_loss``; each run's ``adapter/``, ``train_log.tsv`` (step, loss) and ``summary.json``
+beside it, and the training pairs of each target in ``data/finetuned/examples/<target>.parquet``.
+
+``data/meta_trained.parquet`` -- like ``meta_untrained`` for every trained predictor about its own target,
+with ``run, n_examples, scaling`` added (``scaling`` marks the smaller cross-prediction runs of the sweep).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -36,7 +45,7 @@ from . import __version__
 from .config import REPO_ROOT, Profile
 from .datasets import DATA_RAW, TaskData, load_task, select_properties, write_task
 from .engine import ENGINE_VERSION, Engine, derive_seed
-from .io import atomic_write_parquet, short_hash
+from .io import atomic_write_bytes, atomic_write_json, atomic_write_parquet, short_hash
 from .models import ModelRef, load, resolve
 from .properties import get_property
 from .shards import ShardStore
@@ -276,6 +285,112 @@ def run_meta_untrained(plan: Plan, object_dir: Path = DATA / "object_level",
     for ref in plan.refs:
         lm, engine = _load(plan.profile, ref)
         frames.append(join_targets(meta_predictions(plan, lm, engine, "meta_untrained", work), objects))
+        del lm, engine
+    atomic_write_parquet(out, pd.concat(frames, ignore_index=True))
+    return out
+
+
+# ----------------------------------------------------------------------------------- finetuning (exp. 1)
+@dataclass(frozen=True)
+class TrainingRun:
+    """One finetune: ``predictor`` trained on ``target``'s behaviour (self when they are the same model)."""
+
+    predictor: str
+    target: str
+    n_examples: int | None  # None: every pair (up to finetune.max_examples); an int: a scaling-sweep run
+
+    @property
+    def kind(self) -> str:
+        return "self" if self.predictor == self.target else "cross"
+
+    @property
+    def name(self) -> str:
+        size = "" if self.n_examples is None else f"__n{self.n_examples}"
+        return f"{self.predictor}__on__{self.target}{size}"
+
+
+def training_runs(plan: Plan, n_pairs: dict[str, int]) -> list[TrainingRun]:
+    """Self and cross in both directions, plus cross-prediction on each smaller scaling size."""
+    names = [r.name for r in plan.refs]
+    runs = [TrainingRun(p, t, None) for t in names for p in names]
+    for t in names:
+        for size in plan.profile.finetune.scaling_sizes:
+            if size < n_pairs[t]:
+                runs += [TrainingRun(p, t, size) for p in names if p != t]
+    return runs
+
+
+def _finetune_params(plan: Plan):
+    if plan.profile.finetune is None:
+        raise ValueError("the active profile has no `finetune:` section in params.yaml; add one (see the smoke profile)")
+    return plan.profile.finetune
+
+
+def _objects(plan: Plan, object_dir: Path) -> dict[str, pd.DataFrame]:
+    out = {}
+    for ref in plan.refs:
+        path = object_dir / f"{ref.name}.parquet"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing; run the object_level stage first (`dvc repro object_level`)")
+        out[ref.name] = pd.read_parquet(path)
+    return out
+
+
+def run_finetune(plan: Plan, object_dir: Path = DATA / "object_level", out: Path = DATA / "finetuned",
+                 curves: Path = DATA / "training_curves") -> list[dict]:
+    """Train every run; write ``out/<run>/`` (adapter, train_log.tsv, summary.json), the training pairs of each
+    target (``out/examples/<target>.parquet``) and an index ``out/runs.json``."""
+    from .finetune import finetune, training_examples
+
+    cfg = _finetune_params(plan)
+    _setup_torch(plan.profile)
+    objects = _objects(plan, object_dir)
+    examples = {t: training_examples(objects[t], plan.tasks, t, plan.profile.seed, cfg.max_examples) for t in objects}
+    for t, ex in examples.items():
+        atomic_write_parquet(out / "examples" / f"{t}.parquet", ex)
+    refs = {r.name: r for r in plan.refs}
+    index = []
+    for run in training_runs(plan, {t: len(ex) for t, ex in examples.items()}):
+        ex = examples[run.target] if run.n_examples is None else examples[run.target].head(run.n_examples)
+        lm = load(refs[run.predictor], dtype="float32", device=plan.profile.device)  # train in fp32, autocast
+        summary = finetune(lm, ex, cfg, out / run.name, seed=plan.profile.seed, progress=f"finetune {run.name}")
+        atomic_write_bytes(curves / f"{run.name}.tsv", (out / run.name / "train_log.tsv").read_bytes())
+        index.append({"run": run.name, "predictor": run.predictor, "target": run.target, "kind": run.kind,
+                      "n_examples": len(ex), "scaling": run.n_examples is not None, "steps": summary["steps"],
+                      "first_loss": summary["first_loss"], "final_loss": summary["final_loss"],
+                      "fingerprint": summary["fingerprint"]})
+        del lm
+    atomic_write_json(out / "runs.json", index)
+    return index
+
+
+def load_trained(plan: Plan, ref: ModelRef, adapter_dir: Path, run_name: str, fingerprint: str):
+    """The predictor with its adapter merged, named after the run (so its shards never mix with the base's)."""
+    from peft import PeftModel
+
+    lm, _ = _load(plan.profile, ref)
+    lm.model = PeftModel.from_pretrained(lm.model, adapter_dir).merge_and_unload().eval()
+    lm.ref = replace(ref, name=run_name, fingerprint=short_hash(f"{ref.fingerprint}:{fingerprint}"))
+    return lm, Engine(lm, batch_size=plan.profile.batch_size)
+
+
+def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level", trained: Path = DATA / "finetuned",
+                     out: Path = DATA / "meta_trained.parquet", work: Path = WORK) -> Path:
+    """Every trained predictor's hypothetical answers on the held-out test tasks, about its own target."""
+    _finetune_params(plan)
+    _setup_torch(plan.profile)
+    objects = _objects(plan, object_dir)
+    index_path = trained / "runs.json"
+    if not index_path.exists():
+        raise FileNotFoundError(f"{index_path} is missing; run the finetune stage first (`dvc repro finetune`)")
+    refs = {r.name: r for r in plan.refs}
+    frames = []
+    for run in json.loads(index_path.read_text()):
+        lm, engine = load_trained(plan, refs[run["predictor"]], trained / run["run"] / "adapter", run["run"],
+                                  run["fingerprint"])
+        meta = meta_predictions(plan, lm, engine, "meta_trained", work)
+        joined = join_targets(meta.assign(predictor=run["predictor"]), {run["target"]: objects[run["target"]]})
+        frames.append(joined.assign(run=run["run"], n_examples=run["n_examples"], scaling=run["scaling"]))
         del lm, engine
     atomic_write_parquet(out, pd.concat(frames, ignore_index=True))
     return out
