@@ -171,6 +171,7 @@ def finetune(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, out_dir: st
     bar = tqdm(range(start, total), desc=progress, unit="step", disable=progress is None, leave=False)
     for step in bar:
         idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+        idx = idx[accelerator.process_index::accelerator.num_processes]  # each process its share of the batch
         batch = {k: v.to(accelerator.device) for k, v in collate([pairs[i] for i in idx], pad).items()}
         with accelerator.autocast():
             loss = answer_loss(model, batch)

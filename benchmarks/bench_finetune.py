@@ -1,0 +1,82 @@
+"""Finetuning throughput and peak memory, for each model in its own process (so peaks do not mix).
+
+Trains LoRA on real hypothetical prompts of the train tasks (answers: the property of a fixed response,
+which is enough to time the loop) for a fixed number of steps and prints examples/s and peak memory.
+
+    python benchmarks/bench_finetune.py                        # both embedded models, params of `default`
+    python benchmarks/bench_finetune.py --steps 20 --mixed-precision no
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+
+def one(spec: str, steps: int, mixed_precision: str, profile: str) -> dict:
+    import tempfile
+
+    import pandas as pd
+    import torch
+
+    from reproduce import finetune as ft
+    from reproduce.config import load_params
+    from reproduce.datasets import load_task
+    from reproduce.models import load
+    from reproduce.properties import get_property
+
+    _, p = load_params(profile=profile)
+    cfg = p.finetune.model_copy(update={"mixed_precision": mixed_precision, "checkpoint_every": 10**6,
+                                        "epochs": 1.0})
+    torch.set_num_threads(p.threads or os.cpu_count() or 1)
+    rows = []
+    for name in p.tasks.train:
+        task = load_task(name)
+        for it in task.items:
+            for prop in task.manifest["properties"]:
+                v = get_property(prop).extract("amber teal 42 A", {**it, "option_matching_ethical_stance": "A"})
+                if v is not None:
+                    rows.append({"prompt": it["hypothetical_prompts"][prop], "answer": v})
+    n = steps * cfg.batch_size
+    examples = pd.DataFrame(rows).sample(n=min(n, len(rows)), random_state=0).reset_index(drop=True)
+    lm = load(spec, dtype="float32", device=p.device)
+    with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter()
+        summary = ft.finetune(lm, examples, cfg, d, seed=0)
+        dt = time.perf_counter() - t
+    device = torch.cuda.get_device_name() if lm.device.type == "cuda" else "CPU"
+    peak = (torch.cuda.max_memory_allocated() / 2**30 if lm.device.type == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
+    return {"model": spec, "device": device, "examples": len(examples), "steps": summary["steps"],
+            "seconds": dt, "examples_per_s": len(examples) / dt, "peak_gib": peak,
+            "mixed_precision": mixed_precision, "batch_size": cfg.batch_size, "lora_rank": cfg.lora_rank}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--mixed-precision", default="bf16", choices=["no", "bf16", "fp16"])
+    ap.add_argument("--profile", default="default", help="params profile for LoRA rank, batch size, threads")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(one(args.child, args.steps, args.mixed_precision, args.profile)))
+        return
+    for spec in args.models:
+        out = subprocess.run([sys.executable, __file__, "--child", spec, "--steps", str(args.steps),
+                              "--mixed-precision", args.mixed_precision, "--profile", args.profile],
+                             capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"{r['model']:<13} {r['device']}: {r['examples_per_s']:6.2f} examples/s ({r['examples']} examples, "
+              f"{r['steps']} steps of {r['batch_size']}, LoRA rank {r['lora_rank']}, {r['mixed_precision']}) | "
+              f"peak {'GPU' if r['device'] != 'CPU' else 'RSS'} {r['peak_gib']:.2f} GiB")
+
+
+if __name__ == "__main__":
+    main()
