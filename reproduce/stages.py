@@ -272,15 +272,21 @@ def join_targets(meta: pd.DataFrame, objects: dict[str, pd.DataFrame]) -> pd.Dat
     return pd.concat(frames, ignore_index=True)[cols]
 
 
-def run_meta_untrained(plan: Plan, object_dir: Path = DATA / "object_level",
-                       out: Path = DATA / "meta_untrained.parquet", work: Path = WORK) -> Path:
-    _setup_torch(plan.profile)
-    objects = {}
+def _objects(plan: Plan, object_dir: Path) -> dict[str, pd.DataFrame]:
+    """Every model's object-level table, or a clear error naming the stage to run first."""
+    out = {}
     for ref in plan.refs:
         path = object_dir / f"{ref.name}.parquet"
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing; run the object_level stage first (`dvc repro object_level`)")
-        objects[ref.name] = pd.read_parquet(path)
+        out[ref.name] = pd.read_parquet(path)
+    return out
+
+
+def run_meta_untrained(plan: Plan, object_dir: Path = DATA / "object_level",
+                       out: Path = DATA / "meta_untrained.parquet", work: Path = WORK) -> Path:
+    _setup_torch(plan.profile)
+    objects = _objects(plan, object_dir)
     frames = []
     for ref in plan.refs:
         lm, engine = _load(plan.profile, ref)
@@ -324,16 +330,6 @@ def _finetune_params(plan: Plan):
     if plan.profile.finetune is None:
         raise ValueError("the active profile has no `finetune:` section in params.yaml; add one (see the smoke profile)")
     return plan.profile.finetune
-
-
-def _objects(plan: Plan, object_dir: Path) -> dict[str, pd.DataFrame]:
-    out = {}
-    for ref in plan.refs:
-        path = object_dir / f"{ref.name}.parquet"
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing; run the object_level stage first (`dvc repro object_level`)")
-        out[ref.name] = pd.read_parquet(path)
-    return out
 
 
 def run_finetune(plan: Plan, object_dir: Path = DATA / "object_level", out: Path = DATA / "finetuned",
