@@ -175,8 +175,18 @@ def test_finetune_and_meta_trained_stages(run, tmp_path):
 
     plan = Plan(tiny_profile(finetune=FINETUNE))
     obj = run["root"] / "object_level"
-    index = run_finetune(plan, obj, tmp_path / "ft", tmp_path / "curves")
+    index = run_finetune(plan, obj, tmp_path / "ft", tmp_path / "curves", tmp_path / "work")
     assert index == json.loads((tmp_path / "ft" / "runs.json").read_text())
+    # DVC deletes a stage's outputs before re-running it: finished runs come back without training again
+    shutil.rmtree(tmp_path / "ft")
+    from reproduce import finetune as ft
+
+    real = ft.answer_loss
+    ft.answer_loss = lambda *a, **k: pytest.fail("a finished run was trained again")
+    try:
+        assert run_finetune(plan, obj, tmp_path / "ft", tmp_path / "curves", tmp_path / "work") == index
+    finally:
+        ft.answer_loss = real
     full = [r for r in index if not r["scaling"]]
     assert {(r["predictor"], r["target"], r["kind"]) for r in full} == {
         ("smollm2-135m", "smollm2-135m", "self"), ("gemma3-270m", "smollm2-135m", "cross"),
