@@ -15,11 +15,10 @@ resumes from it. The loss curve goes to a TSV file that ``dvc plots`` reads.
 
 from __future__ import annotations
 
+import io
 import json
 import math
-import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from tqdm.auto import tqdm
 
 from .config import Finetune
 from .datasets import TaskData
-from .io import atomic_write_bytes, atomic_write_json, short_hash
+from .io import atomic_dir, atomic_write_bytes, atomic_write_json, short_hash
 from .models import LoadedModel
 
 
@@ -193,20 +192,13 @@ def finetune(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, out_dir: st
 
 
 def _save_checkpoint(ckpt: Path, fp: str, step: int, log: list, adapter: dict, optimizer: dict) -> None:
-    ckpt.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=ckpt, suffix=".tmp")
-    os.close(fd)
-    torch.save({"fingerprint": fp, "step": step, "log": log, "adapter": adapter, "optimizer": optimizer}, tmp)
-    os.replace(tmp, ckpt / "state.pt")
+    buf = io.BytesIO()
+    torch.save({"fingerprint": fp, "step": step, "log": log, "adapter": adapter, "optimizer": optimizer}, buf)
+    atomic_write_bytes(ckpt / "state.pt", buf.getvalue())
 
 
 def _save_final(out_dir: Path, model, log: list, summary: dict) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out_dir, prefix=".adapter."))
-    model.save_pretrained(tmp)
-    final = out_dir / "adapter"
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    with atomic_dir(out_dir / "adapter") as tmp:
+        model.save_pretrained(tmp)
     atomic_write_bytes(out_dir / "train_log.tsv", ("step\tloss\n" + "".join(f"{s}\t{v:.6f}\n" for s, v in log)).encode())
     atomic_write_json(out_dir / "summary.json", summary)  # written last: its presence means "done"

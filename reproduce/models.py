@@ -22,14 +22,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from .io import sha256_file, short_hash
+from .io import atomic_dir, sha256_file, short_hash
 
 PLAIN_TEMPLATE = "Question: {prompt}\nAnswer:"
 EMBEDDED = {
@@ -149,9 +147,7 @@ def _convert_gguf(ref: ModelRef) -> Path:
     out = cache_root() / f"{_safe_name(ref.name)}-{key}"
     if (out / "config.json").exists() and any(out.glob("*.safetensors")):
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
+    with atomic_dir(out) as tmp:
         tok = AutoTokenizer.from_pretrained(ref.path.parent, gguf_file=ref.path.name)
         model = AutoModelForCausalLM.from_pretrained(ref.path.parent, gguf_file=ref.path.name, dtype=torch.float32)
         # transformers keeps a GGUF quantizer attached after dequantising; it blocks saving and training.
@@ -160,12 +156,6 @@ def _convert_gguf(ref: ModelRef) -> Path:
             del model.config.quantization_config
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 

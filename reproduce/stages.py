@@ -46,7 +46,7 @@ from . import __version__
 from .config import REPO_ROOT, Profile
 from .datasets import DATA_RAW, TaskData, load_task, select_properties, write_task
 from .engine import ENGINE_VERSION, Engine, derive_seed
-from .io import atomic_write_bytes, atomic_write_json, atomic_write_parquet, short_hash
+from .io import atomic_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, short_hash
 from .models import ModelRef, load, resolve
 from .properties import get_property
 from .shards import ShardStore
@@ -368,11 +368,8 @@ def run_finetune(plan: Plan, object_dir: Path = DATA / "object_level", out: Path
 
 def _publish(trained: Path, dest: Path) -> None:
     """Copy a finished run (adapter, log, summary) into the stage output, atomically."""
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(trained, tmp, ignore=shutil.ignore_patterns(".checkpoint", ".adapter.*"))
-    shutil.rmtree(dest, ignore_errors=True)
-    os.replace(tmp, dest)
+    with atomic_dir(dest) as tmp:
+        shutil.copytree(trained, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".checkpoint", ".adapter.*"))
 
 
 def load_trained(plan: Plan, ref: ModelRef, adapter_dir: Path, run_name: str, fingerprint: str):
