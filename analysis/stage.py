@@ -136,6 +136,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     tables["accuracy"] = tidy.accuracy_table(pred, ["condition", "run", "n_examples", "scaling", "kind", "predictor",
                                                     "target", "task", "property"])
     tables["accuracy_by_target"] = tidy.accuracy_table(full, ["condition", "kind", "predictor", "target"])
+    tables["compliance"] = tidy.compliance_table(meta_u, pred)
     tables["scaling"] = tidy.accuracy_table(pred[pred["condition"] == "trained"],
                                             ["target", "predictor", "kind", "n_examples"])
 

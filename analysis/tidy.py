@@ -82,6 +82,28 @@ def accuracy_table(pred: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return out
 
 
+def compliance_table(meta_untrained: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
+    """Compliance rates at both levels, with Wilson 95% intervals.
+
+    ``level = object``: the share of a model's object-level answers (one per item x property on the evaluated
+    test items) whose property could be extracted. ``level = meta``: the share of hypothetical answers that
+    parse to a valid value, over the scored observations of each condition x predictor x target (the same
+    rows as every accuracy). Columns: ``level, condition, predictor, target, kind, n, k, rate, low, high``."""
+    from .frequentist import wilson
+
+    obj = meta_untrained.drop_duplicates(KEY + ["item_id"])
+    o = obj.groupby("target", sort=True)["object_compliant"].agg(n="size", k="sum").reset_index()
+    o = o.assign(level="object", condition="object level", predictor=o["target"], kind="object")
+    full = pred[~pred["scaling"].astype(bool)]
+    m = (full.groupby(["condition", "predictor", "target", "kind"], sort=True)["meta_compliant"]
+         .agg(n="size", k="sum").reset_index().assign(level="meta"))
+    out = pd.concat([o, m], ignore_index=True)
+    out["k"] = out["k"].astype(int)
+    out["rate"] = out["k"] / out["n"]
+    out["low"], out["high"] = wilson(out["k"].to_numpy(), out["n"].to_numpy())
+    return out[["level", "condition", "predictor", "target", "kind", "n", "k", "rate", "low", "high"]]
+
+
 # ---------------------------------------------------------------------------------------- calibration
 TOP_BEHAVIOURS = 3
 

@@ -1,0 +1,297 @@
+"""The manuscript's figures, one function each. Every function reads the analysis stage's outputs only
+(``data/analysis/tables/*.parquet`` and ``metrics.json`` through :class:`Outputs`) and returns a matplotlib
+figure; :func:`figures.stage.run_figures` saves them. Accuracies are in percent; posterior intervals are 94%
+equal-tailed, raw intervals are Wilson 95%, as their legends say."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .style import COLOURS, MARKERS
+
+NEEDED = ("training", "accuracy_by_target", "advantage", "scaling", "calibration_curve", "mad", "compliance",
+          "ppc_advantage", "ppc_training")
+
+
+class MissingOutputs(FileNotFoundError):
+    """An analysis output a figure needs is absent."""
+
+
+@dataclass
+class Outputs:
+    """The analysis stage's outputs, read lazily and cached: ``tables[name]`` and ``metrics``."""
+    root: Path
+    _tables: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.root = Path(self.root)
+        missing = [n for n in NEEDED if not (self.root / "tables" / f"{n}.parquet").exists()]
+        if not (self.root / "metrics.json").exists():
+            missing.append("metrics.json")
+        if missing:
+            raise MissingOutputs(f"{self.root} lacks {', '.join(missing)}: run the analysis stage first "
+                                 "(`dvc repro analysis`)")
+        self.metrics = json.loads((self.root / "metrics.json").read_text())
+
+    def table(self, name: str) -> pd.DataFrame:
+        if name not in self._tables:
+            path = self.root / "tables" / f"{name}.parquet"
+            self._tables[name] = pd.read_parquet(path) if path.exists() else pd.DataFrame()
+        return self._tables[name]
+
+
+def _errorbar(ax, x, y, low, high, colour, marker, label, horizontal=False, **kw):
+    """A point with an interval; ``horizontal`` puts the value on the x axis."""
+    y, low, high = np.asarray(y, float), np.asarray(low, float), np.asarray(high, float)
+    err = np.vstack([y - low, high - y])
+    if horizontal:
+        ax.errorbar(y, x, xerr=err, fmt=marker, color=colour, label=label, capsize=2, ms=4, lw=1, **kw)
+    else:
+        ax.errorbar(x, y, yerr=err, fmt=marker, color=colour, label=label, capsize=2, ms=4, lw=1, **kw)
+
+
+def _targets(df: pd.DataFrame) -> list[str]:
+    return sorted(df["target"].dropna().unique())
+
+
+# ----------------------------------------------------------------------------------------------- figures
+def training_effect(o: Outputs):
+    """Self-prediction accuracy before and after self-prediction training, per model, against the mode
+    baseline (posterior means and 94% intervals from the training-effect model)."""
+    tr = o.table("training")
+    tr = tr[tr["by"] == "target"].sort_values("target")
+    base = (o.table("accuracy_by_target").query("kind == 'self' and condition == 'trained'")
+            .set_index("target")["mode_baseline"])
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    x = np.arange(len(tr))
+    for dx, col, key, label in ((-0.12, "untrained", "accuracy_0", "before training"),
+                                (0.12, "trained", "accuracy_1", "after training")):
+        _errorbar(ax, x + dx, 100 * tr[key], 100 * tr[f"{key}_low"], 100 * tr[f"{key}_high"], COLOURS[col],
+                  MARKERS[col], label)
+    for i, t in enumerate(tr["target"]):
+        ax.hlines(100 * base[t], i - 0.3, i + 0.3, colors=COLOURS["baseline"], linestyles="--", lw=1.2,
+                  label="mode baseline" if i == 0 else None)
+    ax.set_xticks(x, tr["target"])
+    ax.set_xlim(-0.6, len(tr) - 0.4)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("self-prediction accuracy (%)")
+    ax.set_title("Self-prediction before and after training (held-out tasks)")
+    ax.legend(loc="upper left", frameon=False)
+    return fig
+
+
+def self_vs_cross(o: Outputs):
+    """Self- vs cross-prediction accuracy per held-out task and per property, for each target model (both
+    directions), with 94% posterior intervals from the advantage model."""
+    adv = o.table("advantage")
+    targets = _targets(adv)
+    fig, axes = plt.subplots(2, len(targets), figsize=(3.6 * len(targets), 7.0), squeeze=False,
+                             gridspec_kw={"height_ratios": [1, 1.6]})
+    for j, t in enumerate(targets):
+        for i, by in enumerate(("task", "property")):
+            ax = axes[i, j]
+            d = adv[(adv["by"] == f"target+{by}") & (adv["target"] == t)].sort_values(by, ascending=False)
+            y = np.arange(len(d))
+            for dy, kind, level in ((0.15, "self", "1"), (-0.15, "cross", "0")):
+                _errorbar(ax, y + dy, 100 * d[f"accuracy_{level}"], 100 * d[f"accuracy_{level}_low"],
+                          100 * d[f"accuracy_{level}_high"], COLOURS[kind], MARKERS[kind],
+                          f"{kind}-prediction", horizontal=True)
+            ax.set_yticks(y, d[by])
+            ax.set_xlim(0, 100)
+            ax.set_xlabel("accuracy (%)")
+            if i == 0:
+                ax.set_title(f"predicting {t}")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.suptitle("Self- vs cross-prediction on held-out tasks (94% posterior intervals)", y=1.0)
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.975), ncol=2, frameon=False)
+    fig.subplots_adjust(top=0.9)
+    return fig
+
+
+def scaling(o: Outputs):
+    """Cross-prediction accuracy against the number of training examples, beside the self-predictor's level
+    and the mode baseline (raw accuracies, Wilson 95% intervals)."""
+    sc = o.table("scaling")
+    targets = _targets(sc)
+    fig, axes = plt.subplots(1, len(targets), figsize=(3.6 * len(targets), 3.2), squeeze=False, sharey=True)
+    for ax, t in zip(axes[0], targets):
+        d = sc[sc["target"] == t]
+        cross = d[d["kind"] == "cross"].sort_values("n_examples")
+        self_ = d[d["kind"] == "self"].sort_values("n_examples").iloc[-1]
+        ax.plot(cross["n_examples"], 100 * cross["accuracy"], color=COLOURS["cross"], lw=1)
+        _errorbar(ax, cross["n_examples"], 100 * cross["accuracy"], 100 * cross["wilson_low"],
+                  100 * cross["wilson_high"], COLOURS["cross"], MARKERS["cross"],
+                  f"cross ({', '.join(sorted(cross['predictor'].unique()))})")
+        ax.axhspan(100 * self_["wilson_low"], 100 * self_["wilson_high"], color=COLOURS["self"], alpha=0.15, lw=0)
+        ax.axhline(100 * self_["accuracy"], color=COLOURS["self"], lw=1.2,
+                   label=f"self ({int(self_['n_examples'])} examples)")
+        ax.axhline(100 * self_["mode_baseline"], color=COLOURS["baseline"], ls="--", lw=1.2, label="mode baseline")
+        ax.set_xticks(sorted(d["n_examples"].unique()))
+        ax.set_xlabel("training examples")
+        ax.set_title(f"predicting {t}")
+        ax.set_ylim(0, 100)
+        ax.legend(loc="lower right", frameon=False)
+    axes[0, 0].set_ylabel("accuracy (%)")
+    fig.suptitle("Cross-prediction vs training-set size (Wilson 95% intervals)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def calibration(o: Outputs):
+    """Calibration curves: binned object-level probability against the predictor's meta-level probability,
+    untrained and trained, self and cross, with each curve's MAD and bootstrap 95% interval in the legend."""
+    cur, mad = o.table("calibration_curve"), o.table("mad").set_index(["condition", "kind"])
+    fig, ax = plt.subplots(figsize=(4.6, 4.4))
+    ax.plot([0, 1], [0, 1], color=COLOURS["baseline"], lw=0.8, ls=":", label="perfect calibration")
+    for (condition, kind), d in cur.groupby(["condition", "kind"], sort=True):
+        m = mad.loc[(condition, kind)]
+        colour = COLOURS[kind] if condition == "trained" else COLOURS["untrained"]
+        ls = "-" if kind == "self" else "--"
+        ax.plot(d["object_prob"], d["meta_prob"], color=colour, ls=ls, marker=MARKERS[kind], ms=3.5, lw=1.2,
+                label=f"{condition} {kind}: MAD {m['mad']:.1f} [{m['low']:.1f}, {m['high']:.1f}]")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    ax.set_xlabel("object-level probability (T=1 samples)")
+    ax.set_ylabel("meta-level probability")
+    ax.set_title("Calibration (10 equal-frequency bins, top-3 behaviours)")
+    ax.legend(loc="upper left", frameon=False)
+    return fig
+
+
+def behaviour_change(o: Outputs):
+    """Experiment 3: on items whose behaviour changed, the share of new predictions that match the new
+    behaviour, the old one, or neither, per model (raw, Wilson 95%) and pooled (hierarchical model, 94%)."""
+    from analysis.frequentist import wilson
+
+    counts = o.table("behaviour_counts")
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    if counts.empty:
+        ax.text(0.5, 0.5, "no behaviour-change run", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    per = counts.groupby("model")[["new", "old", "neither"]].sum()
+    groups = list(per.index) + ["pooled (model)"]
+    x = np.arange(len(groups))
+    b = o.metrics.get("behaviour", {})
+    for dx, outcome in ((-0.2, "new"), (0.0, "old"), (0.2, "neither")):
+        n = per.sum(axis=1).to_numpy()
+        k = per[outcome].to_numpy()
+        low, high = wilson(k, n)
+        _errorbar(ax, x[:-1] + dx, 100 * k / n, 100 * low, 100 * high, COLOURS[outcome], "o",
+                  f"matches {outcome} behaviour" if outcome != "neither" else "neither")
+        s = b.get(f"share_{outcome}")
+        if s:
+            _errorbar(ax, [x[-1] + dx], [100 * s["share"]], [100 * s["low"]], [100 * s["high"]],
+                      COLOURS[outcome], "D", None)
+    ax.set_xticks(x, [f"{g}\n(n={int(per.loc[g].sum())})" if g in per.index else g for g in groups])
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("share of changed items (%)")
+    ax.set_title("After behaviour change: does the prediction track the new behaviour?")
+    ax.legend(loc="upper right", frameon=False)
+    return fig
+
+
+def advantage_forest(o: Outputs):
+    """Forest plot of the posterior self-prediction advantage (self minus cross accuracy, percentage points)
+    overall, per target, per held-out task and per property, with 94% intervals and P(advantage > 0)."""
+    adv = o.table("advantage")
+    parts = []
+    for by, label in (("overall", lambda r: "overall"), ("target", lambda r: f"target: {r['target']}"),
+                      ("task", lambda r: f"task: {r['task']}"), ("property", lambda r: f"property: {r['property']}")):
+        d = adv[adv["by"] == by].copy()
+        d["label"] = [label(r) for _, r in d.iterrows()]
+        parts.append(d.sort_values("mean") if by != "overall" else d)
+    d = pd.concat(parts, ignore_index=True).iloc[::-1].reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(5.6, 0.26 * len(d) + 1.2))
+    y = np.arange(len(d))
+    _errorbar(ax, y, 100 * d["mean"], 100 * d["low"], 100 * d["high"], COLOURS["self"], "o", None, horizontal=True)
+    ax.axvline(0, color=COLOURS["baseline"], lw=0.8)
+    ax.set_yticks(y, d["label"])
+    right = ax.secondary_yaxis("right")
+    right.set_yticks(y, [f"P>0 = {p:.2f}" for p in d["p_positive"]])
+    right.tick_params(length=0)
+    ax.set_xlabel("self minus cross accuracy (percentage points)")
+    ax.set_title("Posterior self-prediction advantage (94% intervals)")
+    return fig
+
+
+def compliance(o: Outputs):
+    """Compliance: the share of object-level answers with a defined property per model, and the share of
+    hypothetical answers that parse to a valid value per predictor, target and condition (Wilson 95%)."""
+    c = o.table("compliance")
+    obj = c[c["level"] == "object"].sort_values("target")
+    meta = c[c["level"] == "meta"].sort_values(["condition", "target", "kind"], ascending=[False, True, False])
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 3.4), gridspec_kw={"width_ratios": [1, 2.0]})
+    x = np.arange(len(obj))
+    a1.bar(x, 100 * obj["rate"], color=COLOURS["object"], width=0.6)
+    a1.errorbar(x, 100 * obj["rate"], yerr=[100 * (obj["rate"] - obj["low"]), 100 * (obj["high"] - obj["rate"])],
+                fmt="none", color="black", capsize=2, lw=1)
+    a1.set_xticks(x, obj["target"])
+    a1.set_ylim(0, 100)
+    a1.set_ylabel("compliance (%)")
+    a1.set_title("object level")
+    y = np.arange(len(meta))[::-1]
+    colours = [COLOURS[k] if cond == "trained" else COLOURS["untrained"]
+               for k, cond in zip(meta["kind"], meta["condition"])]
+    bars = a2.barh(y, 100 * meta["rate"], color=colours, height=0.7, edgecolor="white")
+    for bar, kind in zip(bars, meta["kind"]):
+        bar.set_hatch("" if kind == "self" else "//")
+    a2.errorbar(100 * meta["rate"], y, xerr=[100 * (meta["rate"] - meta["low"]), 100 * (meta["high"] - meta["rate"])],
+                fmt="none", color="black", capsize=2, lw=1)
+    a2.set_yticks(y, [f"{cond}: {p} \u2192 {t}" for cond, p, t in
+                      zip(meta["condition"], meta["predictor"], meta["target"])])
+    a2.set_xlim(0, 100)
+    a2.set_xlabel("compliance (%)")
+    a2.set_title("meta level (hypothetical answers), predictor \u2192 target")
+    from matplotlib.patches import Patch
+    a2.legend(handles=[Patch(color=COLOURS["untrained"], label="untrained"),
+                       Patch(color=COLOURS["self"], label="trained self"),
+                       Patch(facecolor=COLOURS["cross"], hatch="//", edgecolor="white", label="trained cross")],
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    fig.suptitle("Compliance (Wilson 95% intervals)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def posterior_predictive(o: Outputs):
+    """Posterior-predictive check of the advantage and training-effect models: each cell's observed count of
+    correct predictions against its replicated 94% interval, cells sorted by the replicated mean."""
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
+    for ax, name, level, title in ((axes[0], "ppc_advantage", "self", "advantage model"),
+                                   (axes[1], "ppc_training", "trained", "training-effect model")):
+        p = o.table(name).copy()
+        p["rate"], p["lo"], p["hi"] = p["observed"] / p["n"], p["rep_low"] / p["n"], p["rep_high"] / p["n"]
+        p = (p.assign(order=p["rep_mean"] / p["n"]).sort_values(["order", "cell"])
+             .assign(rank=lambda d: np.arange(len(d))))
+        ax.vlines(p["rank"], 100 * p["lo"], 100 * p["hi"], color="#d0d0d0", lw=1.6, label="replicated 94% interval")
+        for lv, kind in ((1, "self" if level == "self" else "trained"), (0, "cross" if level == "self" else "untrained")):
+            d = p[p[level] == lv]
+            ax.plot(d["rank"], 100 * d["rate"], MARKERS[kind], color=COLOURS[kind], ms=3, zorder=3,
+                    label=f"observed ({kind})")
+        ax.set_xlabel("cell (target x task x property x condition), sorted")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_ylim(0, 100)
+        ax.set_title(f"{title}: {100 * p['covered'].mean():.0f}% of {len(p)} cells covered")
+        ax.legend(loc="upper left", frameon=False)
+    fig.suptitle("Posterior-predictive checks", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+FIGURES = {
+    "training_effect": training_effect,
+    "self_vs_cross": self_vs_cross,
+    "scaling": scaling,
+    "calibration": calibration,
+    "behaviour_change": behaviour_change,
+    "advantage_forest": advantage_forest,
+    "compliance": compliance,
+    "posterior_predictive": posterior_predictive,
+}
