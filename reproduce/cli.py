@@ -18,10 +18,14 @@ def _profile(args):
 
 
 def cmd_datasets(args) -> None:
+    from .citation import read_manifests, write_citation
     from .stages import run_datasets
 
     for m in run_datasets(Path(args.out)):
-        print(f"{m['name']:<18} {m['split']:<5} {m['n_items']:>4} items  sha256 {m['sha256'][:12]}")
+        print(f"{m['name']:<18} {m['version']:<6} {m['split']:<5} {m['n_items']:>4} items  "
+              f"release sha256 {m['release_sha256'][:12]}")
+    if args.citation:
+        print(f"wrote {write_citation(read_manifests(Path(args.out)), Path(args.citation))}")
 
 
 def cmd_object_level(args) -> None:
@@ -125,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("datasets", help="generate the project's versioned task datasets into data_raw/")
     s.add_argument("--out", default="data_raw", help="output folder (default: %(default)s)")
+    s.add_argument("--citation", default="CITATION.cff",
+                   help="write the Citation File Format record of the software and every dataset in --out here "
+                        "('' to skip; default: %(default)s)")
     s.set_defaults(func=cmd_datasets)
 
     stage("object-level", cmd_object_level,

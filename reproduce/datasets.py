@@ -1,7 +1,8 @@
 """Versioned task datasets in ``data_raw/``: one folder per task with ``items.jsonl`` and ``manifest.json``.
 
 The manifest names the dataset (name, version, split, family, properties), how it was made (generator,
-version, seed), its licence, its item count and the sha256 of ``items.jsonl``. Loading checks the hash, so
+version, seed), its licence, its item count, the sha256 of ``items.jsonl`` and the release sha256 that cites
+this version (:mod:`reproduce.citation`); a dataset card ``README.md`` is written beside it. Loading checks the hash, so
 a dataset edited by hand is refused instead of silently producing different results under the same name.
 """
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .citation import release_sha256, write_card
 from .config import REPO_ROOT
 from .io import atomic_write_bytes, atomic_write_json, sha256_bytes
 from .properties import FAMILIES, PROPERTIES, PropertyError, check_fits, get_property
@@ -53,8 +55,10 @@ def write_task(root: Path, manifest: dict[str, Any], items: list[dict[str, Any]]
     data = encode_items(items)
     folder = Path(root) / manifest["name"]
     manifest = {**manifest, "n_items": len(items), "sha256": sha256_bytes(data), "files": ["items.jsonl"]}
+    manifest["release_sha256"] = release_sha256(manifest)
     atomic_write_bytes(folder / "items.jsonl", data)
     atomic_write_json(folder / "manifest.json", manifest)
+    write_card(folder, manifest)
     return manifest
 
 
