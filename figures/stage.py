@@ -4,6 +4,7 @@ SVG under ``data/figures/``, plus ``index.json`` (name -> files and the docstrin
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 
 from tqdm import tqdm
@@ -24,11 +25,14 @@ def run_figures(analysis: Path = ANALYSIS, out: Path = OUT, only: list[str] | No
     if unknown:
         raise ValueError(f"unknown figure(s) {unknown}; known: {', '.join(FIGURES)}")
     outputs = Outputs(analysis)  # fails here, before drawing, if the analysis outputs are missing
-    index = {}
+    index_path = Path(out) / "index.json"
+    # redrawing some figures keeps the others' entries
+    index = json.loads(index_path.read_text()) if only and index_path.exists() else {}
     with style():
         for name in tqdm([n for n in FIGURES if not only or n in only], desc="figures", unit="figure"):
             paths = save(FIGURES[name](outputs), out, name)
             index[name] = {"files": [p.name for p in paths],
                            "description": " ".join(inspect.getdoc(FIGURES[name]).split())}
-    atomic_write_json(Path(out) / "index.json", index)
+    index = {name: index[name] for name in FIGURES if name in index}
+    atomic_write_json(index_path, index)
     return index

@@ -73,6 +73,33 @@ def cmd_analysis(args) -> None:
     main(_profile(args))
 
 
+def cmd_figures(args) -> None:
+    from figures.stage import run_figures
+
+    for name, entry in run_figures(Path(args.analysis), Path(args.out), args.only or None).items():
+        print(f"{name:<22} {' '.join(entry['files'])}")
+
+
+def cmd_report(args) -> None:
+    from .config import load_params
+    from report import run_report
+
+    name, profile = load_params(args.params, args.profile)
+    for kind, path in run_report(profile, name, Path(args.analysis), Path(args.figures), out=Path(args.out),
+                                 engine=args.engine).items():
+        print(f"{kind}: {path}")
+
+
+def cmd_screenshot(args) -> None:
+    from report import blank_fraction, screenshot
+
+    png = screenshot(Path(args.html), Path(args.out), args.width, args.height, args.chromium)
+    blank = blank_fraction(png)
+    print(f"{png}: {100 * (1 - blank):.1f}% of the page is not white")
+    if blank > 0.99:
+        raise RuntimeError(f"the screenshot {png} is blank: the page did not render")
+
+
 def cmd_import_release(args) -> None:
     from .release import import_release
 
@@ -149,6 +176,32 @@ def build_parser() -> argparse.ArgumentParser:
     stage("analysis", cmd_analysis,
           "Bayesian hierarchical models (behind a convergence gate), frequentist cross-checks, metrics and the "
           "numbers the manuscript quotes")
+
+    s = sub.add_parser("figures", help="draw every figure from the analysis outputs (PNG and SVG)")
+    s.add_argument("--analysis", default="data/analysis", help="analysis outputs (default: %(default)s)")
+    s.add_argument("--out", default="data/figures", help="output folder (default: %(default)s)")
+    s.add_argument("--only", nargs="*", help="draw only these figures (names: see figures/plots.py FIGURES)")
+    s.set_defaults(func=cmd_figures)
+
+    s = sub.add_parser("report", help="render the manuscript paper/index.qmd to self-contained HTML and PDF "
+                                      "(Quarto when installed, else pandoc + the project's Lua filter)")
+    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
+    s.add_argument("--profile", default=None, help="override the params file's active profile")
+    s.add_argument("--analysis", default="data/analysis", help="analysis outputs (default: %(default)s)")
+    s.add_argument("--figures", default="data/figures", help="figures (default: %(default)s)")
+    s.add_argument("--out", default="data/report", help="output folder (default: %(default)s)")
+    s.add_argument("--engine", choices=["auto", "quarto", "pandoc"], default="auto",
+                   help="auto: quarto if on the PATH, else pandoc (default: %(default)s)")
+    s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("screenshot", help="open the rendered report in headless Chromium and save a PNG; "
+                                          "fails if the page is blank")
+    s.add_argument("--html", default="data/report/index.html", help="page to open (default: %(default)s)")
+    s.add_argument("--out", default="data/report/screenshot.png", help="PNG to write (default: %(default)s)")
+    s.add_argument("--width", type=int, default=1280)
+    s.add_argument("--height", type=int, default=2400)
+    s.add_argument("--chromium", default=None, help="browser executable (default: chromium from the PATH)")
+    s.set_defaults(func=cmd_screenshot)
 
     s = sub.add_parser("import-release", help="convert the Looking Inward dataset release (jsonl) into data_raw/ tasks")
     s.add_argument("release_dir", help="folder of the release, with train/ and test/ (or jsonl files directly)")

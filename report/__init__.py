@@ -1,0 +1,510 @@
+"""The ``report`` stage: the manuscript in ``paper/`` rendered to self-contained HTML and PDF.
+
+1. :func:`prepare` turns the analysis outputs into the manuscript's inputs under ``paper/_generated/``:
+   ``numbers.yml`` (every number the text quotes, formatted, read by ``{{< meta n.KEY >}}`` shortcodes) and
+   one markdown table per key table (``{{< include _generated/tables/NAME.md >}}``). Nothing in
+   ``index.qmd`` is a typed result.
+2. :func:`render` uses ``quarto render`` when Quarto is on the PATH; otherwise pandoc 3 from
+   ``pypandoc-binary`` with the project's Lua filter (``paper/filters/quarto-compat.lua``: includes, meta
+   shortcodes, cross-references, callouts) and citeproc gives ``index.html`` (self-contained: figures,
+   styles and MathML inline) and, through pandoc's typst writer and the ``typst`` package, ``index.pdf``.
+3. :func:`check_html` lists what a reader must never see: an unresolved cross-reference, citation or
+   shortcode, or a figure that is not embedded. The stage fails on any.
+
+:func:`screenshot` (the ``screenshot`` command) opens the HTML in headless Chromium and saves a PNG.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from reproduce import __version__
+from reproduce.citation import read_manifests
+from reproduce.config import REPO_ROOT, Profile
+from reproduce.io import atomic_path, atomic_write_bytes
+
+PAPER = REPO_ROOT / "paper"
+ANALYSIS = REPO_ROOT / "data" / "analysis"
+FIGURES = REPO_ROOT / "data" / "figures"
+REPORT = REPO_ROOT / "data" / "report"
+DATA_RAW = REPO_ROOT / "data_raw"
+FILTER = "filters/quarto-compat.lua"
+MINUS = "\u2212"
+
+
+class ReportError(RuntimeError):
+    """The report cannot be built or failed its checks; the message says what to run or fix."""
+
+
+# ------------------------------------------------------------------------------------------------ numbers
+def fmt(value: float, digits: int = 1) -> str:
+    """A number as the manuscript prints it: fixed decimals, a true minus sign, no '-0.0'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    s = f"{value:.{digits}f}"
+    if float(s) == 0:
+        s = s.lstrip("-")
+    return s.replace("-", MINUS)
+
+
+def fmt_prob(p: float) -> str:
+    """A posterior probability: two decimals, with the ends stated as bounds (never '1.00')."""
+    if p > 0.995:
+        return "> 0.99"
+    if p < 0.005:
+        return "< 0.01"
+    return f"{p:.2f}"
+
+
+def _count(v) -> str:
+    return f"{int(round(v)):,}"
+
+
+def format_key(key: str, value: Any) -> str:
+    """Format one entry of ``numbers.json`` by the convention of its name: probabilities (``p_positive``,
+    ``p_value``, ``model_p_*``) as probabilities, counts (``_k``, ``n_*``, ``evaluated``, ``changed``) as integers,
+    shares (``_share``/``_low``/``_high`` of a share) as percentages, everything else (already percentage points)
+    with one decimal."""
+    if key.endswith("p_positive") or key.endswith("p_value"):
+        return fmt_prob(value)
+    if key.startswith("behaviour_model_p_"):
+        return fmt(100 * value)
+    if key.endswith("_k") or key.startswith("n_") or key in ("behaviour_evaluated", "behaviour_changed"):
+        return _count(value)
+    if key.startswith("behaviour_share_") or key == "behaviour_changed_share":
+        return fmt(100 * value)
+    return fmt(value)
+
+
+def _interval(d: dict, key: str = "mean", scale: float = 1.0) -> str:
+    return f"{fmt(scale * d[key])} [{fmt(scale * d['low'])}, {fmt(scale * d['high'])}]"
+
+
+def _verdict(low: float, high: float, positive: str, negative: str, null: str) -> str:
+    return positive if low > 0 else negative if high < 0 else null
+
+
+def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: str, manifests: list[dict],
+                  figures: dict) -> dict:
+    """Everything the manuscript's text quotes: ``n`` (each ``numbers.json`` entry formatted), ``run`` (the
+    settings of the run that produced them) and ``text`` (qualitative statements derived from the numbers,
+    so that no sentence can contradict them)."""
+    n = {k: format_key(k, v) for k, v in numbers.items()}
+    adv, tr = metrics["advantage"]["overall"], metrics["training_effect"]["overall"]
+    text = {
+        "advantage_verdict": _verdict(
+            adv["low"], adv["high"],
+            "self-prediction beats cross-prediction (the 94% interval lies above zero)",
+            "cross-prediction beats self-prediction (the 94% interval lies below zero)",
+            "there is no overall self-prediction advantage (the 94% interval includes zero)"),
+        "training_verdict": _verdict(tr["low"], tr["high"], "raised", "lowered", "did not clearly change"),
+    }
+    by_t = metrics["advantage"]["by_target"]
+    signs = {t: _verdict(v["low"], v["high"], "self better", "cross better", "no clear difference")
+             for t, v in by_t.items()}
+    text["advantage_by_target"] = "; ".join(f"predicting {t}: {_interval(v)} points ({signs[t]})"
+                                            for t, v in sorted(by_t.items()))
+    vsb = [v for k, v in numbers.items() if re.fullmatch(r"vs_baseline_(self|cross)_[^_]+(?<!_low)(?<!_high)", k)
+           and not k.endswith(("_low", "_high"))]
+    text["baseline_verdict"] = ("every trained predictor is below the mode baseline" if vsb and max(vsb) < 0 else
+                                "every trained predictor is above the mode baseline" if vsb and min(vsb) > 0 else
+                                "trained predictors fall on both sides of the mode baseline")
+    text["conclusion"] = ("evidence consistent with the self-prediction advantage the original study reports"
+                          if adv["low"] > 0 else
+                          "no evidence for the self-prediction advantage the original study reports")
+    untrained = [v for k, v in metrics.get("compliance", {}).items() if k.startswith("untrained_")]
+    text["untrained_compliance_range"] = (f"{fmt(100 * min(untrained), 0)}-{fmt(100 * max(untrained), 0)}"
+                                          if untrained else "n/a")
+    cal = metrics.get("calibration", {})
+    mad = cal.get("mad", {})
+    if "trained_self" in mad and "trained_cross" in mad:
+        s, c = mad["trained_self"]["mad"], mad["trained_cross"]["mad"]
+        text["mad_verdict"] = ("lower (better) for self- than for cross-prediction" if s < c else
+                               "higher (worse) for self- than for cross-prediction")
+    e = cal.get("error_self_minus_cross")
+    if e:
+        text["calibration_error_verdict"] = _verdict(
+            e["low"], e["high"], "self-prediction has the larger error", "self-prediction has the smaller error",
+            "self- and cross-prediction errors cannot be told apart")
+    b = metrics.get("behaviour", {}).get("model")
+    if b:
+        d = b["new_minus_old"]
+        text["behaviour_verdict"] = _verdict(d["low"], d["high"], "the new behaviour more often than the old",
+                                             "the old behaviour more often than the new",
+                                             "the new and the old behaviour about equally often")
+    diag = {name: metrics[key]["diagnostics"] for name, key in
+            (("advantage", "advantage"), ("training", "training_effect"), ("calibration", "calibration"),
+             ("behaviour", "behaviour")) if key in metrics and "diagnostics" in metrics[key]}
+    ft = profile.finetune
+    run = {
+        "profile": profile_name,
+        "package_version": __version__,
+        "models": " and ".join(profile.models),
+        "n_models": str(len(profile.models)),
+        "train_tasks": ", ".join(profile.tasks.train),
+        "test_tasks": ", ".join(profile.tasks.test),
+        "n_test_tasks": str(len(profile.tasks.test)),
+        "items_train": str(profile.items_per_task.train),
+        "items_test": str(profile.items_per_task.test),
+        "n_samples": str(profile.sampling.n_samples),
+        "calibration_items": str(profile.sampling.items_per_task),
+        "max_examples": str(ft.max_examples) if ft and ft.max_examples else "all",
+        "temperature": fmt(profile.sampling.temperature, 1),
+        "lora_rank": str(ft.lora_rank) if ft else "n/a",
+        "learning_rate": f"{ft.learning_rate:g}" if ft else "n/a",
+        "epochs": f"{ft.epochs:g}" if ft else "n/a",
+        "scaling_sizes": ", ".join(str(s) for s in ft.scaling_sizes) if ft and ft.scaling_sizes else "none",
+        "draws": str(profile.analysis.draws),
+        "tune": str(profile.analysis.tune),
+        "chains": str(profile.analysis.chains),
+        "target_accept": f"{profile.analysis.target_accept:g}",
+        "bootstrap": f"{profile.analysis.bootstrap:,}",
+        "sampler": profile.analysis.sampler,
+        "r_hat_max": f"{max(d['r_hat_max'] for d in diag.values()):.2f}" if diag else "n/a",
+        "ess_min": _count(min(d["ess_bulk_min"] for d in diag.values())) if diag else "n/a",
+        "divergences": str(sum(d["divergences"] for d in diag.values())) if diag else "n/a",
+        "ppc_coverage": fmt(100 * metrics["advantage"].get("ppc_coverage", float("nan")), 0),
+        "n_datasets": str(len(manifests)),
+        "n_figures": str(len(figures)),
+        "prior_q05": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q05"], 0),
+        "prior_q95": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q95"], 0),
+    }
+    if profile.behaviour_change:
+        bc = profile.behaviour_change
+        run.update(bc_train_items=str(bc.train_items), bc_learning_rate=f"{bc.learning_rate:g}",
+                   bc_epochs=f"{bc.epochs:g}")
+    return {"n": n, "run": run, "text": text}
+
+
+# ------------------------------------------------------------------------------------------------ tables
+def _md_table(df: pd.DataFrame, caption: str, label: str) -> str:
+    """A pipe table with a Quarto caption and label; cells are strings already."""
+    cols = list(df.columns)
+    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(esc(c) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines) + f"\n\n: {caption} {{#{label}}}\n"
+
+
+def _pct_ci(acc, low, high) -> str:
+    return f"{fmt(100 * acc)} [{fmt(100 * low)}, {fmt(100 * high)}]"
+
+
+def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference: dict) -> dict[str, str]:
+    """The manuscript's tables as markdown, each from an analysis table or the dataset manifests."""
+    t = lambda name: pd.read_parquet(Path(analysis) / "tables" / f"{name}.parquet")  # noqa: E731
+    out = {}
+
+    acc = t("accuracy_by_target").sort_values(["condition", "target", "kind"], ascending=[False, True, False])
+    out["accuracy"] = _md_table(pd.DataFrame({
+        "condition": acc["condition"], "predictor": acc["predictor"], "target": acc["target"], "kind": acc["kind"],
+        "scored": acc["n"].map(_count),
+        "accuracy % [95% Wilson]": [_pct_ci(*r) for r in acc[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
+        "mode baseline %": acc["mode_baseline"].map(lambda v: fmt(100 * v)),
+        "compliance %": acc["compliance"].map(lambda v: fmt(100 * v))}),
+        "Raw accuracy on the held-out tasks by predictor and target, before and after training. Scored "
+        "observations are those whose object-level answer has the property; a non-compliant hypothetical "
+        "answer counts as wrong.", "tbl-accuracy")
+
+    adv = t("advantage")
+    adv = adv[adv["by"].isin(["overall", "target"])]
+    rows = [{"estimate": "Bayesian, " + ("overall" if r.by == "overall" else f"target {r.target}"),
+             "self %": fmt(100 * r.accuracy_1), "cross %": fmt(100 * r.accuracy_0),
+             "advantage (points)": f"{fmt(100 * r.mean)} [{fmt(100 * r.low)}, {fmt(100 * r.high)}]",
+             "P(advantage > 0)": fmt_prob(r.p_positive)} for r in adv.itertuples()]
+    f = metrics["advantage_frequentist"]
+    rows.append({"estimate": f"cluster bootstrap ({f['bootstrap']['n_boot']:,} resamples), overall",
+                 "self %": "", "cross %": "",
+                 "advantage (points)": _interval({"mean": f["bootstrap"]["estimate"], "low": f["bootstrap"]["low"],
+                                                  "high": f["bootstrap"]["high"]}, scale=100),
+                 "P(advantage > 0)": ""})
+    g = f["glm_cluster"]
+    rows.append({"estimate": "GLM, cluster-robust, average marginal effect", "self %": "", "cross %": "",
+                 "advantage (points)": _interval({"mean": g["ame"], "low": g["ame_low"], "high": g["ame_high"]}, scale=100),
+                 "P(advantage > 0)": f"p = {g['p_value']:.2f} (two-sided)"})
+    out["advantage"] = _md_table(pd.DataFrame(rows),
+                                 "Self-prediction advantage after training (self minus cross accuracy). Bayesian "
+                                 "rows: posterior mean and 94% interval of the average marginal effect; "
+                                 "frequentist rows: 95% intervals.", "tbl-advantage")
+
+    mad = t("mad").sort_values(["condition", "kind"], ascending=[False, False])
+    out["calibration"] = _md_table(pd.DataFrame({
+        "condition": mad["condition"], "kind": mad["kind"],
+        "MAD [95% bootstrap]": [f"{fmt(r.mad)} [{fmt(r.low)}, {fmt(r.high)}]" for r in mad.itertuples()],
+        "points": mad["points"].map(_count), "items": mad["items"].map(_count)}),
+        "Calibration: mean absolute difference (x100) between binned object-level and meta-level probabilities "
+        "(10 equal-frequency bins, top-3 sampled behaviours); bootstrap over items.", "tbl-calibration")
+
+    diag_rows = []
+    for name, key in (("advantage", "advantage"), ("training effect", "training_effect"),
+                      ("calibration error", "calibration"), ("behaviour tracking", "behaviour")):
+        d = metrics.get(key, {}).get("diagnostics")
+        if d:
+            diag_rows.append({"model": name, "max r_hat": f"{d['r_hat_max']:.2f}",
+                              "min bulk ESS": _count(d["ess_bulk_min"]), "divergences": str(d["divergences"]),
+                              "draws x chains": f"{d['draws']} x {d['chains']}"})
+    out["diagnostics"] = _md_table(pd.DataFrame(diag_rows),
+                                   "Sampler diagnostics of every Bayesian model (the stage refuses to publish a "
+                                   "fit with r_hat > 1.01, bulk ESS < 400 or any divergence).", "tbl-diagnostics")
+
+    out["comparison"] = _md_table(_comparison(t, metrics, reference),
+                                  f"The original study's reported results ({reference['source']}; models: "
+                                  f"{reference['models']}) beside this run's. Ours: posterior means with 94% "
+                                  "intervals, or raw accuracies with 95% Wilson intervals.", "tbl-comparison")
+
+    ds = pd.DataFrame([{"dataset": m["name"], "version": m["version"], "split": m["split"],
+                        "items": _count(m["n_items"]), "licence": m["licence"],
+                        "release sha256": f"`{m['release_sha256']}`"} for m in sorted(manifests, key=lambda m: (m["split"], m["name"]))])
+    out["datasets"] = _md_table(ds, "The task datasets this run used, as cited: version and release sha256 "
+                                    "(which covers the version and every byte of the items).", "tbl-datasets")
+    return out
+
+
+def _comparison(t, metrics: dict, ref: dict) -> pd.DataFrame:
+    acc = t("accuracy_by_target")
+    tr = t("training")
+    tr = tr[tr["by"] == "target"].set_index("target")
+    trained = acc[acc["condition"] == "trained"]
+
+    def accs(kind):
+        d = trained[trained["kind"] == kind].sort_values("target")
+        return "; ".join(f"{r.predictor} on {r.target}: {_pct_ci(r.accuracy, r.wilson_low, r.wilson_high)}%"
+                         for r in d.itertuples())
+
+    ours = {
+        "self_after": accs("self"),
+        "cross_after": accs("cross"),
+        "training": "; ".join(f"{tg}: {fmt(100 * r.accuracy_0)}% -> {fmt(100 * r.accuracy_1)}%"
+                              for tg, r in tr.iterrows()),
+        "advantage": "overall " + _interval(metrics["advantage"]["overall"]) + " points; " + "; ".join(
+            f"predicting {tg}: {_interval(v)}" for tg, v in sorted(metrics["advantage"]["by_target"].items())),
+    }
+    mad = metrics.get("calibration", {}).get("mad", {})
+    if "trained_self" in mad:
+        ours["calibration"] = (f"MAD self {_interval(mad['trained_self'], 'mad')}, cross "
+                               f"{_interval(mad['trained_cross'], 'mad')}")
+    b = metrics.get("behaviour", {}).get("model")
+    if b:
+        ours["behaviour"] = (f"new {fmt(100 * b['p_new'])}% vs old {fmt(100 * b['p_old'])}% of changed items; "
+                             f"difference {_interval(b['new_minus_old'])} points")
+    rows = [{"quantity": r["quantity"], "original study": r["paper"], "this run": ours.get(key, "not run")}
+            for key, r in ref["rows"].items()]
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------------------ prepare
+def _read_json(path: Path, what: str) -> dict:
+    if not path.exists():
+        raise ReportError(f"{path} is missing: run the {what} stage first (`dvc repro {what}`)")
+    return json.loads(path.read_text())
+
+
+def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figures: Path = FIGURES,
+            paper: Path = PAPER, data_raw: Path = DATA_RAW) -> Path:
+    """Write ``paper/_generated/`` (numbers.yml, tables/*.md, figures/*.png) from the pipeline's outputs."""
+    numbers = _read_json(Path(analysis) / "numbers.json", "analysis")
+    metrics = _read_json(Path(analysis) / "metrics.json", "analysis")
+    index = _read_json(Path(figures) / "index.json", "figures")
+    missing = [f"{name}.png" for name in index if not (Path(figures) / f"{name}.png").exists()]
+    if missing:
+        raise ReportError(f"figures missing under {figures}: {', '.join(missing)}; run `dvc repro figures`")
+    manifests = read_manifests(data_raw)
+    used = set(profile.tasks.train) | set(profile.tasks.test)
+    manifests = [m for m in manifests if m["name"] in used]
+    reference = yaml.safe_load((Path(paper) / "reference_results.yml").read_text())
+    gen = Path(paper) / "_generated"
+    meta = build_numbers(numbers, metrics, profile, profile_name, manifests, index)
+    atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(meta, sort_keys=True, allow_unicode=True).encode())
+    for name in index:  # the figures travel with the manuscript, so that it renders from paper/ alone
+        atomic_write_bytes(gen / "figures" / f"{name}.png", (Path(figures) / f"{name}.png").read_bytes())
+    for name, md in build_tables(analysis, metrics, manifests, reference).items():
+        atomic_write_bytes(gen / "tables" / f"{name}.md", md.encode())
+    return gen
+
+
+# ------------------------------------------------------------------------------------------------ render
+def pandoc_path() -> str:
+    """pandoc from PATH if it is version 3+, else the binary inside ``pypandoc-binary``."""
+    exe = shutil.which("pandoc")
+    if exe:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+        m = re.match(r"pandoc\S* (\d+)", out)
+        if m and int(m.group(1)) >= 3:
+            return exe
+    try:
+        import pypandoc
+
+        return pypandoc.get_pandoc_path()
+    except (ImportError, OSError) as e:
+        raise ReportError("pandoc 3 is needed to render the report without Quarto: "
+                          "`pip install pypandoc-binary` (scripts/setup.sh does) or install Quarto") from e
+
+
+def _pandoc(args: list[str], cwd: Path) -> str:
+    proc = subprocess.run([pandoc_path(), *args], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ReportError(f"pandoc failed ({proc.returncode}):\n{proc.stderr.strip()}")
+    bad = [line for line in proc.stderr.splitlines() if "not found" in line or "Could not" in line]
+    if bad:
+        raise ReportError("pandoc could not resolve: " + "; ".join(bad))
+    return proc.stderr
+
+
+def render_pandoc(paper: Path = PAPER, out: Path = REPORT, pdf: bool = True) -> dict[str, Path]:
+    """The fallback renderer: pandoc + the project's Lua filter + citeproc -> HTML; -> typst -> PDF."""
+    paper, out = Path(paper).resolve(), Path(out).resolve()
+    common = ["index.qmd", "--from", "markdown", "--metadata-file", "_generated/numbers.yml",
+              "--lua-filter", FILTER, "--citeproc", "--bibliography", "references.bib",
+              "--resource-path", str(paper), "--number-sections"]
+    paths = {}
+    with atomic_path(out / "index.html") as tmp:
+        _pandoc(common + ["--to", "html5", "--standalone", "--embed-resources", "--mathml", "--toc",
+                          "--css", "style.css", "--metadata", "lang=en", "--output", str(tmp)], paper)
+    paths["html"] = out / "index.html"
+    if pdf:
+        import typst
+
+        with tempfile.TemporaryDirectory(dir=paper, prefix=".typst-") as td:
+            typ = Path(td) / "index.typ"
+            _pandoc(common + ["--to", "typst", "--standalone", "--output", str(typ)], paper)
+            # image paths in the .typ are relative to paper/; compile from there with the repository as root
+            shutil.move(typ, paper / ".index.typ")
+        try:
+            with atomic_path(out / "index.pdf") as tmp:
+                typst.compile(str(paper / ".index.typ"), output=str(tmp), root=str(REPO_ROOT),
+                              timestamp=0)
+        finally:
+            (paper / ".index.typ").unlink(missing_ok=True)
+        paths["pdf"] = out / "index.pdf"
+    return paths
+
+
+def render_quarto(paper: Path = PAPER, out: Path = REPORT) -> dict[str, Path]:
+    """``quarto render`` (HTML and typst PDF, as ``_quarto.yml`` says), then the results copied to ``out``."""
+    proc = subprocess.run(["quarto", "render", str(paper)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ReportError(f"quarto render failed:\n{proc.stderr.strip()[-4000:]}")
+    paths = {}
+    for kind, name in (("html", "index.html"), ("pdf", "index.pdf")):
+        src = Path(paper) / "_output" / name
+        if src.exists():
+            with atomic_path(Path(out) / name) as tmp:
+                shutil.copyfile(src, tmp)
+            paths[kind] = Path(out) / name
+    return paths
+
+
+def render(paper: Path = PAPER, out: Path = REPORT, engine: str = "auto") -> dict[str, Path]:
+    if engine not in ("auto", "quarto", "pandoc"):
+        raise ValueError(f"engine must be auto, quarto or pandoc, got {engine!r}")
+    if engine == "quarto" or (engine == "auto" and shutil.which("quarto")):
+        return render_quarto(paper, out)
+    return render_pandoc(paper, out)
+
+
+# ------------------------------------------------------------------------------------------------ checks
+UNRESOLVED = [
+    (re.compile(r"\{\{&lt;|\{\{<"), "an unexpanded shortcode"),
+    (re.compile(r"\?\?"), "an unresolved cross-reference or citation ('??')"),
+    (re.compile(r"@(fig|tbl|sec)-[\w-]+"), "a raw cross-reference"),
+    (re.compile(r'class="citation"[^>]*>[^<]*<strong>\?'), "a citation citeproc could not find"),
+]
+
+
+def embedded_images(html: str) -> list[str]:
+    """The ``src`` of every ``<img>`` (embedded ones start with ``data:``)."""
+    return re.findall(r'<img[^>]*\ssrc="([^"]+)"', html)
+
+
+def check_html(html_path: Path, figures: list[str]) -> list[str]:
+    """Problems a reader would see; empty when the report is clean. ``figures``: ids that must be present."""
+    html = Path(html_path).read_text(encoding="utf-8")
+    body = re.sub(r"<(script|style)\b.*?</\1>", "", html, flags=re.S)
+    body = re.sub(r'src="data:[^"]+"', 'src="data:"', body)
+    problems = [f"{what}: ...{body[max(0, m.start() - 60):m.end() + 20]}..."
+                for rx, what in UNRESOLVED for m in [rx.search(body)] if m]
+    srcs = embedded_images(html)
+    problems += [f"an image is not embedded: {s[:80]}" for s in srcs if not s.startswith("data:")]
+    for fig in figures:
+        m = re.search(rf'<figure[^>]*id="fig-{re.escape(fig)}"(.*?)</figure>', html, flags=re.S)
+        if not m:
+            problems.append(f"figure fig-{fig} is not in the report")
+        elif 'src="data:image/' not in m.group(1):
+            problems.append(f"figure fig-{fig} has no embedded image")
+    return problems
+
+
+# ------------------------------------------------------------------------------------------------ stage
+def run_report(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figures: Path = FIGURES,
+               paper: Path = PAPER, out: Path = REPORT, engine: str = "auto") -> dict[str, Path]:
+    prepare(profile, profile_name, analysis, figures, paper)
+    paths = render(paper, out, engine)
+    index = json.loads((Path(figures) / "index.json").read_text())
+    problems = check_html(paths["html"], [name.replace("_", "-") for name in index])
+    if problems:
+        raise ReportError("the rendered report has problems:\n  " + "\n  ".join(problems))
+    return paths
+
+
+# ------------------------------------------------------------------------------------------------ screenshot
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--hide-scrollbars", "--force-device-scale-factor=1"]
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        exe = shutil.which(name)
+        if exe:
+            return exe
+    return None
+
+
+def screenshot(html: Path, png: Path, width: int = 1280, height: int = 2400, chromium: str | None = None) -> Path:
+    """Open ``html`` in headless Chromium (offline: every resource is embedded) and save a PNG of the page."""
+    exe = chromium or find_chromium()
+    if not exe:
+        raise ReportError("no Chromium found: install Debian's `chromium` (apt-get install chromium) or pass "
+                          "--chromium PATH")
+    html, png = Path(html).resolve(), Path(png).resolve()
+    if not html.exists():
+        raise ReportError(f"{html} does not exist: render the report first (`dvc repro report`)")
+    png.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as work:
+        shot = Path(work) / "shot.png"  # chromium picks the format from the extension
+        proc = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={work}/profile",
+                               f"--window-size={width},{height}", f"--screenshot={shot}", html.as_uri()],
+                              capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0 or not shot.exists() or not shot.stat().st_size:
+            raise ReportError(f"chromium failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        with atomic_path(png) as tmp:
+            shutil.copyfile(shot, tmp)
+    return png
+
+
+def blank_fraction(png: Path) -> float:
+    """The share of (near-)white pixels in a screenshot; 1.0 is a blank page."""
+    import numpy as np
+    from PIL import Image
+
+    a = np.asarray(Image.open(png).convert("L"), dtype=float)
+    return float((a > 245).mean())
+
+
+def data_uri_figure_bytes(html: str, fig_id: str) -> bytes:
+    """The embedded PNG bytes of the figure ``fig_id`` in a rendered report (for tests and audits)."""
+    m = re.search(rf'<figure[^>]*id="{re.escape(fig_id)}".*?src="data:image/png;base64,([^"]+)"', html, flags=re.S)
+    if not m:
+        raise ReportError(f"no embedded PNG for {fig_id}")
+    return base64.b64decode(m.group(1))
