@@ -49,7 +49,7 @@ class Outputs:
 def _errorbar(ax, x, y, low, high, colour, marker, label, horizontal=False, **kw):
     """A point with an interval; ``horizontal`` puts the value on the x axis."""
     y, low, high = np.asarray(y, float), np.asarray(low, float), np.asarray(high, float)
-    err = np.vstack([y - low, high - y])
+    err = np.clip(np.vstack([y - low, high - y]), 0, None)  # an interval at 0 or 1 can miss y by rounding
     if horizontal:
         ax.errorbar(y, x, xerr=err, fmt=marker, color=colour, label=label, capsize=2, ms=4, lw=1, **kw)
     else:
@@ -147,8 +147,12 @@ def scaling(o: Outputs):
 def calibration(o: Outputs):
     """Calibration curves: binned object-level probability against the predictor's meta-level probability,
     untrained and trained, self and cross, with each curve's MAD and bootstrap 95% interval in the legend."""
-    cur, mad = o.table("calibration_curve"), o.table("mad").set_index(["condition", "kind"])
+    cur, mad = o.table("calibration_curve"), o.table("mad")
     fig, ax = plt.subplots(figsize=(4.6, 4.4))
+    if cur.empty or mad.empty:
+        ax.text(0.5, 0.5, "too few calibration points for 10 bins", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    mad = mad.set_index(["condition", "kind"])
     ax.plot([0, 1], [0, 1], color=COLOURS["baseline"], lw=0.8, ls=":", label="perfect calibration")
     for (condition, kind), d in cur.groupby(["condition", "kind"], sort=True):
         m = mad.loc[(condition, kind)]

@@ -378,11 +378,11 @@ def render_pandoc(paper: Path = PAPER, out: Path = REPORT, pdf: bool = True) -> 
         with tempfile.TemporaryDirectory(dir=paper, prefix=".typst-") as td:
             typ = Path(td) / "index.typ"
             _pandoc(common + ["--to", "typst", "--standalone", "--output", str(typ)], paper)
-            # image paths in the .typ are relative to paper/; compile from there with the repository as root
+            # image paths in the .typ are relative to paper/ (figures are copied into paper/_generated)
             shutil.move(typ, paper / ".index.typ")
         try:
             with atomic_path(out / "index.pdf") as tmp:
-                typst.compile(str(paper / ".index.typ"), output=str(tmp), root=str(REPO_ROOT),
+                typst.compile(str(paper / ".index.typ"), output=str(tmp), root=str(paper),
                               timestamp=0)
         finally:
             (paper / ".index.typ").unlink(missing_ok=True)

@@ -169,14 +169,14 @@ def test_behaviour_change_rejects_bad_params_before_loading_a_model(overrides, m
 
 
 # ------------------------------------------------------------------------------------ analysis stage
-def test_analysis_stage_on_a_real_tiny_pipeline(run, trained, changed, tmp_path):
-    import json
-
+@pytest.fixture(scope="module")
+def analysed(run, trained, changed, tmp_path_factory):
+    """The calibration and analysis stages after the tiny pipeline: the inputs of figures and report."""
     from analysis.stage import run_analysis
     from reproduce.config import Analysis
 
-    root = trained["root"]
-    data = tmp_path / "data"
+    root, tmp = trained["root"], tmp_path_factory.mktemp("analysed")
+    data = tmp / "data"
     data.mkdir()
     shutil.copy(run["root"] / "meta.parquet", data / "meta_untrained.parquet")
     shutil.copy(root / "mt.parquet", data / "meta_trained.parquet")
@@ -184,8 +184,14 @@ def test_analysis_stage_on_a_real_tiny_pipeline(run, trained, changed, tmp_path)
     run_calibration(trained["plan"], run["root"] / "object_samples", data / "meta_untrained.parquet",
                     data / "meta_trained.parquet", data / "calibration.parquet")
     profile = trained["plan"].profile.model_copy(update={"analysis": Analysis(draws=1000, tune=1000)})
-    metrics = run_analysis(profile, data, tmp_path / "out")
-    out = tmp_path / "out"
+    metrics = run_analysis(profile, data, tmp / "analysis")
+    return {"profile": profile, "metrics": metrics, "out": tmp / "analysis", "root": tmp}
+
+
+def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
+    import json
+
+    metrics, out = analysed["metrics"], analysed["out"]
     assert json.loads((out / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
     adv = metrics["advantage"]
     assert adv["diagnostics"]["r_hat_max"] <= 1.01 and adv["diagnostics"]["divergences"] == 0
@@ -209,3 +215,113 @@ def test_analysis_stage_names_the_missing_input(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="meta_untrained.parquet is missing; run the meta_untrained stage"):
         run_analysis(tiny_profile(), tmp_path, tmp_path / "out")
+
+
+# ------------------------------------------------------------------------------------ figures and report
+@pytest.fixture(scope="module")
+def drawn(analysed):
+    from figures.stage import run_figures
+
+    out = analysed["root"] / "figures"
+    return {"index": run_figures(analysed["out"], out), "out": out}
+
+
+def test_every_figure_is_drawn_from_the_tiny_pipelines_analysis(analysed, drawn):
+    from PIL import Image
+
+    from figures.plots import FIGURES
+    from report import blank_fraction
+
+    assert list(drawn["index"]) == list(FIGURES)
+    for name, entry in drawn["index"].items():
+        assert entry["files"] == [f"{name}.png", f"{name}.svg"] and entry["description"]
+        png, svg = drawn["out"] / f"{name}.png", drawn["out"] / f"{name}.svg"
+        w, h = Image.open(png).size
+        assert w > 300 and h > 200, name
+        assert blank_fraction(png) < 0.98, f"{name} is (nearly) blank"
+        assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()[:2000]
+
+
+def test_figures_are_byte_identical_when_redrawn(analysed, drawn, tmp_path):
+    from figures.stage import run_figures
+
+    run_figures(analysed["out"], tmp_path, only=["calibration", "advantage_forest"])
+    for name in ("calibration", "advantage_forest"):
+        for ext in ("png", "svg"):
+            assert (tmp_path / f"{name}.{ext}").read_bytes() == (drawn["out"] / f"{name}.{ext}").read_bytes()
+
+
+def test_figures_name_the_missing_analysis_outputs(tmp_path):
+    from figures.stage import run_figures
+
+    with pytest.raises(FileNotFoundError, match="run the analysis stage first"):
+        run_figures(tmp_path / "nothing", tmp_path / "out")
+    with pytest.raises(ValueError, match="unknown figure"):
+        run_figures(tmp_path, tmp_path / "out", only=["pie_chart"])
+
+
+@pytest.fixture(scope="module")
+def rendered(analysed, drawn):
+    from reproduce.config import REPO_ROOT
+    from report import run_report
+
+    paper = analysed["root"] / "paper"  # a copy: the test must not touch the repository's paper/_generated
+    shutil.copytree(REPO_ROOT / "paper", paper, ignore=shutil.ignore_patterns("_generated", "_output"))
+    paths = run_report(analysed["profile"], "tiny", analysed["out"], drawn["out"], paper,
+                       analysed["root"] / "report", engine="pandoc")
+    return {**paths, "paper": paper}
+
+
+def _number(text: str) -> float:
+    return float(text.replace("\u2212", "-").replace(",", ""))
+
+
+def test_report_embeds_every_figure_and_resolves_every_reference(drawn, rendered):
+    import re
+
+    from report import check_html, data_uri_figure_bytes
+
+    html = rendered["html"].read_text()
+    assert check_html(rendered["html"], [n.replace("_", "-") for n in drawn["index"]]) == []
+    for name in drawn["index"]:  # the very bytes of each drawn figure are inside the page
+        assert data_uri_figure_bytes(html, "fig-" + name.replace("_", "-")) == (drawn["out"] / f"{name}.png").read_bytes()
+    assert len(re.findall(r'<figure[^>]*id="fig-', html)) == len(drawn["index"])
+    assert "Binder" in html and 'id="refs"' in html  # citeproc resolved the bibliography
+    assert rendered["pdf"].read_bytes()[:5] == b"%PDF-" and rendered["pdf"].stat().st_size > 50_000
+
+
+def test_report_quotes_the_metrics(analysed, rendered):
+    import re
+
+    m = analysed["metrics"]
+    html = re.sub(r"\s+", " ", rendered["html"].read_text())
+    adv = m["advantage"]["overall"]
+    got = re.search(r"the posterior advantage of self- over cross-prediction is (\S+) points \[(\S+), (\S+)\]", html)
+    assert got, "the advantage sentence is missing"
+    for value, key in zip(got.groups(), ("mean", "low", "high")):
+        assert _number(value) == pytest.approx(adv[key], abs=0.051)
+    tr = m["training_effect"]["overall"]
+    got = re.search(r"by (\S+) points \(94% interval (\S+) to (\S+)\)", html)
+    assert [_number(g) for g in got.groups()] == pytest.approx([tr["mean"], tr["low"], tr["high"]], abs=0.051)
+    b = m["behaviour"]
+    got = re.search(r"changed the property on (\S+) of (\S+) evaluated", html)
+    assert [_number(g) for g in got.groups()] == [b["changed"], b["evaluated"]]
+    # the verdict cannot contradict the interval
+    inside = adv["low"] <= 0 <= adv["high"]
+    assert ("there is no overall self-prediction advantage" in html) == inside
+    # every dataset the run used is cited with its release hash
+    from reproduce.citation import read_manifests
+    from reproduce.config import REPO_ROOT
+
+    used = set(analysed["profile"].tasks.train) | set(analysed["profile"].tasks.test)
+    for mf in read_manifests(REPO_ROOT / "data_raw"):
+        assert (mf["release_sha256"] in html) == (mf["name"] in used)
+
+
+def test_report_screenshot_in_headless_chromium_is_not_blank(rendered, tmp_path):
+    from report import blank_fraction, find_chromium, screenshot
+
+    if not find_chromium():
+        pytest.skip("no Chromium on this machine (scripts/setup.sh installs Debian's chromium when run as root)")
+    png = screenshot(rendered["html"], tmp_path / "shot.png", width=1000, height=1400)
+    assert blank_fraction(png) < 0.97  # text, figures and tables cover the page

@@ -1,0 +1,191 @@
+"""The report machinery without models: number formatting, the Lua filter's cross-references, shortcodes,
+includes and callouts, the HTML checks, and citable datasets (release hash, card, CITATION.cff)."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from reproduce.citation import citation_cff, dataset_card, read_manifests, release_sha256
+from reproduce.config import REPO_ROOT
+from report import (MINUS, ReportError, blank_fraction, check_html, fmt, fmt_prob, format_key, pandoc_path,
+                    render_pandoc)
+
+FILTER = REPO_ROOT / "paper" / "filters" / "quarto-compat.lua"
+
+
+# ------------------------------------------------------------------------------------------ numbers
+def test_numbers_are_printed_with_a_true_minus_and_never_as_minus_zero():
+    assert fmt(-0.9494) == f"{MINUS}0.9"
+    assert fmt(-0.04) == "0.0"
+    assert fmt(40.66) == "40.7"
+    assert fmt(float("nan")) == "n/a"
+
+
+def test_posterior_probabilities_state_their_ends_as_bounds():
+    assert fmt_prob(0.99925) == "> 0.99" and fmt_prob(0.00025) == "< 0.01" and fmt_prob(0.1885) == "0.19"
+
+
+@pytest.mark.parametrize("key,value,expected", [
+    ("advantage_overall_mean", -0.9494, f"{MINUS}0.9"),
+    ("advantage_overall_p_positive", 0.1885, "0.19"),
+    ("advantage_glm_p_value", 0.368, "0.37"),
+    ("behaviour_share_new_share", 0.4952, "49.5"),
+    ("behaviour_changed_share", 0.2893, "28.9"),
+    ("behaviour_model_p_new", 0.4951, "49.5"),
+    ("behaviour_share_new_k", 361.0, "361"),
+    ("behaviour_evaluated", 2520.0, "2,520"),
+    ("n_observations_trained", 8348, "8,348"),
+    ("calibration_mad_trained_self_mad", 6.9156, "6.9"),
+])
+def test_each_kind_of_number_is_formatted_by_its_name(key, value, expected):
+    assert format_key(key, value) == expected
+
+
+# ------------------------------------------------------------------------------------------ the Lua filter
+QMD = """---
+title: "T {{< meta n.x >}}"
+---
+
+# Intro {#sec-intro}
+
+See @fig-one, @tbl-one and @sec-later; the value is {{< meta n.x >}}, and {{< meta run.name >}}.
+
+![First figure.](one.png){#fig-one}
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+: A table. {#tbl-one}
+
+::: {.callout-warning title="Careful"}
+Inside the box.
+:::
+
+# Later {#sec-later}
+
+{{< include part.md >}}
+
+See @fig-two.
+"""
+
+
+def _render(tmp_path, qmd=QMD, meta=None):
+    from PIL import Image
+
+    (tmp_path / "index.qmd").write_text(qmd)
+    (tmp_path / "part.md").write_text("![Second figure.](one.png){#fig-two}\n")
+    Image.new("RGB", (4, 4), "red").save(tmp_path / "one.png")
+    (tmp_path / "meta.yml").write_text(yaml.safe_dump(meta or {"n": {"x": "4.2"}, "run": {"name": "tiny"}}))
+    shutil.copy(FILTER, tmp_path / "filter.lua")
+    proc = subprocess.run([pandoc_path(), "index.qmd", "--metadata-file", "meta.yml", "--lua-filter", "filter.lua",
+                           "--standalone", "--embed-resources", "--to", "html5", "--number-sections"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    return proc
+
+
+def test_filter_numbers_and_links_cross_references_and_fills_shortcodes_and_includes(tmp_path):
+    proc = _render(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    html = proc.stdout
+    assert '<a href="#fig-one">Figure 1</a>' in html and '<a href="#fig-two">Figure 2</a>' in html
+    assert '<a href="#tbl-one">Table 1</a>' in html and '<a href="#sec-later">Section 2</a>' in html
+    assert "<strong>Figure 1:</strong> First figure." in html and "<strong>Table 1:</strong> A table." in html
+    assert "the value is 4.2, and tiny." in html and "<title>T 4.2</title>" in html
+    assert 'class="callout callout-warning"' in html and "<strong>Careful</strong>" in html
+    assert html.count('src="data:image/png;base64,') == 2  # the included figure too
+    assert "{{&lt;" not in html and "@fig" not in html
+
+
+def test_filter_stops_on_an_unknown_metadata_key(tmp_path):
+    proc = _render(tmp_path, meta={"n": {}, "run": {"name": "tiny"}})
+    assert proc.returncode != 0 and "{{< meta n.x >}}: no such metadata key" in proc.stderr
+
+
+def test_filter_stops_on_a_reference_to_a_missing_label(tmp_path):
+    proc = _render(tmp_path, QMD + "\nAnd @fig-nowhere.\n")
+    assert proc.returncode != 0 and "@fig-nowhere points to no figure" in proc.stderr
+
+
+def test_the_html_check_names_what_a_reader_would_see(tmp_path):
+    page = tmp_path / "p.html"
+    page.write_text('<p>{{&lt; meta n.x &gt;}} and ?? and @tbl-x</p>'
+                    '<figure id="fig-a"><img src="a.png" /></figure>')
+    problems = check_html(page, ["a", "b"])
+    text = "\n".join(problems)
+    for what in ("unexpanded shortcode", "'??'", "raw cross-reference", "not embedded: a.png",
+                 "fig-a has no embedded image", "fig-b is not in the report"):
+        assert what in text
+    page.write_text('<figure id="fig-a"><img src="data:image/png;base64,AAAA" /></figure><p>fine</p>')
+    assert check_html(page, ["a"]) == []
+
+
+def test_render_reports_a_missing_include_by_name(tmp_path):
+    paper = tmp_path / "paper"
+    shutil.copytree(REPO_ROOT / "paper", paper, ignore=shutil.ignore_patterns("_generated", "_output"))
+    (paper / "_generated").mkdir()
+    (paper / "_generated" / "numbers.yml").write_text("n: {}\n")
+    with pytest.raises(ReportError, match="no such metadata key|file not found"):
+        render_pandoc(paper, tmp_path / "out", pdf=False)
+    assert not (tmp_path / "out" / "index.html").exists()  # nothing half-written
+
+
+def test_blank_fraction_tells_a_blank_page_from_a_drawn_one(tmp_path):
+    from PIL import Image
+
+    Image.new("RGB", (50, 50), "white").save(tmp_path / "w.png")
+    a = np.full((50, 50, 3), 255, np.uint8)
+    a[10:30, 5:45] = 0
+    Image.fromarray(a).save(tmp_path / "d.png")
+    assert blank_fraction(tmp_path / "w.png") == 1.0
+    assert blank_fraction(tmp_path / "d.png") == pytest.approx(1 - 20 * 40 / 2500)
+
+
+# ------------------------------------------------------------------------------------------ citable data
+def _manifest(**kw):
+    m = {"name": "animals", "version": "1.0.0", "split": "test", "family": "word_sequence",
+         "description": "continue a random sequence of animal names", "properties": ["first_word"],
+         "max_new_tokens": 24, "stance_question": None, "licence": "CC-BY-4.0", "generator": "g 1.0.0",
+         "seed": 1, "n_items": 2, "sha256": "ab" * 32, "files": ["items.jsonl"]}
+    m.update(kw)
+    m["release_sha256"] = release_sha256(m)
+    return m
+
+
+def test_a_version_bump_changes_the_release_hash_the_card_and_the_citation():
+    old, new = _manifest(), _manifest(version="1.1.0")
+    assert old["sha256"] == new["sha256"]  # same items
+    assert old["release_sha256"] != new["release_sha256"]
+    assert dataset_card(old) != dataset_card(new) and new["release_sha256"] in dataset_card(new)
+    assert old["release_sha256"] not in citation_cff([new])
+    cff = yaml.safe_load(citation_cff([new]))
+    ds = [r for r in cff["references"] if r["type"] == "dataset"][0]
+    assert ds["version"] == "1.1.0"
+    assert {"type": "other", "value": f"release-sha256:{new['release_sha256']}"} in ds["identifiers"]
+    # any edit of the items changes it too; the hash ignores only itself
+    assert _manifest(sha256="cd" * 32)["release_sha256"] != old["release_sha256"]
+    assert release_sha256({**old, "release_sha256": "x"}) == old["release_sha256"]
+
+
+def test_every_committed_dataset_has_a_card_and_a_matching_citation():
+    manifests = read_manifests(REPO_ROOT / "data_raw")
+    assert len(manifests) >= 12
+    cff = yaml.safe_load((REPO_ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["license"] == "MIT"
+    cited = {r["title"].rsplit(": ", 1)[1]: r for r in cff["references"] if r["type"] == "dataset"}
+    for m in manifests:
+        assert m["release_sha256"] == release_sha256(m), f"{m['name']}: manifest hash is stale"
+        card = (REPO_ROOT / "data_raw" / m["name"] / "README.md").read_text()
+        assert card == dataset_card(m), f"{m['name']}: card is stale; run `python -m reproduce.cli datasets`"
+        for needle in (m["version"], m["sha256"], m["release_sha256"], m["licence"], "Intended use",
+                       "Known limitations"):
+            assert needle in card
+        ref = cited[m["name"]]
+        assert ref["version"] == m["version"]
+        assert f"release-sha256:{m['release_sha256']}" in json.dumps(ref["identifiers"])
+    assert set(cited) == {m["name"] for m in manifests}
