@@ -172,7 +172,7 @@ def calibration(o: Outputs):
 
 def behaviour_change(o: Outputs):
     """Experiment 3: on items whose behaviour changed, the share of new predictions that match the new
-    behaviour, the old one, or neither, per model (raw, Wilson 95%) and pooled (hierarchical model, 94%)."""
+    behaviour, the old one, or neither, per model and pooled over models (raw shares, Wilson 95%)."""
     from analysis.frequentist import wilson
 
     counts = o.table("behaviour_counts")
@@ -181,7 +181,7 @@ def behaviour_change(o: Outputs):
         ax.text(0.5, 0.5, "no behaviour-change run", ha="center", va="center", transform=ax.transAxes)
         return fig
     per = counts.groupby("model")[["new", "old", "neither"]].sum()
-    groups = list(per.index) + ["pooled (model)"]
+    groups = list(per.index) + ["pooled"]
     x = np.arange(len(groups))
     b = o.metrics.get("behaviour", {})
     for dx, outcome in ((-0.2, "new"), (0.0, "old"), (0.2, "neither")):
@@ -194,10 +194,11 @@ def behaviour_change(o: Outputs):
         if s:
             _errorbar(ax, [x[-1] + dx], [100 * s["share"]], [100 * s["low"]], [100 * s["high"]],
                       COLOURS[outcome], "D", None)
-    ax.set_xticks(x, [f"{g}\n(n={int(per.loc[g].sum())})" if g in per.index else g for g in groups])
+    sizes = list(per.sum(axis=1).astype(int)) + [int(per.to_numpy().sum())]
+    ax.set_xticks(x, [f"{g}\n(n={n})" for g, n in zip(groups, sizes)])
     ax.set_ylim(0, 100)
     ax.set_ylabel("share of changed items (%)")
-    ax.set_title("After behaviour change: does the prediction track the new behaviour?")
+    ax.set_title("After behaviour change: does the prediction track the new behaviour?\n(Wilson 95% intervals)")
     ax.legend(loc="upper right", frameon=False)
     return fig
 

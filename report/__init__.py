@@ -189,10 +189,15 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
 
 # ------------------------------------------------------------------------------------------------ tables
 def _md_table(df: pd.DataFrame, caption: str, label: str) -> str:
-    """A pipe table with a Quarto caption and label; cells are strings already."""
+    """A pipe table with a Quarto caption and label; cells are strings already. Column widths are relative
+    to the longest word and cell of each column (the dashes of the separator line say so to pandoc, which
+    then wraps cells to the page width in HTML and PDF alike)."""
     cols = list(df.columns)
     esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(esc(c) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    weight = [max([len(w) for w in str(c).split()] + [len(str(v)) ** 0.5 * 3 + max(map(len, str(v).split() or [""]))
+                                                     for v in df[c]]) for c in cols]
+    dashes = [max(3, round(100 * w / sum(weight))) for w in weight]
+    lines = ["| " + " | ".join(esc(c) for c in cols) + " |", "|" + "|".join("-" * d for d in dashes) + "|"]
     lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines) + f"\n\n: {caption} {{#{label}}}\n"
 
@@ -263,11 +268,15 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                   f"{reference['models']}) beside this run's. Ours: posterior means with 94% "
                                   "intervals, or raw accuracies with 95% Wilson intervals.", "tbl-comparison")
 
+    manifests = sorted(manifests, key=lambda m: (m["split"], m["name"]))
     ds = pd.DataFrame([{"dataset": m["name"], "version": m["version"], "split": m["split"],
-                        "items": _count(m["n_items"]), "licence": m["licence"],
-                        "release sha256": f"`{m['release_sha256']}`"} for m in sorted(manifests, key=lambda m: (m["split"], m["name"]))])
-    out["datasets"] = _md_table(ds, "The task datasets this run used, as cited: version and release sha256 "
-                                    "(which covers the version and every byte of the items).", "tbl-datasets")
+                        "items": _count(m["n_items"]), "family": m["family"].replace("_", " "),
+                        "licence": m["licence"]} for m in manifests])
+    hashes = "\n".join(f"- {m['name']} {m['version']}: `{m['release_sha256']}`" for m in manifests)
+    out["datasets"] = (_md_table(ds, "The task datasets this run used. Each is cited by its version and its "
+                                     "release sha256 (listed below the table), which covers the version, the "
+                                     "licence and every byte of the items.", "tbl-datasets")
+                       + "\nRelease sha256 of each dataset:\n\n" + hashes + "\n")
     return out
 
 
@@ -377,7 +386,8 @@ def render_pandoc(paper: Path = PAPER, out: Path = REPORT, pdf: bool = True) -> 
 
         with tempfile.TemporaryDirectory(dir=paper, prefix=".typst-") as td:
             typ = Path(td) / "index.typ"
-            _pandoc(common + ["--to", "typst", "--standalone", "--output", str(typ)], paper)
+            _pandoc(common + ["--to", "typst", "--standalone", "--include-in-header", "typst-header.typ",
+                              "--output", str(typ)], paper)
             # image paths in the .typ are relative to paper/ (figures are copied into paper/_generated)
             shutil.move(typ, paper / ".index.typ")
         try:
