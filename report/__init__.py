@@ -447,12 +447,22 @@ def check_html(html_path: Path, figures: list[str]) -> list[str]:
     srcs = embedded_images(html)
     problems += [f"an image is not embedded: {s[:80]}" for s in srcs if not s.startswith("data:")]
     for fig in figures:
-        m = re.search(rf'<figure[^>]*id="fig-{re.escape(fig)}"(.*?)</figure>', html, flags=re.S)
-        if not m:
+        segment = _figure_segment(html, f"fig-{fig}")
+        if segment is None:
             problems.append(f"figure fig-{fig} is not in the report")
-        elif 'src="data:image/' not in m.group(1):
+        elif 'src="data:image/' not in segment:
             problems.append(f"figure fig-{fig} has no embedded image")
     return problems
+
+
+def _figure_segment(html: str, fig_id: str) -> str | None:
+    """The HTML from the element with ``id=fig_id`` to the next figure (pandoc writes ``<figure id=...>``,
+    Quarto a ``<div id=...>`` around it), or None when there is no such element."""
+    start = html.find(f'id="{fig_id}"')
+    if start < 0:
+        return None
+    end = html.find('id="fig-', start + len(fig_id) + 5)
+    return html[start:end if end > 0 else len(html)]
 
 
 # ------------------------------------------------------------------------------------------------ stage
@@ -514,7 +524,8 @@ def blank_fraction(png: Path) -> float:
 
 def data_uri_figure_bytes(html: str, fig_id: str) -> bytes:
     """The embedded PNG bytes of the figure ``fig_id`` in a rendered report (for tests and audits)."""
-    m = re.search(rf'<figure[^>]*id="{re.escape(fig_id)}".*?src="data:image/png;base64,([^"]+)"', html, flags=re.S)
+    segment = _figure_segment(html, fig_id) or ""
+    m = re.search(r'src="data:image/png;base64,([^"]+)"', segment)
     if not m:
         raise ReportError(f"no embedded PNG for {fig_id}")
     return base64.b64decode(m.group(1))
