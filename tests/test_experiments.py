@@ -325,3 +325,11 @@ def test_report_screenshot_in_headless_chromium_is_not_blank(rendered, tmp_path)
         pytest.skip("no Chromium on this machine (scripts/setup.sh installs Debian's chromium when run as root)")
     png = screenshot(rendered["html"], tmp_path / "shot.png", width=1000, height=1400)
     assert blank_fraction(png) < 0.97  # text, figures and tables cover the page
+
+
+def test_report_renders_byte_identical_html_and_pdf_again(rendered, tmp_path):
+    from report import render_pandoc
+
+    again = render_pandoc(rendered["paper"], tmp_path)
+    assert again["html"].read_bytes() == rendered["html"].read_bytes()
+    assert again["pdf"].read_bytes() == rendered["pdf"].read_bytes()
