@@ -4,7 +4,6 @@ includes and callouts, the HTML checks, and citable datasets (release hash, card
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
