@@ -21,7 +21,6 @@ COLOURS = {"self": OKABE_ITO["blue"], "cross": OKABE_ITO["orange"], "untrained":
            "trained": OKABE_ITO["blue"], "baseline": OKABE_ITO["black"], "new": OKABE_ITO["green"],
            "old": OKABE_ITO["vermillion"], "neither": OKABE_ITO["grey"], "object": OKABE_ITO["purple"]}
 MARKERS = {"self": "o", "cross": "s", "untrained": "D", "trained": "o"}
-INTERVAL_NOTE = "94% posterior intervals"
 RC = {
     "figure.dpi": 100, "savefig.dpi": 150, "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9,
     "legend.fontsize": 8, "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -87,16 +88,32 @@ def format_key(key: str, value: Any) -> str:
     return fmt(value)
 
 
+def _ci(estimate: float, low: float, high: float, scale: float = 1.0) -> str:
+    """An estimate with its interval, ``"4.2 [3.0, 5.8]"``; ``scale=100`` turns shares into percentages."""
+    return f"{fmt(scale * estimate)} [{fmt(scale * low)}, {fmt(scale * high)}]"
+
+
 def _interval(d: dict, key: str = "mean", scale: float = 1.0) -> str:
-    return f"{fmt(scale * d[key])} [{fmt(scale * d['low'])}, {fmt(scale * d['high'])}]"
+    """:func:`_ci` of a summary dict with ``key``, ``low`` and ``high``."""
+    return _ci(d[key], d["low"], d["high"], scale)
+
+
+# the Bayesian models of the analysis stage: (name in the manuscript, key in metrics.json)
+BAYESIAN_MODELS = (("advantage", "advantage"), ("training effect", "training_effect"),
+                   ("calibration error", "calibration"), ("behaviour tracking", "behaviour"))
+
+
+def _diagnostics(metrics: dict) -> dict[str, dict]:
+    """Sampler diagnostics of every Bayesian model that was fitted, by manuscript name."""
+    return {name: metrics[key]["diagnostics"] for name, key in BAYESIAN_MODELS
+            if "diagnostics" in metrics.get(key, {})}
 
 
 def _verdict(low: float, high: float, positive: str, negative: str, null: str) -> str:
     return positive if low > 0 else negative if high < 0 else null
 
 
-def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: str, manifests: list[dict],
-                  figures: dict) -> dict:
+def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: str) -> dict:
     """Everything the manuscript's text quotes: ``n`` (each ``numbers.json`` entry formatted), ``run`` (the
     settings of the run that produced them) and ``text`` (qualitative statements derived from the numbers,
     so that no sentence can contradict them)."""
@@ -142,15 +159,12 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         text["behaviour_verdict"] = _verdict(d["low"], d["high"], "the new behaviour more often than the old",
                                              "the old behaviour more often than the new",
                                              "the new and the old behaviour about equally often")
-    diag = {name: metrics[key]["diagnostics"] for name, key in
-            (("advantage", "advantage"), ("training", "training_effect"), ("calibration", "calibration"),
-             ("behaviour", "behaviour")) if key in metrics and "diagnostics" in metrics[key]}
+    diag = _diagnostics(metrics)
     ft = profile.finetune
     run = {
         "profile": profile_name,
         "package_version": __version__,
         "models": " and ".join(profile.models),
-        "n_models": str(len(profile.models)),
         "train_tasks": ", ".join(profile.tasks.train),
         "test_tasks": ", ".join(profile.tasks.test),
         "n_test_tasks": str(len(profile.tasks.test)),
@@ -174,8 +188,6 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "ess_min": _count(min(d["ess_bulk_min"] for d in diag.values())) if diag else "n/a",
         "divergences": str(sum(d["divergences"] for d in diag.values())) if diag else "n/a",
         "ppc_coverage": fmt(100 * metrics["advantage"].get("ppc_coverage", float("nan")), 0),
-        "n_datasets": str(len(manifests)),
-        "n_figures": str(len(figures)),
         "prior_q05": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q05"], 0),
         "prior_q95": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q95"], 0),
     }
@@ -201,10 +213,6 @@ def _md_table(df: pd.DataFrame, caption: str, label: str) -> str:
     return "\n".join(lines) + f"\n\n: {caption} {{#{label}}}\n"
 
 
-def _pct_ci(acc, low, high) -> str:
-    return f"{fmt(100 * acc)} [{fmt(100 * low)}, {fmt(100 * high)}]"
-
-
 def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference: dict) -> dict[str, str]:
     """The manuscript's tables as markdown, each from an analysis table or the dataset manifests."""
     t = lambda name: pd.read_parquet(Path(analysis) / "tables" / f"{name}.parquet")  # noqa: E731
@@ -214,7 +222,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     out["accuracy"] = _md_table(pd.DataFrame({
         "condition": acc["condition"], "predictor": acc["predictor"], "target": acc["target"], "kind": acc["kind"],
         "scored": acc["n"].map(_count),
-        "accuracy % [95% Wilson]": [_pct_ci(*r) for r in acc[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
+        "accuracy % [95% Wilson]": [_ci(*r, scale=100) for r in acc[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
         "mode baseline %": acc["mode_baseline"].map(lambda v: fmt(100 * v)),
         "compliance %": acc["compliance"].map(lambda v: fmt(100 * v))}),
         "Raw accuracy on the held-out tasks by predictor and target, before and after training. Scored "
@@ -225,17 +233,14 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     adv = adv[adv["by"].isin(["overall", "target"])]
     rows = [{"estimate": "Bayesian, " + ("overall" if r.by == "overall" else f"target {r.target}"),
              "self %": fmt(100 * r.accuracy_1), "cross %": fmt(100 * r.accuracy_0),
-             "advantage (points)": f"{fmt(100 * r.mean)} [{fmt(100 * r.low)}, {fmt(100 * r.high)}]",
+             "advantage (points)": _ci(r.mean, r.low, r.high, 100),
              "P(advantage > 0)": fmt_prob(r.p_positive)} for r in adv.itertuples()]
-    f = metrics["advantage_frequentist"]
-    rows.append({"estimate": f"cluster bootstrap ({f['bootstrap']['n_boot']:,} resamples), overall",
-                 "self %": "", "cross %": "",
-                 "advantage (points)": _interval({"mean": f["bootstrap"]["estimate"], "low": f["bootstrap"]["low"],
-                                                  "high": f["bootstrap"]["high"]}, scale=100),
+    boot, g = metrics["advantage_frequentist"]["bootstrap"], metrics["advantage_frequentist"]["glm_cluster"]
+    rows.append({"estimate": f"cluster bootstrap ({boot['n_boot']:,} resamples), overall",
+                 "self %": "", "cross %": "", "advantage (points)": _interval(boot, "estimate", 100),
                  "P(advantage > 0)": ""})
-    g = f["glm_cluster"]
     rows.append({"estimate": "GLM, cluster-robust, average marginal effect", "self %": "", "cross %": "",
-                 "advantage (points)": _interval({"mean": g["ame"], "low": g["ame_low"], "high": g["ame_high"]}, scale=100),
+                 "advantage (points)": _ci(g["ame"], g["ame_low"], g["ame_high"], 100),
                  "P(advantage > 0)": f"p = {g['p_value']:.2f} (two-sided)"})
     out["advantage"] = _md_table(pd.DataFrame(rows),
                                  "Self-prediction advantage after training (self minus cross accuracy). Bayesian "
@@ -245,24 +250,19 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     mad = t("mad").sort_values(["condition", "kind"], ascending=[False, False])
     out["calibration"] = _md_table(pd.DataFrame({
         "condition": mad["condition"], "kind": mad["kind"],
-        "MAD [95% bootstrap]": [f"{fmt(r.mad)} [{fmt(r.low)}, {fmt(r.high)}]" for r in mad.itertuples()],
+        "MAD [95% bootstrap]": [_ci(r.mad, r.low, r.high) for r in mad.itertuples()],
         "points": mad["points"].map(_count), "items": mad["items"].map(_count)}),
         "Calibration: mean absolute difference (x100) between binned object-level and meta-level probabilities "
         "(10 equal-frequency bins, top-3 sampled behaviours); bootstrap over items.", "tbl-calibration")
 
-    diag_rows = []
-    for name, key in (("advantage", "advantage"), ("training effect", "training_effect"),
-                      ("calibration error", "calibration"), ("behaviour tracking", "behaviour")):
-        d = metrics.get(key, {}).get("diagnostics")
-        if d:
-            diag_rows.append({"model": name, "max r_hat": f"{d['r_hat_max']:.2f}",
-                              "min bulk ESS": _count(d["ess_bulk_min"]), "divergences": str(d["divergences"]),
-                              "draws x chains": f"{d['draws']} x {d['chains']}"})
+    diag_rows = [{"model": name, "max r_hat": f"{d['r_hat_max']:.2f}", "min bulk ESS": _count(d["ess_bulk_min"]),
+                  "divergences": str(d["divergences"]), "draws x chains": f"{d['draws']} x {d['chains']}"}
+                 for name, d in _diagnostics(metrics).items()]
     out["diagnostics"] = _md_table(pd.DataFrame(diag_rows),
                                    "Sampler diagnostics of every Bayesian model (the stage refuses to publish a "
                                    "fit with r_hat > 1.01, bulk ESS < 400 or any divergence).", "tbl-diagnostics")
 
-    out["comparison"] = _md_table(_comparison(t, metrics, reference),
+    out["comparison"] = _md_table(_comparison(acc, t("training"), metrics, reference),
                                   f"The original study's reported results ({reference['source']}; models: "
                                   f"{reference['models']}) beside this run's. Ours: posterior means with 94% "
                                   "intervals, or raw accuracies with 95% Wilson intervals.", "tbl-comparison")
@@ -279,15 +279,14 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     return out
 
 
-def _comparison(t, metrics: dict, ref: dict) -> pd.DataFrame:
-    acc = t("accuracy_by_target")
-    tr = t("training")
+def _comparison(acc: pd.DataFrame, tr: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
+    """Our side of the comparison table, from ``accuracy_by_target`` and ``training``."""
     tr = tr[tr["by"] == "target"].set_index("target")
     trained = acc[acc["condition"] == "trained"]
 
     def accs(kind):
         d = trained[trained["kind"] == kind].sort_values("target")
-        return "; ".join(f"{r.predictor} on {r.target}: {_pct_ci(r.accuracy, r.wilson_low, r.wilson_high)}%"
+        return "; ".join(f"{r.predictor} on {r.target}: {_ci(r.accuracy, r.wilson_low, r.wilson_high, 100)}%"
                          for r in d.itertuples())
 
     ours = {
@@ -318,9 +317,16 @@ def _read_json(path: Path, what: str) -> dict:
     return json.loads(path.read_text())
 
 
+def fig_id(name: str) -> str:
+    """The manuscript's label of a figure of :data:`figures.plots.FIGURES` (``self_vs_cross`` ->
+    ``fig-self-vs-cross``)."""
+    return "fig-" + name.replace("_", "-")
+
+
 def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figures: Path = FIGURES,
-            paper: Path = PAPER, data_raw: Path = DATA_RAW) -> Path:
-    """Write ``paper/_generated/`` (numbers.yml, tables/*.md, figures/*.png) from the pipeline's outputs."""
+            paper: Path = PAPER, data_raw: Path = DATA_RAW) -> dict:
+    """Write ``paper/_generated/`` (numbers.yml, tables/*.md, figures/*.png) from the pipeline's outputs;
+    returns the figures' index (``data/figures/index.json``)."""
     numbers = _read_json(Path(analysis) / "numbers.json", "analysis")
     metrics = _read_json(Path(analysis) / "metrics.json", "analysis")
     index = _read_json(Path(figures) / "index.json", "figures")
@@ -332,13 +338,13 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     manifests = [m for m in manifests if m["name"] in used]
     reference = yaml.safe_load((Path(paper) / "reference_results.yml").read_text())
     gen = Path(paper) / "_generated"
-    meta = build_numbers(numbers, metrics, profile, profile_name, manifests, index)
+    meta = build_numbers(numbers, metrics, profile, profile_name)
     atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(meta, sort_keys=True, allow_unicode=True).encode())
     for name in index:  # the figures travel with the manuscript, so that it renders from paper/ alone
         atomic_write_bytes(gen / "figures" / f"{name}.png", (Path(figures) / f"{name}.png").read_bytes())
     for name, md in build_tables(analysis, metrics, manifests, reference).items():
         atomic_write_bytes(gen / "tables" / f"{name}.md", md.encode())
-    return gen
+    return index
 
 
 # ------------------------------------------------------------------------------------------------ render
@@ -383,18 +389,16 @@ def render_pandoc(paper: Path = PAPER, out: Path = REPORT, pdf: bool = True) -> 
     if pdf:
         import typst
 
-        with tempfile.TemporaryDirectory(dir=paper, prefix=".typst-") as td:
-            typ = Path(td) / "index.typ"
-            _pandoc(common + ["--to", "typst", "--standalone", "--include-in-header", "typst-header.typ",
-                              "--output", str(typ)], paper)
-            # image paths in the .typ are relative to paper/ (figures are copied into paper/_generated)
-            shutil.move(typ, paper / ".index.typ")
+        # the .typ lives in paper/ because its image paths are relative to it (figures are in paper/_generated)
+        fd, typ = tempfile.mkstemp(dir=paper, prefix=".index-", suffix=".typ")
+        os.close(fd)
         try:
+            _pandoc(common + ["--to", "typst", "--standalone", "--include-in-header", "typst-header.typ",
+                              "--output", typ], paper)
             with atomic_path(out / "index.pdf") as tmp:
-                typst.compile(str(paper / ".index.typ"), output=str(tmp), root=str(paper),
-                              timestamp=0)
+                typst.compile(typ, output=str(tmp), root=str(paper), timestamp=0)
         finally:
-            (paper / ".index.typ").unlink(missing_ok=True)
+            Path(typ).unlink(missing_ok=True)
         paths["pdf"] = out / "index.pdf"
     return paths
 
@@ -437,7 +441,8 @@ def embedded_images(html: str) -> list[str]:
 
 
 def check_html(html_path: Path, figures: list[str]) -> list[str]:
-    """Problems a reader would see; empty when the report is clean. ``figures``: ids that must be present."""
+    """Problems a reader would see; empty when the report is clean. ``figures``: names of the figures that
+    must be present and embedded (labelled by :func:`fig_id`)."""
     html = Path(html_path).read_text(encoding="utf-8")
     body = re.sub(r"<(script|style)\b.*?</\1>", "", html, flags=re.S)
     body = re.sub(r'src="data:[^"]+"', 'src="data:"', body)
@@ -445,12 +450,12 @@ def check_html(html_path: Path, figures: list[str]) -> list[str]:
                 for rx, what in UNRESOLVED for m in [rx.search(body)] if m]
     srcs = embedded_images(html)
     problems += [f"an image is not embedded: {s[:80]}" for s in srcs if not s.startswith("data:")]
-    for fig in figures:
-        segment = _figure_segment(html, f"fig-{fig}")
+    for label in map(fig_id, figures):
+        segment = _figure_segment(html, label)
         if segment is None:
-            problems.append(f"figure fig-{fig} is not in the report")
+            problems.append(f"figure {label} is not in the report")
         elif 'src="data:image/' not in segment:
-            problems.append(f"figure fig-{fig} has no embedded image")
+            problems.append(f"figure {label} has no embedded image")
     return problems
 
 
@@ -467,10 +472,9 @@ def _figure_segment(html: str, fig_id: str) -> str | None:
 # ------------------------------------------------------------------------------------------------ stage
 def run_report(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figures: Path = FIGURES,
                paper: Path = PAPER, out: Path = REPORT, engine: str = "auto") -> dict[str, Path]:
-    prepare(profile, profile_name, analysis, figures, paper)
+    index = prepare(profile, profile_name, analysis, figures, paper)
     paths = render(paper, out, engine)
-    index = json.loads((Path(figures) / "index.json").read_text())
-    problems = check_html(paths["html"], [name.replace("_", "-") for name in index])
+    problems = check_html(paths["html"], list(index))
     if problems:
         raise ReportError("the rendered report has problems:\n  " + "\n  ".join(problems))
     return paths
@@ -521,10 +525,10 @@ def blank_fraction(png: Path) -> float:
     return float((a > 245).mean())
 
 
-def data_uri_figure_bytes(html: str, fig_id: str) -> bytes:
-    """The embedded PNG bytes of the figure ``fig_id`` in a rendered report (for tests and audits)."""
-    segment = _figure_segment(html, fig_id) or ""
+def data_uri_figure_bytes(html: str, name: str) -> bytes:
+    """The embedded PNG bytes of the figure ``name`` in a rendered report (for tests and audits)."""
+    segment = _figure_segment(html, fig_id(name)) or ""
     m = re.search(r'src="data:image/png;base64,([^"]+)"', segment)
     if not m:
-        raise ReportError(f"no embedded PNG for {fig_id}")
+        raise ReportError(f"no embedded PNG for {fig_id(name)}")
     return base64.b64decode(m.group(1))

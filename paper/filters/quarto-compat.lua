@@ -192,8 +192,7 @@ function Pandoc(doc)
   meta = doc.meta
   doc.blocks = doc.blocks:walk({ Para = include })
   doc.blocks = doc.blocks:walk({ Inlines = shortcodes })
-  doc.meta = doc.meta -- shortcodes in metadata (title, abstract) too
-  for k, v in pairs(doc.meta) do
+  for k, v in pairs(doc.meta) do -- shortcodes in metadata (title, abstract) too
     if pandoc.utils.type(v) == "Inlines" then
       doc.meta[k] = shortcodes(v)
     elseif pandoc.utils.type(v) == "Blocks" then
