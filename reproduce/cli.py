@@ -8,7 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-from .config import DEFAULT_PARAMS, ConfigError, load_params
+from .config import DEFAULT_PARAMS, REPO_ROOT, ConfigError, load_params
+
+#: every stage command records its wall time here (not a DVC output: it survives re-runs of other stages)
+TIMINGS = REPO_ROOT / "data" / "timings.json"
 
 
 def _profile(args):
@@ -128,6 +131,40 @@ def cmd_models(args) -> None:
         raise ModelError(f"{len(failed)} of {len(specs)} model specs cannot be used offline: {', '.join(failed)}")
 
 
+def record_timing(stage: str, seconds: float, path: Path = TIMINGS) -> None:
+    """Merge one stage's wall time, with the hardware it ran on, into ``path`` (atomically)."""
+    import json
+    from datetime import datetime, timezone
+
+    import torch
+
+    from .hardware import describe
+    from .io import atomic_write_json
+
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data.setdefault("stages", {})[stage] = {
+        "seconds": round(seconds, 1), "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "hardware": describe("cuda" if torch.cuda.is_available() else "cpu")}
+    atomic_write_json(path, data)
+
+
+def cmd_timings(args) -> None:
+    import json
+
+    path = Path(args.file)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist yet; it is written by each stage of `dvc repro`")
+    stages = json.loads(path.read_text()).get("stages", {})
+    order = ["object-level", "meta-untrained", "finetune", "meta-trained", "calibration", "behaviour-change",
+             "analysis", "figures", "report"]
+    total = 0.0
+    for name in sorted(stages, key=lambda n: (order.index(n) if n in order else len(order), n)):
+        t = stages[name]
+        total += t["seconds"]
+        print(f"{name:<18} {t['seconds'] / 60:7.1f} min   {t['finished']}   {t['hardware']}")
+    print(f"{'total':<18} {total / 60:7.1f} min")
+
+
 def cmd_use_profile(args) -> None:
     path = Path(args.params)
     text = path.read_text()
@@ -152,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help)
         sp.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
         sp.add_argument("--profile", default=None, help="override the params file's active profile")
-        sp.set_defaults(func=func)
+        sp.set_defaults(func=func, timed=name)
 
     s = sub.add_parser("datasets", help="generate the project's versioned task datasets into data_raw/")
     s.add_argument("--out", default="data_raw", help="output folder (default: %(default)s)")
@@ -181,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--analysis", default="data/analysis", help="analysis outputs (default: %(default)s)")
     s.add_argument("--out", default="data/figures", help="output folder (default: %(default)s)")
     s.add_argument("--only", nargs="*", help="draw only these figures (names: see figures/plots.py FIGURES)")
-    s.set_defaults(func=cmd_figures)
+    s.set_defaults(func=cmd_figures, timed="figures")
 
     s = sub.add_parser("report", help="render the manuscript paper/index.qmd to self-contained HTML and PDF "
                                       "(Quarto when installed, else pandoc + the project's Lua filter)")
@@ -192,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="data/report", help="output folder (default: %(default)s)")
     s.add_argument("--engine", choices=["auto", "quarto", "pandoc"], default="auto",
                    help="auto: quarto if on the PATH, else pandoc (default: %(default)s)")
-    s.set_defaults(func=cmd_report)
+    s.set_defaults(func=cmd_report, timed="report")
 
     s = sub.add_parser("screenshot", help="open the rendered report in headless Chromium and save a PNG; "
                                           "fails if the page is blank")
@@ -216,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--load", action="store_true", help="also load each model and report its prompt format")
     s.set_defaults(func=cmd_models)
 
+    s = sub.add_parser("timings", help="the wall time of each pipeline stage's last run, and the hardware it ran on")
+    s.add_argument("--file", default=str(TIMINGS), help="timings file (default: %(default)s)")
+    s.set_defaults(func=cmd_timings)
+
     s = sub.add_parser("use-profile", help="set the active profile in params.yaml (smoke, default or paper)")
     s.add_argument("name")
     s.add_argument("--params", default=str(DEFAULT_PARAMS))
@@ -225,8 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    start = time.perf_counter()
     try:
         args.func(args)
+        if getattr(args, "timed", None):
+            record_timing(args.timed, time.perf_counter() - start)
     except (ConfigError, ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -62,7 +62,8 @@ class Finetune(_Strict):
     epochs: float = Field(gt=0, le=100)
     batch_size: int = Field(ge=1, le=4096)
     max_examples: int | None = Field(default=None, ge=1, description="cap on training pairs per target")
-    mixed_precision: Literal["no", "bf16", "fp16"] = "bf16"
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = Field(
+        default="auto", description="auto: bf16 autocast where bf16 is measured fast on the device, else none")
     checkpoint_every: int = Field(default=50, ge=1, description="steps between resumable checkpoints")
     max_length: int = Field(default=512, ge=16, description="longest prompt + answer, in tokens")
     scaling_sizes: list[int] = Field(default_factory=list, description="cross-prediction training-set sizes")
@@ -104,7 +105,9 @@ class Analysis(_Strict):
 class Profile(_Strict):
     seed: int = Field(ge=0)
     models: list[str] = Field(min_length=1)
-    dtype: Literal["float32", "bfloat16", "float16"]
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        default="auto", description="auto: bfloat16 where it is measured fast (CUDA with bf16, a CPU with native "
+                                    "bf16), float32 elsewhere; see reproduce.hardware")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     threads: int | None = Field(default=None, ge=1)
     batch_size: int = Field(gt=0, le=4096)

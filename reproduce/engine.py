@@ -1,39 +1,53 @@
 """Batched inference: greedy generation, seeded sampling, and option distributions.
 
-- Prompts are rendered with the model's :class:`~reproduce.models.PromptFormat`, tokenised once, sorted by
-  length and cut into batches of similar length (length bucketing).
-- Shared prefix: the tokens every prompt of a call begins with (the chat template's system turn, the task's
-  instructions, the meta level's "Previously, you were asked ...") go through the model once; each batch
-  starts from a copy of that key-value cache, with only the differing suffixes padded (on their left, in the
-  middle of the sequence) and computed. On a CPU the prompt's forward pass dominates, so this is where
-  batched inference saves most. ``share_prefix=False`` recomputes every prompt in full.
+The prompt's forward pass dominates on a CPU, so the engine computes every shared prompt prefix once:
+
+- Prompts are rendered with the model's :class:`~reproduce.models.PromptFormat` and tokenised once. Each
+  row (a prompt, or one of its ``n`` samples) is laid out as ``[call prefix | group prefix | suffix]``.
+- Call prefix: the tokens every prompt of a call begins with (the chat template's system turn, the task's
+  instructions, the meta level's "Previously, you were asked ..."), computed once per call.
+- Group prefix: after the call prefix, rows that share a longer prefix form a group whose prefix is computed
+  once per batch: the seven hypothetical prompts of one item differ only in their last sentence, and the ``n``
+  samples of one prompt share all of it (so sampling prefills each prompt once, whatever ``n``). Groups are
+  chosen over the rows sorted by token ids (:func:`plan_groups`), to maximise the prompt tokens saved.
+- Suffix: each row's own tokens. Padding sits in the middle of a row (before the group prefix and before the
+  suffix), masked out, with position ids counted over real tokens only, so a row's numbers are those of its
+  unpadded prompt. ``share_prefix=False`` recomputes every row in full (the reference path).
+- Decoding is a loop of its own over the key-value cache: greedy (argmax), or sampling by inverse CDF with one
+  uniform per row and step from a generator seeded by (seed, prompt, sample index), so a prompt's samples do
+  not depend on which other prompts share its batch. Rows that have stopped are dropped from the batch.
 - Special tokens other than EOS are suppressed (a base model can otherwise loop on tokens such as
   ``<start_of_image>``).
-- A response ends at EOS, at the first newline that follows some content, or at ``max_new_tokens``; every
-  task asks for a one-line answer. The newline cut is applied to the decoded text, so a row's response does
-  not depend on when the rest of its batch stopped.
+- A response ends at EOS, at the first newline token that follows a token with content, or at its
+  ``max_new_tokens``; every task asks for a one-line answer. The newline cut is applied to the decoded text,
+  so a row's response does not depend on when the rest of its batch stopped.
 - Option distributions: the raw next-token logits of the first decoding step (the same forward pass that
   yields the greedy answer's first token) give, for each option, the summed probability of its single-token
   surface forms (``b``, ``B``, `` b``, `` B`` ...). Probabilities are normalised over the options; the mass on
   every other token is returned as ``p_outside``. This is exact, with no sampling.
+
+:attr:`Engine.stats` counts the prompt tokens a full recomputation would compute, those actually computed,
+and the decoding work, for the benchmark's roofline figure.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
-from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
 
 from .models import LoadedModel, ModelError
 
 #: part of every shard fingerprint: results of another engine version are never mixed with these
-ENGINE_VERSION = "2"
+
+
+ENGINE_VERSION = "3"
 
 
 @dataclass(frozen=True)
@@ -61,18 +75,94 @@ def derive_seed(*parts: object) -> int:
     return int.from_bytes(h[:8], "big") & ((1 << 63) - 1)
 
 
-class _NewlineAfterContent(StoppingCriteria):
-    """Per-row stop once a newline token follows a token with visible content."""
+# ------------------------------------------------------------------------------------- prefix planning
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
-    def __init__(self, newline: torch.Tensor, content: torch.Tensor, prompt_len: int):
-        self.newline, self.content, self.prompt_len = newline, content, prompt_len
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
-        gen = input_ids[:, self.prompt_len:]
-        if gen.shape[1] < 2:
-            return torch.zeros(gen.shape[0], dtype=torch.bool, device=gen.device)
-        seen_content = self.content[gen[:, :-1]].cumsum(1) > 0  # content strictly before position j
-        return (self.newline[gen[:, 1:]] & seen_content).any(1)
+@dataclass(frozen=True)
+class Group:
+    """Rows that share ``prefix`` tokens after the call prefix (0 for a row on its own)."""
+
+    rows: tuple[int, ...]
+    prefix: int
+
+
+def plan_groups(rest: Sequence[Sequence[int]], min_shared: int, max_rows: int) -> list[Group]:
+    """Split rows into groups of at most ``max_rows`` that share a prefix of at least ``min_shared`` tokens,
+    choosing the split that saves the most prompt tokens.
+
+    ``rest[r]`` is row ``r``'s tokens after the call prefix. Rows are sorted by their tokens, so rows with a
+    common prefix are neighbours; a group is a run of neighbours, its prefix the shortest common prefix of
+    consecutive members, capped so that every member keeps at least one token of its own. Computing a
+    group's prefix once saves ``(size - 1) * prefix`` tokens; a dynamic programme over the sorted rows picks
+    the runs that save the most in total."""
+    order = sorted(range(len(rest)), key=lambda r: (list(rest[r]), r))
+    n = len(order)
+    # lcp[i]: common prefix of sorted rows i and i + 1, capped at one token short of either row
+    lcp = [min(common_prefix(rest[order[i]], rest[order[i + 1]]), len(rest[order[i]]) - 1,
+               len(rest[order[i + 1]]) - 1) for i in range(n - 1)]
+    best = [0] * (n + 1)  # best[b]: tokens saved by the best split of the first b sorted rows
+    start = [0] * (n + 1)
+    for b in range(1, n + 1):
+        best[b], start[b] = best[b - 1], b - 1  # row b - 1 on its own
+        shared = None
+        for a in range(b - 2, max(-1, b - 1 - max_rows), -1):  # run a .. b - 1
+            shared = lcp[a] if shared is None else min(shared, lcp[a])
+            if shared < min_shared:
+                break
+            gain = best[a] + (b - 1 - a) * shared
+            if gain > best[b]:
+                best[b], start[b] = gain, a
+    groups, b = [], n
+    while b > 0:
+        a = start[b]
+        rows = tuple(order[a:b])
+        prefix = min(lcp[a:b - 1]) if b - a > 1 else 0
+        groups.append(Group(rows, prefix))
+        b = a
+    return groups[::-1]
+
+
+def pack_batches(groups: Sequence[Group], lengths: Sequence[int], max_rows: int) -> list[list[Group]]:
+    """Pack whole groups into batches of at most ``max_rows`` rows, longest first, so that a batch holds
+    rows of similar length (little padding)."""
+    key = {g: (-max(lengths[r] for r in g.rows), -g.prefix, g.rows) for g in groups}
+    batches: list[list[Group]] = []
+    rows = 0
+    for g in sorted(groups, key=key.__getitem__):
+        if not batches or rows + len(g.rows) > max_rows:
+            batches.append([])
+            rows = 0
+        batches[-1].append(g)
+        rows += len(g.rows)
+    return batches
+
+
+@dataclass
+class EngineStats:
+    """Work done by :meth:`Engine.generate` since the engine was made (or :meth:`reset`)."""
+
+    prompts: int = 0
+    rows: int = 0  # sequences generated (prompts x samples)
+    prompt_tokens: int = 0  # prompt tokens a full recomputation of every row would compute
+    computed_tokens: int = 0  # prompt tokens actually computed (each shared prefix once)
+    padded_tokens: int = 0  # computed positions including padding
+    decode_tokens: int = 0  # positions computed while decoding (one per active row and step)
+    logit_rows: int = 0  # positions whose output logits were computed
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def saved_fraction(self) -> float:
+        return 1.0 - self.computed_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def reset(self) -> None:
+        self.__init__()
 
 
 class Engine:
@@ -93,10 +183,13 @@ class Engine:
         special |= {i for i, t in tok.added_tokens_decoder.items() if getattr(t, "special", False)}
         self.suppress_ids = sorted(special - set(self.eos_ids) - {tok.pad_token_id})
         vocab = self.vocab_texts()
-        dev = lm.device
-        self._newline = torch.tensor(["\n" in t for t in vocab], device=dev)
-        self._content = torch.tensor([bool(t.strip()) for t in vocab], device=dev)
+        self.vocab_size = len(vocab)
+        self._newline = ["\n" in t for t in vocab]
+        self._content = [bool(t.strip()) for t in vocab]
+        self._eos = set(self.eos_ids)
+        self._suppress = torch.tensor(self.suppress_ids, dtype=torch.long, device=lm.device)
         self._option_cache: dict[tuple[str, ...], list[list[int]]] = {}
+        self.stats = EngineStats()
 
     def vocab_texts(self) -> list[str]:
         tok = self.lm.tokenizer
@@ -141,39 +234,36 @@ class Engine:
     def render(self, prompts: Sequence[str]) -> list[str]:
         return [self.lm.format.render(p) for p in prompts]
 
-    @staticmethod
-    def _batches(lengths: list[int], size: int) -> list[list[int]]:
-        order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-        return [order[i:i + size] for i in range(0, len(order), size)]
+    def tokenize(self, prompts: Sequence[str]) -> list[list[int]]:
+        return self.lm.tokenizer(self.render(prompts), add_special_tokens=self.lm.format.add_special_tokens)["input_ids"]
 
     def _shared_prefix(self, ids: list[list[int]]) -> int:
         """Length of the token prefix common to every prompt (leaving each at least one token of its own)."""
         if not self.share_prefix or not ids:
             return 0
         first, n = ids[0], min(len(x) for x in ids) - 1
-        p = 0
-        while p < n and all(x[p] == first[p] for x in ids):
-            p += 1
+        p = min(n, min(common_prefix(first, x) for x in ids))
         return p if p >= self.MIN_SHARED_PREFIX else 0
 
-    def _prefix_cache(self, prefix: list[int]):
-        out = self.lm.model(input_ids=torch.tensor([prefix], device=self.lm.device), use_cache=True, logits_to_keep=1)
-        return out.past_key_values
-
-    def _batch_inputs(self, prefix: list[int], suffixes: list[list[int]]) -> dict[str, torch.Tensor]:
-        """Prefix, then each suffix left-padded to the longest: [prefix | pad ... | suffix]."""
-        width = max(len(x) for x in suffixes)
-        pad = self.lm.tokenizer.pad_token_id
-        ids = [prefix + [pad] * (width - len(x)) + x for x in suffixes]
-        mask = [[1] * len(prefix) + [0] * (width - len(x)) + [1] * len(x) for x in suffixes]
+    def _forward(self, tokens: list[list[int]], mask: torch.Tensor, cache):
+        """One forward pass over ``tokens`` (rows of equal width) on top of ``cache``; ``mask`` covers the
+        cache and the new tokens. Position ids count real tokens only (padding gets 1, as transformers does)."""
         dev = self.lm.device
-        return {"input_ids": torch.tensor(ids, device=dev), "attention_mask": torch.tensor(mask, device=dev)}
+        pos = mask.long().cumsum(-1) - 1
+        pos.masked_fill_(mask == 0, 1)
+        width = len(tokens[0])
+        out = self.lm.model(input_ids=torch.tensor(tokens, device=dev), attention_mask=mask,
+                            position_ids=pos[:, -width:], past_key_values=cache, use_cache=True,
+                            logits_to_keep=1)
+        self.stats.padded_tokens += len(tokens) * width
+        self.stats.logit_rows += len(tokens)
+        return out
 
     @torch.inference_mode()
     def generate(
         self,
         prompts: Sequence[str],
-        max_new_tokens: int,
+        max_new_tokens: int | Sequence[int],
         *,
         n: int = 1,
         temperature: float | None = None,
@@ -183,79 +273,159 @@ class Engine:
     ) -> list[list[Generation]]:
         """Generate for each prompt: greedy (``temperature=None``) or ``n`` samples at ``temperature``.
 
-        ``options[i]`` (greedy only) asks for the option distribution of prompt ``i``. Returns one list of
-        ``n`` generations per prompt, in input order. Sampling is seeded per batch from ``seed``, so the same
-        prompts, batch size and seed give the same samples.
-        """
-        if max_new_tokens < 1:
+        ``max_new_tokens`` is one limit for all prompts or one per prompt. ``options[i]`` (greedy only) asks
+        for the option distribution of prompt ``i``. Returns one list of ``n`` generations per prompt, in
+        input order. Sample ``j`` of a prompt is drawn with a generator seeded by ``(seed, prompt, j)``: the
+        same prompt, seed and index give the same sample whatever else is in the call."""
+        limits = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+        if len(limits) != len(prompts):
+            raise ValueError("max_new_tokens must be one int or one per prompt")
+        if any(m < 1 for m in limits):
             raise ValueError("max_new_tokens must be >= 1")
         sample = temperature is not None
         if options is not None and sample:
             raise ValueError("option distributions come from greedy runs; pass temperature=None")
         if options is not None and len(options) != len(prompts):
             raise ValueError("options must have one entry per prompt")
-        tok, model = self.lm.tokenizer, self.lm.model
-        texts = self.render(prompts)
-        ids = tok(texts, add_special_tokens=self.lm.format.add_special_tokens)["input_ids"]
-        results: list[list[Generation] | None] = [None] * len(texts)
-        k = n if sample else 1  # sequences per prompt
-        # a batch holds at most batch_size sequences: with n samples per prompt, batch_size // n prompts
-        batches = self._batches([len(x) for x in ids], max(1, self.batch_size // k))
+        if not prompts:
+            return []
+        t0 = time.perf_counter()
+        ids = self.tokenize(prompts)
+        k = n if sample else 1
+        rows = [(i, j) for i in range(len(prompts)) for j in range(k)]  # row -> (prompt, sample)
         shared = self._shared_prefix(ids)
-        prefix = ids[0][:shared] if shared else []
-        prefix_cache = self._prefix_cache(prefix) if shared else None
-        bar = tqdm(total=len(texts), desc=progress, unit="prompt", disable=progress is None, leave=False)
-        want_logits = options is not None and any(o is not None for o in options)
-        for b, idx in enumerate(batches):
-            # each prompt's row repeated k times (what num_return_sequences would do, but the cache must match)
-            enc = self._batch_inputs(prefix, [ids[i][shared:] for i in idx for _ in range(k)])
-            cache = None
+        prefix = ids[0][:shared]
+        rest = [ids[i][shared:] for i, _ in rows]
+        max_rows = max(self.batch_size, k)  # the samples of one prompt always share a batch
+        if self.share_prefix:
+            groups = plan_groups(rest, self.MIN_SHARED_PREFIX, max_rows)
+        else:
+            groups = [Group((r,), 0) for r in range(len(rows))]
+        batches = pack_batches(groups, [len(x) for x in rest], max_rows)
+        prefix_cache = None
+        if shared:
+            out = self._forward([prefix], torch.ones(1, shared, dtype=torch.long, device=self.lm.device), None)
+            prefix_cache = out.past_key_values
+            self.stats.computed_tokens += shared
+        self.stats.prompts += len(prompts)
+        self.stats.rows += len(rows)
+        self.stats.prompt_tokens += sum(len(ids[i]) for i, _ in rows)
+
+        results: list[list[Generation | None]] = [[None] * k for _ in prompts]
+        bar = tqdm(total=len(rows), desc=progress, unit="seq", disable=progress is None, leave=False)
+        for batch in batches:
+            gens = self._batch(batch, prefix, prefix_cache, rest, rows, ids, limits, sample, temperature, seed,
+                               options)
+            for r, g in gens.items():
+                i, j = rows[r]
+                results[i][j] = g
+            bar.update(sum(len(g.rows) for g in batch))
+        bar.close()
+        self.stats.seconds += time.perf_counter() - t0
+        return results  # type: ignore[return-value]
+
+    def _batch(self, batch: list[Group], prefix: list[int], prefix_cache, rest, rows, ids, limits, sample,
+               temperature, seed, options) -> dict[int, Generation]:
+        tok, dev = self.lm.tokenizer, self.lm.device
+        pad = tok.pad_token_id
+        P = len(prefix)
+        members = [r for g in batch for r in g.rows]
+        width_g = max(g.prefix for g in batch)
+        width_s = max(len(rest[r]) - g.prefix for g in batch for r in g.rows)
+        ones = lambda m: [1] * m  # noqa: E731
+
+        # 1. group prefixes: one row per group, on a copy of the call prefix's cache
+        cache = None
+        if width_g:
+            gtok = [[pad] * (width_g - g.prefix) + list(rest[g.rows[0]][:g.prefix]) for g in batch]
+            gmask = [ones(P) + [0] * (width_g - g.prefix) + ones(g.prefix) for g in batch]
             if prefix_cache is not None:
                 cache = copy.deepcopy(prefix_cache)
-                cache.batch_repeat_interleave(len(idx) * k)
-            plen = enc["input_ids"].shape[1]
-            config = GenerationConfig(
-                max_new_tokens=max_new_tokens, do_sample=sample, num_return_sequences=1,
-                temperature=temperature if sample else None, top_k=0 if sample else None, top_p=1.0 if sample else None,
-                pad_token_id=tok.pad_token_id, eos_token_id=self.eos_ids,
-                suppress_tokens=self.suppress_ids or None, return_dict_in_generate=True, output_logits=want_logits,
-            )
+                cache.batch_repeat_interleave(len(batch))
+            cache = self._forward(gtok, torch.tensor(gmask, device=dev), cache).past_key_values
+            self.stats.computed_tokens += sum(g.prefix for g in batch)
+            owner = [gi for gi, g in enumerate(batch) for _ in g.rows]
+            cache.batch_select_indices(torch.tensor(owner, device=dev))
+        elif prefix_cache is not None:
+            cache = copy.deepcopy(prefix_cache)
+            cache.batch_repeat_interleave(len(members))
+
+        # 2. suffixes: every row's own tokens, on its group's cache
+        group_of = {r: g for g in batch for r in g.rows}
+        stok, mask = [], []
+        for r in members:
+            g = group_of[r]
+            s = list(rest[r][g.prefix:])
+            stok.append([pad] * (width_s - len(s)) + s)
+            mask.append(ones(P) + [0] * (width_g - g.prefix) + ones(g.prefix) + [0] * (width_s - len(s)) + ones(len(s)))
+            self.stats.computed_tokens += len(s)
+        mask = torch.tensor(mask, device=dev)
+        out = self._forward(stok, mask, cache)
+        cache, logits = out.past_key_values, out.logits[:, -1].float()
+
+        # option distributions from the raw first-step logits
+        results: dict[int, Generation] = {}
+        dists: dict[int, tuple[np.ndarray, float]] = {}
+        if options is not None:
+            by_options: dict[tuple[str, ...], list[int]] = {}
+            for row, r in enumerate(members):
+                opts = options[rows[r][0]]
+                if opts is not None:
+                    by_options.setdefault(tuple(opts), []).append(row)
+            for opts, at in by_options.items():
+                probs, outside = self._distribution(logits[at], opts)
+                for x, row in enumerate(at):
+                    dists[members[row]] = (probs[x], float(outside[x]))
+
+        # 3. decoding: active rows only, stopped rows dropped from the batch
+        gens = {r: torch.Generator().manual_seed(derive_seed(seed, ids[rows[r][0]], rows[r][1])) for r in members} \
+            if sample else {}
+        active = list(members)
+        new: dict[int, list[int]] = {r: [] for r in members}
+        finish = {r: "length" for r in members}
+        seen_content = {r: False for r in members}
+        pos = mask.long().sum(-1)  # next position of each active row
+        while True:
+            if len(self._suppress):
+                logits[:, self._suppress] = float("-inf")
             if sample:
-                torch.manual_seed(derive_seed(seed, b))
-            stop = StoppingCriteriaList([_NewlineAfterContent(self._newline, self._content, plen)])
-            out = model.generate(**enc, past_key_values=cache, generation_config=config, stopping_criteria=stop)
-            gen = out.sequences[:, plen:].cpu()
-            dists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-            if want_logits:
-                first = out.logits[0]
-                by_options: dict[tuple[str, ...], list[int]] = {}
-                for row, i in enumerate(idx):
-                    if options[i] is not None:
-                        by_options.setdefault(tuple(options[i]), []).append(row)
-                for opts, rows in by_options.items():
-                    probs, outside = self._distribution(first[rows], opts)
-                    for r, row in enumerate(rows):
-                        dists[row] = (probs[r], outside[r])
-            for row, i in enumerate(idx):
-                gens = []
-                for j in range(k):
-                    new = gen[row * k + j].tolist()
-                    finish = "length"
-                    for pos, t in enumerate(new):
-                        if t in self.eos_ids:
-                            new, finish = new[:pos], "eos"
-                            break
-                    raw = tok.decode(new, skip_special_tokens=True)
-                    response, was_cut = cut_response(raw)
-                    if was_cut:
-                        finish = "newline"
-                    row_probs, outside = dists.get(row, (None, None))
-                    gens.append(Generation(
-                        response=response, raw=raw, n_new_tokens=len(new), finish=finish,
-                        option_probs=None if row_probs is None else tuple(float(x) for x in row_probs),
-                        p_outside=None if outside is None else float(outside),
-                    ))
-                results[i] = gens
-            bar.update(len(idx))
-        bar.close()
-        return results  # type: ignore[return-value]
+                probs = torch.softmax(logits / temperature, dim=-1).double()
+                cdf = probs.cumsum(-1)
+                u = torch.cat([torch.rand(1, generator=gens[r], dtype=torch.float64) for r in active])
+                nxt = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
+                nxt = nxt.clamp_max(logits.shape[-1] - 1)
+            else:
+                nxt = logits.argmax(-1)
+            keep = []
+            for row, (r, t) in enumerate(zip(active, nxt.tolist())):
+                if t in self._eos:
+                    finish[r] = "eos"
+                    continue
+                new[r].append(t)
+                stop = self._newline[t] and seen_content[r]
+                seen_content[r] = seen_content[r] or self._content[t]
+                if not stop and len(new[r]) < limits[rows[r][0]]:
+                    keep.append(row)
+            if not keep:
+                break
+            if len(keep) < len(active):
+                sel = torch.tensor(keep, device=dev)
+                cache.batch_select_indices(sel)
+                mask, pos, nxt = mask[sel], pos[sel], nxt[sel]
+                active = [active[row] for row in keep]
+            mask = torch.cat([mask, torch.ones(len(active), 1, dtype=mask.dtype, device=dev)], dim=-1)
+            out = self.lm.model(input_ids=nxt.unsqueeze(-1), attention_mask=mask, position_ids=pos.unsqueeze(-1),
+                                past_key_values=cache, use_cache=True)
+            pos = pos + 1
+            self.stats.decode_tokens += len(active)
+            self.stats.logit_rows += len(active)
+            logits = out.logits[:, -1].float()
+
+        for r in members:
+            raw = tok.decode(new[r], skip_special_tokens=True)
+            response, was_cut = cut_response(raw)
+            probs, outside = dists.get(r, (None, None))
+            results[r] = Generation(
+                response=response, raw=raw, n_new_tokens=len(new[r]), finish="newline" if was_cut else finish[r],
+                option_probs=None if probs is None else tuple(float(x) for x in probs), p_outside=outside)
+        return results

@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from .config import Finetune
 from .datasets import TaskData
+from .hardware import resolve_mixed_precision
 from .io import atomic_dir, atomic_write_bytes, atomic_write_json, short_hash
 from .models import LoadedModel
 
@@ -132,7 +133,8 @@ def answer_loss(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> to
 def fingerprint(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, seed: int) -> str:
     data = short_hash("\n".join(examples["prompt"] + "\x00" + examples["answer"]))
     return short_hash(json.dumps({"model": lm.ref.spec, "weights": lm.ref.fingerprint, "data": data,
-                                  "cfg": cfg.model_dump(), "seed": seed}, sort_keys=True))
+                                  "cfg": cfg.model_dump(), "seed": seed,
+                                  "precision": resolve_mixed_precision(cfg.mixed_precision, lm.device)}, sort_keys=True))
 
 
 def _lora(lm: LoadedModel, cfg: Finetune):
@@ -171,7 +173,7 @@ def finetune(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, out_dir: st
         order.extend(rng.permutation(len(pairs)).tolist())
 
     torch.manual_seed(seed)
-    accelerator = Accelerator(mixed_precision=cfg.mixed_precision, cpu=lm.device.type == "cpu")
+    accelerator = Accelerator(mixed_precision=resolve_mixed_precision(cfg.mixed_precision, lm.device), cpu=lm.device.type == "cpu")
     model = _lora(lm, cfg)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.learning_rate)
     model, optimizer = accelerator.prepare(model, optimizer)
@@ -204,6 +206,7 @@ def finetune(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, out_dir: st
                              optimizer.state_dict())
     model.eval()
     summary = {"fingerprint": fp, "model": lm.ref.spec, "examples": len(pairs), "steps": total, "seed": seed,
+               "mixed_precision": resolve_mixed_precision(cfg.mixed_precision, lm.device),
                "first_loss": log[0][1], "final_loss": log[-1][1], "params": cfg.model_dump()}
     if accelerator.is_main_process:
         _save_final(out_dir, accelerator.unwrap_model(model), log, summary)

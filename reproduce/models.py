@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from .hardware import DtypeChoice, resolve_dtype
 from .io import atomic_dir, sha256_file, short_hash
 
 PLAIN_TEMPLATE = "Question: {prompt}\nAnswer:"
@@ -205,20 +206,30 @@ class LoadedModel:
     format: PromptFormat
     device: torch.device
     dtype: torch.dtype
+    dtype_choice: DtypeChoice | None = None
 
     @property
     def name(self) -> str:
         return self.ref.name
 
+    @property
+    def dtype_name(self) -> str:
+        """The dtype the weights run at (``float32``, ``bfloat16`` ...), after ``auto`` was resolved."""
+        return str(self.dtype).removeprefix("torch.")
+
 
 def load(spec: str | ModelRef, dtype: str = "float32", device: str = "auto",
          system_prompt: str | None = None) -> LoadedModel:
+    """Load a model offline. ``dtype="auto"`` picks bfloat16 only where it is measured fast on the device
+    (:func:`reproduce.hardware.resolve_dtype`), else float32."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     ref = resolve(spec) if isinstance(spec, str) else spec
-    if dtype not in DTYPES:
-        raise ModelError(f"dtype {dtype!r} is not one of {list(DTYPES)}")
+    if dtype != "auto" and dtype not in DTYPES:
+        raise ModelError(f"dtype {dtype!r} is not one of {['auto', *DTYPES]}")
     dev = pick_device(device)
+    choice = resolve_dtype(dtype, dev)
+    dtype = choice.dtype
     path = weights_dir(ref)
     try:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -230,4 +241,4 @@ def load(spec: str | ModelRef, dtype: str = "float32", device: str = "auto",
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     kind = "chat" if getattr(tok, "chat_template", None) else "plain"
-    return LoadedModel(ref, model, tok, PromptFormat(kind, tok, system_prompt), dev, DTYPES[dtype])
+    return LoadedModel(ref, model, tok, PromptFormat(kind, tok, system_prompt), dev, DTYPES[dtype], choice)

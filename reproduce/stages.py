@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -116,15 +117,23 @@ def _setup_torch(profile: Profile) -> None:
     torch.set_num_threads(profile.threads or os.cpu_count() or 1)
 
 
+def _engine(profile: Profile, lm) -> Engine:
+    c = lm.dtype_choice
+    if c is not None:
+        print(f"{lm.name}: {lm.dtype_name} on {lm.device.type} (dtype {c.requested}: {c.reason})", file=sys.stderr)
+    return Engine(lm, batch_size=profile.batch_size)
+
+
 def _load(profile: Profile, ref: ModelRef):
     lm = load(ref, dtype=profile.dtype, device=profile.device, system_prompt=profile.system_prompt)
-    return lm, Engine(lm, batch_size=profile.batch_size)
+    return lm, _engine(profile, lm)
 
 
 def _fingerprint(stage: str, profile: Profile, lm, **extra) -> dict:
+    """What determines a shard's rows. The dtype is the resolved one (``auto`` may pick either)."""
     return {
         "stage": stage, "package": __version__, "engine": ENGINE_VERSION, "model": lm.ref.spec, "weights": lm.ref.fingerprint,
-        "dtype": profile.dtype, "device": lm.device.type, "batch_size": profile.batch_size,
+        "dtype": lm.dtype_name, "device": lm.device.type, "batch_size": profile.batch_size,
         "format": lm.format.kind, "system_prompt": profile.system_prompt, **extra,
     }
 
@@ -140,9 +149,10 @@ def _expand_properties(df: pd.DataFrame, task: TaskData, props: list[str], items
 
 
 # ------------------------------------------------------------------------------------ object level
-OBJECT_COLUMNS = ["model", "task", "split", "family", "item_id", "prompt_hash", "response", "response_raw", "finish",
-                  "n_new_tokens", "property", "value", "compliant"]
-SAMPLE_COLUMNS = ["model", "task", "split", "family", "item_id", "sample", "response", "property", "value", "compliant"]
+OBJECT_COLUMNS = ["model", "dtype", "task", "split", "family", "item_id", "prompt_hash", "response", "response_raw",
+                  "finish", "n_new_tokens", "property", "value", "compliant"]
+SAMPLE_COLUMNS = ["model", "dtype", "task", "split", "family", "item_id", "sample", "response", "property", "value",
+                  "compliant"]
 
 
 def object_behaviour(plan: Plan, lm, engine: Engine, task: TaskData, items: list[dict], stage: str,
@@ -166,8 +176,8 @@ def object_behaviour(plan: Plan, lm, engine: Engine, task: TaskData, items: list
             "n_new_tokens": [g[0].n_new_tokens for g in gens],
         })
 
-    df = store.map(task.name, items, compute).assign(model=lm.name, task=task.name, split=task.split,
-                                                     family=task.family)
+    df = store.map(task.name, items, compute).assign(model=lm.name, dtype=lm.dtype_name, task=task.name,
+                                                     split=task.split, family=task.family)
     return _expand_properties(df, task, plan.properties[task.name], by_id)[OBJECT_COLUMNS]
 
 
@@ -182,8 +192,9 @@ def object_samples(plan: Plan, lm, engine: Engine, task: TaskData, items: list[d
         max_new_tokens=max_new, n_samples=s.n_samples, temperature=s.temperature, seed=profile.seed))
 
     def compute(k: int, chunk: list[dict]) -> pd.DataFrame:
+        # each prompt's samples are seeded by (seed, prompt, sample index): independent of the chunking
         gens = engine.generate([it["object_prompt"] for it in chunk], max_new, n=s.n_samples,
-                               temperature=s.temperature, seed=derive_seed(profile.seed, lm.name, task.name, k),
+                               temperature=s.temperature, seed=derive_seed(profile.seed, "object_samples"),
                                progress=f"{lm.name} samples {task.name} [{k + 1}]")
         return pd.DataFrame({
             "item_id": [it["item_id"] for it, g in zip(chunk, gens) for _ in g],
@@ -191,8 +202,8 @@ def object_samples(plan: Plan, lm, engine: Engine, task: TaskData, items: list[d
             "response": [x.response for g in gens for x in g],
         })
 
-    df = store.map(task.name, items, compute).assign(model=lm.name, task=task.name, split=task.split,
-                                                     family=task.family)
+    df = store.map(task.name, items, compute).assign(model=lm.name, dtype=lm.dtype_name, task=task.name,
+                                                     split=task.split, family=task.family)
     return _expand_properties(df, task, plan.properties[task.name], by_id)[SAMPLE_COLUMNS]
 
 
@@ -229,32 +240,36 @@ def meta_predictions(plan: Plan, lm, engine: Engine, stage: str, work: Path = WO
     frames = []
     for task in plan.test_tasks() if tasks is None else tasks:
         items = plan.items(task)[:n_items]
-        for p in plan.properties[task.name]:
-            prop = get_property(p)
-            max_new = META_MAX_NEW_TOKENS["closed" if prop.closed else "open"]
-            store = ShardStore(work / stage / lm.name, _fingerprint(
-                stage, profile, lm, task=task.name, task_sha256=task.manifest["sha256"], property=p,
-                max_new_tokens=max_new))
+        props = plan.properties[task.name]
+        limits = {p: META_MAX_NEW_TOKENS["closed" if get_property(p).closed else "open"] for p in props}
+        store = ShardStore(work / stage / lm.name, _fingerprint(
+            stage, profile, lm, task=task.name, task_sha256=task.manifest["sha256"], properties=props,
+            max_new_tokens=limits))
 
-            def compute(k: int, chunk: list[dict]) -> pd.DataFrame:
-                prompts = [it["hypothetical_prompts"][p] for it in chunk]
-                gens = engine.generate(prompts, max_new, options=[prop.options] * len(prompts),
-                                       progress=f"{lm.name} meta {task.name}/{p} [{k + 1}]")
-                return pd.DataFrame({
-                    "item_id": [it["item_id"] for it in chunk],
-                    "meta_prompt_hash": [short_hash(x) for x in prompts],
-                    "meta_response": [g[0].response for g in gens],
-                    "option_probs": [list(g[0].option_probs) if g[0].option_probs else [] for g in gens],
-                    "p_outside": [g[0].p_outside for g in gens],
-                })
+        # one call for every property of a chunk's items: an item's hypothetical prompts differ only in their
+        # last sentence, so the engine computes the part they share once
+        def compute(k: int, chunk: list[dict]) -> pd.DataFrame:
+            pairs = [(it, p) for it in chunk for p in props]
+            prompts = [it["hypothetical_prompts"][p] for it, p in pairs]
+            gens = engine.generate(prompts, [limits[p] for _, p in pairs],
+                                   options=[get_property(p).options for _, p in pairs],
+                                   progress=f"{lm.name} meta {task.name} [{k + 1}]")
+            return pd.DataFrame({
+                "item_id": [it["item_id"] for it, _ in pairs],
+                "property": [p for _, p in pairs],
+                "meta_prompt_hash": [short_hash(x) for x in prompts],
+                "meta_response": [g[0].response for g in gens],
+                "option_probs": [list(g[0].option_probs) if g[0].option_probs else [] for g in gens],
+                "p_outside": [g[0].p_outside for g in gens],
+            })
 
-            df = store.map(f"{task.name}-{p}", items, compute)
-            values = [prop.parse_meta(r) for r in df["meta_response"]]
-            frames.append(df.assign(
-                predictor=lm.name, task=task.name, split=task.split, family=task.family, property=p,
-                meta_value=values, meta_compliant=[v is not None for v in values],
-                options=[list(prop.options or [])] * len(df),
-            ))
+        df = store.map(task.name, items, compute)
+        values = [get_property(p).parse_meta(r) for p, r in zip(df["property"], df["meta_response"])]
+        frames.append(df.assign(
+            predictor=lm.name, dtype=lm.dtype_name, task=task.name, split=task.split, family=task.family,
+            meta_value=values, meta_compliant=[v is not None for v in values],
+            options=[list(get_property(p).options or []) for p in df["property"]],
+        ))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -274,7 +289,7 @@ def join_targets(meta: pd.DataFrame, objects: dict[str, pd.DataFrame]) -> pd.Dat
         j["p_object_value"] = _prob_of(j["option_probs"], j["options"], j["object_value"])
         j["correct"] = j["object_compliant"].astype(bool) & j["meta_compliant"] & (j["meta_value"] == j["object_value"])
         frames.append(j)
-    cols = ["predictor", "target", "kind", "task", "split", "family", "item_id", "property", "meta_prompt_hash",
+    cols = ["predictor", "dtype", "target", "kind", "task", "split", "family", "item_id", "property", "meta_prompt_hash",
             "meta_response", "meta_value", "meta_compliant", "options", "option_probs", "p_outside",
             "object_value", "object_compliant", "p_object_value", "correct"]
     return pd.concat(frames, ignore_index=True)[cols]
@@ -402,7 +417,7 @@ def load_trained(plan: Plan, ref: ModelRef, adapters: list[Path], name: str, fin
     lm = load(ref, dtype=dtype or profile.dtype, device=profile.device, system_prompt=profile.system_prompt)
     lm.model.load_state_dict(merged)
     lm.ref = replace(ref, name=name, fingerprint=short_hash(f"{ref.fingerprint}:{fingerprint}"))
-    return lm, Engine(lm, batch_size=profile.batch_size)
+    return lm, _engine(profile, lm)
 
 
 def _runs(trained: Path) -> list[dict]:

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from reproduce.datasets import load_task
-from reproduce.engine import cut_response, derive_seed
+from reproduce.engine import Group, cut_response, derive_seed, pack_batches, plan_groups
+from reproduce.properties import get_property
 
 CHARS = tuple("abcdefghijklmnopqrstuvwxyz0123456789")
 
@@ -65,6 +66,112 @@ def test_engine_rejects_bad_arguments(models):
         engine.generate(["x"], 0)
     with pytest.raises(ValueError, match="greedy"):
         engine.generate(["x"], 2, temperature=1.0, options=[("true", "false")])
+
+
+def test_plan_groups_puts_identical_rows_together_and_saves_the_most_tokens():
+    a, b = list(range(100, 130)), list(range(200, 212))
+    rest = [a + [1], b + [5], a + [2, 3], b + [6], a + [4], [7] * 3]
+    groups = plan_groups(rest, min_shared=8, max_rows=8)
+    assert sorted(r for g in groups for r in g.rows) == list(range(6))  # every row exactly once
+    by_rows = {frozenset(g.rows): g.prefix for g in groups}
+    assert by_rows == {frozenset({0, 2, 4}): 30, frozenset({1, 3}): 12, frozenset({5}): 0}
+    for g in groups:  # every member keeps at least one token of its own after the shared prefix
+        assert all(len(rest[r]) > g.prefix for r in g.rows)
+    # the n copies of one prompt form one group with all but its last token shared
+    groups = plan_groups([a] * 5, min_shared=8, max_rows=5)
+    assert groups == [Group((0, 1, 2, 3, 4), len(a) - 1)]
+    # a group never holds more rows than a batch, and a short common prefix is not shared
+    assert all(len(g.rows) <= 2 for g in plan_groups([a] * 5, 8, 2))
+    assert all(g.prefix == 0 for g in plan_groups([list(range(5)) + [9], list(range(5)) + [8]], 8, 8))
+
+
+def test_plan_groups_prefers_the_long_prefix_over_one_big_group():
+    """Two items whose prompts share 10 tokens, each with three prompts sharing 40: two groups of 40 save
+    more (2 x 2 x 40) than one group of six sharing 10 (5 x 10)."""
+    head = list(range(10))
+    x, y = head + list(range(50, 80)), head + list(range(80, 110))
+    rest = [x + [1], x + [2], x + [3], y + [1], y + [2], y + [3]]
+    groups = plan_groups(rest, min_shared=8, max_rows=32)
+    assert sorted((sorted(g.rows), g.prefix) for g in groups) == [([0, 1, 2], 40), ([3, 4, 5], 40)]
+
+
+def test_pack_batches_keeps_groups_whole():
+    groups = [Group((0, 1, 2), 10), Group((3,), 0), Group((4, 5), 5), Group((6, 7, 8), 10)]
+    batches = pack_batches(groups, [20] * 9, max_rows=4)
+    assert all(sum(len(g.rows) for g in b) <= 4 for b in batches)
+    assert sorted((g for b in batches for g in b), key=lambda g: g.rows) == groups
+
+
+@pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
+def test_prefix_sharing_across_properties_equals_full_recompute(models, spec):
+    """All properties of several items in one call (as the meta level runs them): the shared path computes
+    each item's common prefix once and gives the same greedy answers and option distributions as computing
+    every prompt in full, in float32."""
+    from reproduce.engine import Engine
+
+    lm, _ = models[spec]
+    task = load_task("animals")
+    props = task.manifest["properties"]
+    pairs = [(it, p) for it in task.items[:4] for p in props]
+    prompts = [it["hypothetical_prompts"][p] for it, p in pairs]
+    options = [get_property(p).options for _, p in pairs]
+    limits = [6 if get_property(p).closed else 10 for _, p in pairs]
+    shared, full = Engine(lm, batch_size=8), Engine(lm, batch_size=8, share_prefix=False)
+    a = shared.generate(prompts, limits, options=options)
+    b = full.generate(prompts, limits, options=options)
+    assert [x[0].response for x in a] == [x[0].response for x in b]
+    assert [(x[0].n_new_tokens, x[0].finish) for x in a] == [(x[0].n_new_tokens, x[0].finish) for x in b]
+    for x, y in zip(a, b):
+        assert (x[0].option_probs is None) == (y[0].option_probs is None)
+        if x[0].option_probs:
+            assert np.allclose(x[0].option_probs, y[0].option_probs, atol=1e-4)
+            assert abs(x[0].p_outside - y[0].p_outside) < 1e-4
+    assert all(g[0].n_new_tokens <= m for g, m in zip(a, limits))
+    assert full.stats.computed_tokens == full.stats.prompt_tokens  # the reference computes everything
+    assert shared.stats.prompt_tokens == full.stats.prompt_tokens
+    assert shared.stats.saved_fraction > 0.5  # seven prompts per item share most of their tokens
+
+
+@pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
+def test_sampling_prefills_each_prompt_once_and_matches_the_model_distribution(models, spec):
+    """n samples of a prompt share one prefill (prompt tokens computed once, not n times); their first tokens
+    follow the model's exact next-token distribution (from a plain forward pass) within sampling error."""
+    import torch
+
+    lm, _ = models[spec]
+    from reproduce.engine import Engine
+
+    engine = Engine(lm, batch_size=4)  # smaller than n: the samples of a prompt still share one batch
+    prompt = load_task("animals").items[0]["object_prompt"]
+    n = 400
+    gens = engine.generate([prompt], 1, n=n, temperature=1.0, seed=3)[0]
+    # the prompt once, plus each sample's last prompt token (the cost of one decoding step), not n prompts
+    assert engine.stats.rows == n and engine.stats.computed_tokens == engine.stats.prompt_tokens // n - 1 + n
+    ids = engine.tokenize([prompt])[0]
+    with torch.inference_mode():
+        logits = lm.model(input_ids=torch.tensor([ids])).logits[0, -1].float()
+        logits[engine.suppress_ids] = float("-inf")
+        exact = torch.softmax(logits, -1)
+    counts: dict[str, int] = {}
+    for g in gens:
+        counts[g.raw] = counts.get(g.raw, 0) + 1
+    top = torch.topk(exact, 5)
+    for p, t in zip(top.values.tolist(), top.indices.tolist()):
+        text = lm.tokenizer.decode([t], skip_special_tokens=True)
+        if t in engine.eos_ids or not text:
+            continue
+        observed = sum(c for raw, c in counts.items() if raw == text) / n
+        assert abs(observed - p) < 4 * np.sqrt(p * (1 - p) / n) + 1e-3, (text, observed, p)
+
+
+def test_samples_are_identical_under_a_fixed_seed_whatever_else_is_in_the_call(models):
+    _, engine = models["smollm2-135m"]
+    prompts = [it["object_prompt"] for it in load_task("animals").items[:3]]
+    a = engine.generate(prompts, 8, n=5, temperature=1.0, seed=11)
+    b = engine.generate(prompts[::-1], 8, n=5, temperature=1.0, seed=11)[::-1]
+    c = engine.generate(prompts[1:2], 8, n=5, temperature=1.0, seed=11)
+    texts = lambda r: [[g.response for g in x] for x in r]  # noqa: E731
+    assert texts(a) == texts(b) and texts(c) == texts(a[1:2])
 
 
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])

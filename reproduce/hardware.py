@@ -1,0 +1,148 @@
+"""What this machine computes fast, measured rather than assumed.
+
+bfloat16 halves memory traffic, but on a CPU it is fast only where the instruction set has it (avx512_bf16,
+AMX). Elsewhere (AVX2-only CPUs, most laptops) PyTorch emulates it, and a bf16 matrix product ran about
+40x slower than float32 on one such machine. So ``dtype: auto`` and ``mixed_precision: auto`` time a short
+matrix product in both dtypes, at the thread count the stage runs with, and choose bf16 only where it is
+clearly faster. On CUDA, bf16 is chosen where the device supports it.
+
+The measurement takes well under a second and is done once per process and device.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import time
+import warnings
+from dataclasses import asdict, dataclass
+
+import torch
+
+#: bf16 is chosen on a CPU only when its measured matmul rate beats float32's by this factor
+BF16_MIN_SPEEDUP = 1.25
+#: the probe's matrix product (rows x inner @ inner x cols), the shape of a small model's projection
+PROBE_SHAPE = (256, 576, 576)
+CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "fma")
+
+
+@dataclass(frozen=True)
+class DtypeChoice:
+    """A resolved dtype and the evidence behind it (logged, and recorded in fingerprints and tables)."""
+
+    requested: str  # auto | float32 | bfloat16 | float16
+    dtype: str  # float32 | bfloat16 | float16
+    device: str  # cpu | cuda
+    reason: str
+    fp32_gflops: float | None = None
+    bf16_gflops: float | None = None
+
+    @property
+    def bf16_speedup(self) -> float | None:
+        if self.fp32_gflops and self.bf16_gflops:
+            return self.bf16_gflops / self.fp32_gflops
+        return None
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cpu_flags() -> list[str]:
+    """The CPU flags among :data:`CPU_FLAGS` (Linux only; an empty list elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[1].split())
+                    return [f for f in CPU_FLAGS if f in have]
+    except OSError:
+        pass
+    return []
+
+
+def describe(device: torch.device | str = "cpu") -> str:
+    """One line naming the hardware, printed beside every measured figure."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return f"GPU {torch.cuda.get_device_name(dev)} (torch {torch.__version__})"
+    flags = ",".join(cpu_flags()) or "flags unknown"
+    return f"CPU {cpu_model()} [{flags}], {torch.get_num_threads()} threads (torch {torch.__version__})"
+
+
+def matmul_gflops(dtype: torch.dtype, device: str = "cpu", shape: tuple[int, int, int] = PROBE_SHAPE,
+                  min_seconds: float = 0.05) -> float:
+    """The rate of one matrix product at ``dtype`` on ``device`` with the current thread count, GFLOP/s."""
+    m, k, n = shape
+    g = torch.Generator(device="cpu").manual_seed(0)
+    a = torch.randn(m, k, generator=g).to(device=device, dtype=dtype)
+    b = torch.randn(k, n, generator=g).to(device=device, dtype=dtype)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    a @ b  # warm-up
+    sync()
+    reps, start = 0, time.perf_counter()
+    while True:
+        a @ b
+        reps += 1
+        sync()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds and reps >= 3:
+            return 2.0 * m * k * n * reps / elapsed / 1e9
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(device: str, threads: int) -> tuple[float, float]:
+    return matmul_gflops(torch.float32, device), matmul_gflops(torch.bfloat16, device)
+
+
+def probe_bf16(device: str = "cpu") -> tuple[float, float]:
+    """(float32 GFLOP/s, bfloat16 GFLOP/s) of a short matrix product, cached per device and thread count."""
+    return _probe(device, torch.get_num_threads())
+
+
+def resolve_dtype(requested: str, device: torch.device | str) -> DtypeChoice:
+    """The dtype to run at. ``auto``: bf16 on a CUDA device that supports it, and on a CPU whose measured
+    bf16 matmul rate is at least :data:`BF16_MIN_SPEEDUP` times float32's; float32 everywhere else.
+    An explicit dtype is kept; an explicit bf16 on a CPU where it is slow warns with the measured slowdown."""
+    dev = torch.device(device).type
+    if dev == "cuda":
+        ok = torch.cuda.is_bf16_supported()
+        if requested == "auto":
+            return DtypeChoice(requested, "bfloat16" if ok else "float32", dev,
+                               "CUDA device supports bf16" if ok else "CUDA device without bf16 support")
+        return DtypeChoice(requested, requested, dev, "set in params.yaml")
+    if requested not in ("auto", "bfloat16"):
+        return DtypeChoice(requested, requested, dev, "set in params.yaml")
+    fp32, bf16 = probe_bf16(dev)
+    fast = bf16 >= BF16_MIN_SPEEDUP * fp32
+    measured = f"bf16 {bf16:.0f} vs float32 {fp32:.0f} GFLOP/s on this CPU ({torch.get_num_threads()} threads)"
+    if requested == "auto":
+        return DtypeChoice(requested, "bfloat16" if fast else "float32", dev,
+                           ("native bf16: " if fast else "bf16 not faster: ") + measured, fp32, bf16)
+    if not fast:
+        warnings.warn(f"dtype bfloat16 was asked for, but this CPU has no fast bf16: {measured} "
+                      f"({fp32 / bf16:.1f}x slower). Set dtype: auto (or float32) in params.yaml.", stacklevel=2)
+    return DtypeChoice(requested, "bfloat16", dev, "set in params.yaml; " + measured, fp32, bf16)
+
+
+def resolve_mixed_precision(requested: str, device: torch.device | str) -> str:
+    """``auto`` -> ``bf16`` where bf16 is fast on ``device`` (the same rule as :func:`resolve_dtype`), else ``no``."""
+    if requested != "auto":
+        return requested
+    return "bf16" if resolve_dtype("auto", device).dtype == "bfloat16" else "no"
+
+
+def record(choice: DtypeChoice) -> dict:
+    """The fields a shard fingerprint or a run summary keeps of a dtype choice."""
+    d = asdict(choice)
+    d["hardware"] = describe(choice.device)
+    d["cpu_count"] = os.cpu_count()
+    return d
