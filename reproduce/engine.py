@@ -45,8 +45,6 @@ from tqdm.auto import tqdm
 from .models import LoadedModel, ModelError
 
 #: part of every shard fingerprint: results of another engine version are never mixed with these
-
-
 ENGINE_VERSION = "3"
 
 
