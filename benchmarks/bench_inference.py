@@ -1,29 +1,40 @@
-"""Inference benchmark: measured side by side in one run, printed as ratios.
+"""Inference benchmark on the `default` profile's workloads, measured side by side in one run, printed as ratios.
 
-1. Object-level generation: the engine (length-bucketed, left-padded batches, newline stop) against a naive
-   loop that calls ``model.generate`` on one prompt at a time (greedy, same token limit, stopping at EOS
-   only). Target: 8x or more on a CPU. Beside it, the engine at batch size 1 isolates what batching alone
-   gives. On a CPU these prompts (about 90 tokens, answers of a few tokens) are dominated by the prompt's
-   forward pass, which costs the same per token batched or not; batching pays most on a GPU.
-2. Meta-level distributions: exact option scoring (one forward pass, greedy run with first-step logits)
-   against estimating the same distribution by sampling 20 answers per prompt. Target: 20x or more.
+1. Meta level: every property's hypothetical prompt for the first items of each test task (as the meta_untrained
+   stage asks them), greedy with option distributions: the engine against a naive loop that calls
+   ``model.generate`` on one prompt at a time (greedy, same token limits, EOS stop). Target >= 10x.
+2. Calibration sampling, n = 20 samples per object-level prompt at temperature 1: the engine (one prefill per
+   prompt, the samples decoded together) against a naive loop of one ``model.generate`` call per sample.
+   Beside it, one ``generate(num_return_sequences=20)`` call per prompt (batched, but the prompt computed 20
+   times). Target >= 20x over the naive loop.
+3. Exact option scoring (one forward pass) against estimating the same distribution from 20 samples. Target
+   >= 20x.
+4. The engine's achieved rate on (1) and (2): 2 x parameters x positions computed per second (body
+   parameters for every position, the output layer only where logits are taken), as a fraction of a plain
+   matmul of the model's own projection shape at the same dtype and thread count, measured in this run.
+   Target >= 50%. Beside it, the share of prompt tokens that prefix sharing did not need to compute.
 
-    python benchmarks/bench_inference.py                 # SmolLM2, bfloat16, 64 prompts
-    python benchmarks/bench_inference.py --model gemma3-270m --dtype float32 --n 32
+It prints the hardware, the dtype ``auto`` chose and the float32 vs bf16 matmul rates it measured.
+
+    python benchmarks/bench_inference.py                       # both embedded models, dtype auto
+    python benchmarks/bench_inference.py --models gemma3-270m --dtype float32 --items 2
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 
 import torch
 
 from reproduce.datasets import load_task
 from reproduce.engine import Engine
+from reproduce.hardware import describe, matmul_gflops, resolve_dtype
 from reproduce.models import load
+from reproduce.properties import get_property
+
+TEST_TASKS = ["animals", "english_words", "years", "categories", "myopic_reward", "survival_instinct"]
 
 
 def timed(fn):
@@ -32,58 +43,115 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
-def naive_loop(lm, prompts: list[str], max_new_tokens: int) -> list[str]:
-    """One prompt at a time through ``model.generate``: greedy, EOS stop only, no batching."""
-    tok, out = lm.tokenizer, []
+def naive(lm, prompts: list[str], limits: list[int], sample: bool = False, n: int = 1) -> int:
+    """``model.generate`` on one prompt at a time (``n`` times when sampling, or once with
+    ``num_return_sequences=n`` when ``n`` is negative); returns the number of sequences."""
+    tok, seqs = lm.tokenizer, 0
     with torch.inference_mode():
-        for p in prompts:
+        for p, m in zip(prompts, limits):
             enc = tok(lm.format.render(p), return_tensors="pt", add_special_tokens=lm.format.add_special_tokens)
-            ids = lm.model.generate(**enc.to(lm.device), max_new_tokens=max_new_tokens, do_sample=False,
-                                    pad_token_id=tok.pad_token_id)
-            out.append(tok.decode(ids[0, enc["input_ids"].shape[1]:], skip_special_tokens=True))
-    return out
+            kw = dict(max_new_tokens=m, pad_token_id=tok.pad_token_id, do_sample=sample)
+            if sample:
+                kw.update(temperature=1.0, top_k=0, top_p=1.0)
+            if n < 0:
+                lm.model.generate(**enc.to(lm.device), num_return_sequences=-n, **kw)
+                seqs += -n
+                continue
+            for _ in range(n):
+                lm.model.generate(**enc.to(lm.device), **kw)
+                seqs += 1
+    return seqs
+
+
+def flops(lm, positions: int, logit_rows: int) -> float:
+    """2 x parameters x positions: the body's weights for every computed position, the output layer's for
+    every position whose logits were taken (embedding lookups are not matmuls)."""
+    model = lm.model
+    out = model.get_output_embeddings().weight
+    emb = model.get_input_embeddings().weight
+    body = sum(p.numel() for p in model.parameters()) - emb.numel() - (0 if out is emb else out.numel())
+    return 2.0 * (body * positions + out.numel() * logit_rows)
+
+
+def roofline(lm) -> float:
+    """A plain matmul of the model's MLP up-projection shape (512 rows), at the model's dtype, GFLOP/s."""
+    cfg = lm.model.config
+    return matmul_gflops(lm.dtype, lm.device.type, (512, cfg.hidden_size, cfg.intermediate_size), min_seconds=0.5)
+
+
+def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_size: int) -> None:
+    lm = load(spec, dtype=dtype)
+    c = lm.dtype_choice
+    engine = Engine(lm, batch_size=batch_size)
+    print(f"\n== {spec}: {lm.dtype_name} (dtype {c.requested}: {c.reason}), batch {batch_size}")
+
+    # 1. meta level: every property of the first `items` items of each test task
+    pairs = [(it, p) for t in TEST_TASKS for it in load_task(t).items[:items] for p in load_task(t).manifest["properties"]]
+    prompts = [it["hypothetical_prompts"][p] for it, p in pairs]
+    limits = [6 if get_property(p).closed else 10 for _, p in pairs]
+    options = [get_property(p).options for _, p in pairs]
+    engine.generate(prompts[:2], 2)  # warm-up
+    engine.stats.reset()
+    _, t_engine = timed(lambda: engine.generate(prompts, limits, options=options))
+    meta_stats = engine.stats
+    engine.stats = type(meta_stats)()
+    _, t_naive = timed(lambda: naive(lm, prompts, limits))
+    print(f"meta level      {len(prompts)} prompts ({items} items x every property of {len(TEST_TASKS)} test tasks)")
+    print(f"  engine          {len(prompts) / t_engine:8.2f} prompts/s   prompt tokens computed "
+          f"{meta_stats.computed_tokens}/{meta_stats.prompt_tokens} (prefix sharing saved {100 * meta_stats.saved_fraction:.0f}%)")
+    print(f"  naive loop      {len(prompts) / t_naive:8.2f} prompts/s   | engine speed-up {t_naive / t_engine:6.1f}x "
+          f"(target >= 10x)")
+
+    # 2. calibration sampling: n samples of the first `sample_items` object-level prompts of each test task
+    objs = [(it["object_prompt"], int(load_task(t).manifest["max_new_tokens"]))
+            for t in TEST_TASKS for it in load_task(t).items[:sample_items]]
+    sp, sl = [p for p, _ in objs], [m for _, m in objs]
+    _, t_sample = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
+    sample_stats = engine.stats
+    engine.stats = type(meta_stats)()
+    _, t_naive_s = timed(lambda: naive(lm, sp, sl, sample=True, n=n))
+    _, t_nrs = timed(lambda: naive(lm, sp, sl, sample=True, n=-n))
+    seqs = len(sp) * n
+    print(f"sampling        {len(sp)} prompts x {n} samples (temperature 1)")
+    print(f"  engine          {seqs / t_sample:8.2f} samples/s   prompt tokens computed "
+          f"{sample_stats.computed_tokens}/{sample_stats.prompt_tokens} (saved {100 * sample_stats.saved_fraction:.0f}%)")
+    print(f"  naive loop      {seqs / t_naive_s:8.2f} samples/s   | engine speed-up {t_naive_s / t_sample:6.1f}x "
+          f"(target >= 20x)")
+    print(f"  generate(num_return_sequences={n}) {seqs / t_nrs:8.2f} samples/s | engine speed-up {t_nrs / t_sample:6.1f}x")
+
+    # 3. option scoring against sampling the same distribution
+    meta = [it["hypothetical_prompts"]["starts_with_vowel"] for it in load_task("animals").items[:sample_items * 6]]
+    _, t_scored = timed(lambda: engine.generate(meta, 1, options=[("true", "false")] * len(meta)))
+    _, t_sampled = timed(lambda: engine.generate(meta, 6, n=n, temperature=1.0, seed=0))
+    print(f"options         exact scoring {len(meta) / t_scored:8.2f} prompts/s | {n} samples per prompt "
+          f"{len(meta) / t_sampled:8.2f} prompts/s | speed-up {t_sampled / t_scored:6.1f}x (target >= 20x)")
+
+    # 4. achieved rate against the matmul roofline
+    peak = roofline(lm)
+    for name, st, t in (("meta level", meta_stats, t_engine), ("sampling", sample_stats, t_sample)):
+        useful = flops(lm, st.computed_tokens + st.decode_tokens, st.logit_rows) / t / 1e9
+        padded = flops(lm, st.padded_tokens + st.decode_tokens, st.logit_rows) / t / 1e9
+        print(f"rate            {name:<10} {useful:7.1f} GFLOP/s useful ({padded:.1f} with padding) = "
+              f"{100 * useful / peak:5.1f}% of the {peak:.1f} GFLOP/s matmul roofline (target >= 50%)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="smollm2-135m")
-    ap.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
-    ap.add_argument("--n", type=int, default=64, help="prompts per measurement")
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--samples", type=int, default=20, help="samples per prompt for the sampling estimate")
+    ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
+    ap.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
+    ap.add_argument("--items", type=int, default=4, help="meta level: items per test task (every property)")
+    ap.add_argument("--sample-items", type=int, default=1, help="sampling: items per test task")
+    ap.add_argument("--samples", type=int, default=20, help="samples per prompt")
+    ap.add_argument("--batch-size", type=int, default=32, help="the default profile's batch size")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-
-    lm = load(args.model, dtype=args.dtype)
-    batched, single = Engine(lm, batch_size=args.batch_size), Engine(lm, batch_size=1)
-    device = torch.cuda.get_device_name() if lm.device.type == "cuda" else f"CPU ({platform.processor() or platform.machine()})"
-    print(f"model {args.model}, {args.dtype}, {device}, {args.threads} threads, {args.n} prompts")
-
-    tasks = ["animals", "english_words", "years", "categories", "myopic_reward", "survival_instinct"]
-    items = [it for t in tasks for it in load_task(t).items[: -(-args.n // len(tasks))]][: args.n]
-    prompts = [it["object_prompt"] for it in items]
-    batched.generate(prompts[:2], 4)  # warm-up
-    a, t_batched = timed(lambda: batched.generate(prompts, 24))
-    b, t_single = timed(lambda: single.generate(prompts, 24))
-    _, t_naive = timed(lambda: naive_loop(lm, prompts, 24))
-    same = sum(x[0].response == y[0].response for x, y in zip(a, b))
-    tok = lm.tokenizer
-    prompt_tokens = sum(len(tok(t, add_special_tokens=lm.format.add_special_tokens)["input_ids"])
-                        for t in batched.render(prompts)) / len(prompts)
-    new_tokens = sum(x[0].n_new_tokens for x in a) / len(a)
-    print(f"object level   ({prompt_tokens:.0f} prompt tokens, {new_tokens:.1f} new tokens per prompt on average)")
-    print(f"  engine, batch {args.batch_size:<3}   {args.n / t_batched:7.2f} prompts/s")
-    print(f"  naive generate loop {args.n / t_naive:7.2f} prompts/s | speed-up {t_naive / t_batched:5.1f}x (target >= 8x)")
-    print(f"  engine, batch 1     {args.n / t_single:7.2f} prompts/s | speed-up {t_single / t_batched:5.1f}x from batching"
-          f" alone (identical responses {same}/{args.n})")
-
-    meta = [it["hypothetical_prompts"]["starts_with_vowel"] for it in load_task("animals").items[: args.n]]
-    opts = [("true", "false")] * len(meta)
-    _, t_scored = timed(lambda: batched.generate(meta, 1, options=opts))
-    _, t_sampled = timed(lambda: batched.generate(meta, 6, n=args.samples, temperature=1.0, seed=0))
-    print(f"meta options   exact scoring {len(meta) / t_scored:7.2f} prompts/s | {args.samples} samples per prompt"
-          f" {len(meta) / t_sampled:7.2f} prompts/s | speed-up {t_sampled / t_scored:5.1f}x (target >= 20x)")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    print(describe(device))
+    probe = resolve_dtype("auto", device)
+    print(f"dtype auto -> {probe.dtype} ({probe.reason})")
+    for spec in args.models:
+        bench(spec, args.dtype, args.items, args.sample_items, args.samples, args.batch_size)
 
 
 if __name__ == "__main__":

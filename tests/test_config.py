@@ -59,3 +59,27 @@ def test_models_command_fails_for_an_unavailable_model(capsys):
     assert main(["models", "smollm2-135m", "no-org/no-model"]) == 2
     out = capsys.readouterr()
     assert "smollm2-135m" in out.out and "1 of 2 model specs" in out.err
+
+
+def test_each_stage_records_its_wall_time_and_hardware(tmp_path, capsys):
+    import json
+
+    from reproduce.cli import cmd_timings, record_timing
+
+    path = tmp_path / "timings.json"
+    record_timing("object-level", 125.04, path)
+    record_timing("analysis", 60.0, path)
+    record_timing("object-level", 100.0, path)  # a re-run replaces the stage's entry
+    stages = json.loads(path.read_text())["stages"]
+    assert set(stages) == {"object-level", "analysis"} and stages["object-level"]["seconds"] == 100.0
+    assert "CPU" in stages["analysis"]["hardware"] or "GPU" in stages["analysis"]["hardware"]
+    cmd_timings(type("Args", (), {"file": str(path)}))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("object-level") and out[1].startswith("analysis")  # pipeline order
+    assert out[-1].split()[:2] == ["total", "2.7"]  # 160 s in minutes
+
+
+def test_timings_without_a_run_is_a_clear_error(tmp_path):
+    from reproduce.cli import main
+
+    assert main(["timings", "--file", str(tmp_path / "none.json")]) == 2
