@@ -165,6 +165,21 @@ def cmd_timings(args) -> None:
     print(f"{'total':<18} {total / 60:7.1f} min")
 
 
+def cmd_hardware(args) -> None:
+    import torch
+
+    from .hardware import describe, forget_probe, resolve_dtype
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.measure:
+        forget_probe()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    print(describe(device))
+    c = resolve_dtype("auto", device)
+    print(f"dtype auto -> {c.dtype}: {c.reason}")
+
+
 def cmd_use_profile(args) -> None:
     path = Path(args.params)
     text = path.read_text()
@@ -256,6 +271,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("timings", help="the wall time of each pipeline stage's last run, and the hardware it ran on")
     s.add_argument("--file", default=str(TIMINGS), help="timings file (default: %(default)s)")
     s.set_defaults(func=cmd_timings)
+
+    s = sub.add_parser("hardware", help="the hardware, and the dtype `auto` picks on it (bf16 only where a timed "
+                                        "matmul shows it fast); the measurement is cached per machine")
+    s.add_argument("--measure", action="store_true", help="forget the cached measurement and time it again")
+    s.add_argument("--threads", type=int, default=None, help="thread count to measure at (default: all cores)")
+    s.set_defaults(func=cmd_hardware)
 
     s = sub.add_parser("use-profile", help="set the active profile in params.yaml (smoke, default or paper)")
     s.add_argument("name")

@@ -6,12 +6,14 @@ AMX). Elsewhere (AVX2-only CPUs, most laptops) PyTorch emulates it, and a bf16 m
 matrix product in both dtypes, at the thread count the stage runs with, and choose bf16 only where it is
 clearly faster. On CUDA, bf16 is chosen where the device supports it.
 
-The measurement takes well under a second and is done once per process and device.
+The measurement takes under a second. It is done once per machine (CPU model, flags, thread count, torch
+version) and kept in the package cache, so that the stages of one run, each its own process, agree.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import platform
 import time
@@ -19,6 +21,8 @@ import warnings
 from dataclasses import asdict, dataclass
 
 import torch
+
+from .io import atomic_write_json, cache_base
 
 #: bf16 is chosen on a CPU only when its measured matmul rate beats float32's by this factor
 BF16_MIN_SPEEDUP = 1.25
@@ -98,14 +102,50 @@ def matmul_gflops(dtype: torch.dtype, device: str = "cpu", shape: tuple[int, int
             return 2.0 * m * k * n * reps / elapsed / 1e9
 
 
+def measure_bf16(device: str = "cpu", rounds: int = 5) -> tuple[float, float]:
+    """(float32, bfloat16) GFLOP/s: the best of ``rounds`` interleaved timings of each. Another process on
+    the machine can only slow a timing down, so the best one is the machine's rate."""
+    fp32 = bf16 = 0.0
+    for _ in range(rounds):
+        fp32 = max(fp32, matmul_gflops(torch.float32, device, min_seconds=0.02))
+        bf16 = max(bf16, matmul_gflops(torch.bfloat16, device, min_seconds=0.02))
+    return fp32, bf16
+
+
+def _probe_key(device: str) -> str:
+    return f"{device}|{cpu_model()}|{','.join(cpu_flags())}|threads={torch.get_num_threads()}|torch={torch.__version__}"
+
+
 @functools.lru_cache(maxsize=None)
-def _probe(device: str, threads: int) -> tuple[float, float]:
-    return matmul_gflops(torch.float32, device), matmul_gflops(torch.bfloat16, device)
+def _probe(key: str, device: str) -> tuple[float, float]:
+    path = cache_base() / "hardware.json"
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if key in known:
+        return known[key]["fp32_gflops"], known[key]["bf16_gflops"]
+    fp32, bf16 = measure_bf16(device)
+    known[key] = {"fp32_gflops": round(fp32, 1), "bf16_gflops": round(bf16, 1),
+                  "measured": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    try:
+        atomic_write_json(path, known)
+    except OSError:  # a read-only cache: measure again next time
+        pass
+    return known[key]["fp32_gflops"], known[key]["bf16_gflops"]
 
 
 def probe_bf16(device: str = "cpu") -> tuple[float, float]:
-    """(float32 GFLOP/s, bfloat16 GFLOP/s) of a short matrix product, cached per device and thread count."""
-    return _probe(device, torch.get_num_threads())
+    """(float32 GFLOP/s, bfloat16 GFLOP/s) on this machine at the current thread count. Measured once per
+    machine and kept in the package cache (``hardware.json``), so every stage of a run, each its own process,
+    resolves ``auto`` the same way; ``looking-inward hardware --measure`` measures again."""
+    return _probe(_probe_key(device), device)
+
+
+def forget_probe() -> None:
+    """Drop the cached measurements (this process's and the cache file's)."""
+    _probe.cache_clear()
+    (cache_base() / "hardware.json").unlink(missing_ok=True)
 
 
 def resolve_dtype(requested: str, device: torch.device | str) -> DtypeChoice:

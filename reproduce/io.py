@@ -19,6 +19,13 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+def cache_base() -> Path:
+    """The package's per-user cache (converted models, the hardware probe): ``$LOOKING_INWARD_CACHE``, else
+    ``$XDG_CACHE_HOME/looking-inward`` (``~/.cache/looking-inward``)."""
+    env = os.environ.get("LOOKING_INWARD_CACHE")
+    return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "looking-inward"
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` for a writer to fill; on success it replaces ``path``, on

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from .hardware import DtypeChoice, resolve_dtype
-from .io import atomic_dir, sha256_file, short_hash
+from .io import atomic_dir, cache_base, sha256_file, short_hash
 
 PLAIN_TEMPLATE = "Question: {prompt}\nAnswer:"
 EMBEDDED = {
@@ -53,9 +53,7 @@ class ModelRef:
 
 
 def cache_root() -> Path:
-    env = os.environ.get("LOOKING_INWARD_CACHE")
-    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "looking-inward"
-    return base / "models"
+    return cache_base() / "models"
 
 
 def _safe_name(s: str) -> str:

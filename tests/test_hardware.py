@@ -46,7 +46,9 @@ def test_explicit_dtypes_are_kept_without_measuring(monkeypatch):
     assert hardware.resolve_mixed_precision("no", "cpu") == "no"
 
 
-def test_the_real_probe_measures_both_dtypes():
+def test_the_real_probe_measures_both_dtypes(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOKING_INWARD_CACHE", str(tmp_path))
+    hardware._probe.cache_clear()
     fp32, bf16 = hardware.probe_bf16("cpu")
     assert fp32 > 0 and bf16 > 0
     assert hardware.probe_bf16("cpu") == (fp32, bf16)  # measured once per process
@@ -69,3 +71,25 @@ def test_load_auto_records_the_resolved_dtype_and_the_fingerprint_uses_it(measur
     lm = load("smollm2-135m", dtype="auto", device="cpu")
     assert next(lm.model.parameters()).dtype == torch.bfloat16
     assert _fingerprint("object_level", tiny_profile(dtype="auto"), lm)["dtype"] == "bfloat16"
+
+
+def test_the_measurement_is_kept_per_machine_so_every_stage_agrees(tmp_path, monkeypatch):
+    """Each stage is its own process: the probe is measured once and read back from the cache, so a busy
+    moment cannot make two stages of one run resolve ``auto`` differently."""
+    monkeypatch.setenv("LOOKING_INWARD_CACHE", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(hardware, "measure_bf16", lambda device="cpu": calls.append(device) or (40.0, 145.0))
+    hardware._probe.cache_clear()
+    assert hardware.probe_bf16("cpu") == (40.0, 145.0)
+    hardware._probe.cache_clear()  # a new process
+    monkeypatch.setattr(hardware, "measure_bf16", lambda device="cpu": (60.0, 2.0))
+    assert hardware.probe_bf16("cpu") == (40.0, 145.0) and calls == ["cpu"]
+    hardware.forget_probe()  # `looking-inward hardware --measure`
+    assert hardware.probe_bf16("cpu") == (60.0, 2.0)
+    hardware._probe.cache_clear()
+
+
+def test_the_probe_takes_the_best_of_interleaved_timings(monkeypatch):
+    rates = iter([30.0, 100.0, 10.0, 20.0, 35.0, 140.0, 33.0, 90.0, 5.0, 145.0])  # a busy machine
+    monkeypatch.setattr(hardware, "matmul_gflops", lambda dtype, device, min_seconds: next(rates))
+    assert hardware.measure_bf16("cpu", rounds=5) == (35.0, 145.0)
