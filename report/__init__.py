@@ -113,6 +113,15 @@ def _verdict(low: float, high: float, positive: str, negative: str, null: str) -
     return positive if low > 0 else negative if high < 0 else null
 
 
+def _by_model(values: dict) -> str:
+    """``{model: setting}`` as text: the one setting when every model shares it, else each model's."""
+    if not values:
+        return "n/a"
+    if len(set(values.values())) == 1:
+        return f"{next(iter(values.values()))} (every model)"
+    return "; ".join(f"{m}: {v}" for m, v in sorted(values.items()))
+
+
 def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: str) -> dict:
     """Everything the manuscript's text quotes: ``n`` (each ``numbers.json`` entry formatted), ``run`` (the
     settings of the run that produced them) and ``text`` (qualitative statements derived from the numbers,
@@ -191,6 +200,10 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "prior_q05": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q05"], 0),
         "prior_q95": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q95"], 0),
     }
+    precision = metrics.get("run", {})
+    run["dtype"] = _by_model(precision.get("dtype", {}))
+    run["mixed_precision"] = _by_model(precision.get("mixed_precision", {}))
+    run["dtype_setting"] = profile.dtype
     if profile.behaviour_change:
         bc = profile.behaviour_change
         run.update(bc_train_items=str(bc.train_items), bc_learning_rate=f"{bc.learning_rate:g}",

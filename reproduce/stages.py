@@ -23,11 +23,12 @@ open-set properties (words); ``p_object_value`` is the normalised probability th
 target's actual value (missing when the value is outside the options or non-compliant).
 
 ``data/finetuned/runs.json`` -- one entry per finetune: ``run, predictor, target, kind, n_examples, scaling,
-steps, first_loss, final_loss``; each run's ``adapter/``, ``train_log.tsv`` (step, loss) and ``summary.json``
+steps, first_loss, final_loss, mixed_precision`` (as resolved on the hardware); each run's ``adapter/``, ``train_log.tsv`` (step, loss) and ``summary.json``
 beside it, and the training pairs of each target in ``data/finetuned/examples/<target>.parquet``.
 
 ``data/meta_trained.parquet`` -- like ``meta_untrained`` for every trained predictor about its own target,
-with ``run, n_examples, scaling`` added (``scaling`` marks the smaller cross-prediction runs of the sweep).
+with ``run, n_examples, scaling, mixed_precision`` added (``scaling`` marks the smaller cross-prediction runs of
+the sweep). Every model-run table has a ``dtype`` column: the dtype inference ran at, ``auto`` resolved.
 
 ``data/calibration.parquet`` (experiment 2) and ``data/behaviour_change.parquet`` (experiment 3): see
 :func:`run_calibration` and :func:`run_behaviour_change`.
@@ -389,7 +390,7 @@ def run_finetune(plan: Plan, object_dir: Path = DATA / "object_level", out: Path
         index.append({"run": run.name, "predictor": run.predictor, "target": run.target, "kind": run.kind,
                       "n_examples": len(ex), "scaling": run.n_examples is not None, "steps": summary["steps"],
                       "first_loss": summary["first_loss"], "final_loss": summary["final_loss"],
-                      "fingerprint": summary["fingerprint"]})
+                      "mixed_precision": summary["mixed_precision"], "fingerprint": summary["fingerprint"]})
         del lm
     atomic_write_json(out / "runs.json", index)
     return index
@@ -440,7 +441,8 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level", train
                                   run["fingerprint"])
         meta = meta_predictions(plan, lm, engine, "meta_trained", work)
         joined = join_targets(meta.assign(predictor=run["predictor"]), {run["target"]: objects[run["target"]]})
-        frames.append(joined.assign(run=run["run"], n_examples=run["n_examples"], scaling=run["scaling"]))
+        frames.append(joined.assign(run=run["run"], n_examples=run["n_examples"], scaling=run["scaling"],
+                                    mixed_precision=run["mixed_precision"]))
         del lm, engine
     atomic_write_parquet(out, pd.concat(frames, ignore_index=True))
     return out
