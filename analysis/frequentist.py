@@ -10,10 +10,18 @@ N_BOOT = 2000
 
 
 def wilson(k, n, alpha: float = 0.05):
-    """Wilson score interval ``(low, high)`` for one proportion ``k / n``, or element-wise for arrays."""
+    """Wilson score interval ``(low, high)`` for one proportion ``k / n``, or element-wise for arrays.
+
+    The bounds contain ``k / n`` and lie in [0, 1]: at ``k = n`` statsmodels returns an upper bound of
+    0.9999999999999999, a rounding step below the estimate 1.0, which downstream arithmetic turned into a
+    negative error bar."""
     from statsmodels.stats.proportion import proportion_confint
 
     lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.asarray(k, float) / np.asarray(n, float)
+    lo = np.minimum(np.clip(lo, 0.0, 1.0), rate)
+    hi = np.maximum(np.clip(hi, 0.0, 1.0), rate)
     return (float(lo), float(hi)) if np.ndim(lo) == 0 else (np.asarray(lo), np.asarray(hi))
 
 

@@ -46,14 +46,24 @@ class Outputs:
         return self._tables[name]
 
 
-def _errorbar(ax, x, y, low, high, colour, marker, label, horizontal=False, **kw):
-    """A point with an interval; ``horizontal`` puts the value on the x axis."""
-    y, low, high = np.asarray(y, float), np.asarray(low, float), np.asarray(high, float)
-    err = np.clip(np.vstack([y - low, high - y]), 0, None)  # an interval at 0 or 1 can miss y by rounding
+def _interval(ax, x, low, high, colour, horizontal=False):
+    """Intervals drawn from their own bounds, never as estimate +/- offsets: a percentile bootstrap of a biased
+    statistic (MAD) can legitimately exclude its point estimate, and must be shown as it is."""
+    x, low, high = np.asarray(x, float), np.asarray(low, float), np.asarray(high, float)
     if horizontal:
-        ax.errorbar(y, x, xerr=err, fmt=marker, color=colour, label=label, capsize=2, ms=4, lw=1, **kw)
+        ax.hlines(x, low, high, color=colour, lw=1)
+        ax.plot(np.r_[low, high], np.r_[x, x], "|", color=colour, ms=4, mew=1)
     else:
-        ax.errorbar(x, y, yerr=err, fmt=marker, color=colour, label=label, capsize=2, ms=4, lw=1, **kw)
+        ax.vlines(x, low, high, color=colour, lw=1)
+        ax.plot(np.r_[x, x], np.r_[low, high], "_", color=colour, ms=4, mew=1)
+
+
+def _errorbar(ax, x, y, low, high, colour, marker, label, horizontal=False, **kw):
+    """A point with its interval; ``horizontal`` puts the value on the x axis."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    _interval(ax, x, low, high, colour, horizontal)
+    px, py = (y, x) if horizontal else (x, y)
+    ax.plot(px, py, marker, color=colour, label=label, ms=4, linestyle="none", **kw)
 
 
 def _targets(df: pd.DataFrame) -> list[str]:
@@ -236,8 +246,7 @@ def compliance(o: Outputs):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 3.4), gridspec_kw={"width_ratios": [1, 2.0]})
     x = np.arange(len(obj))
     a1.bar(x, 100 * obj["rate"], color=COLOURS["object"], width=0.6)
-    a1.errorbar(x, 100 * obj["rate"], yerr=[100 * (obj["rate"] - obj["low"]), 100 * (obj["high"] - obj["rate"])],
-                fmt="none", color="black", capsize=2, lw=1)
+    _interval(a1, x, 100 * obj["low"], 100 * obj["high"], "black")
     a1.set_xticks(x, obj["target"])
     a1.set_ylim(0, 100)
     a1.set_ylabel("compliance (%)")
@@ -248,8 +257,7 @@ def compliance(o: Outputs):
     bars = a2.barh(y, 100 * meta["rate"], color=colours, height=0.7, edgecolor="white")
     for bar, kind in zip(bars, meta["kind"]):
         bar.set_hatch("" if kind == "self" else "//")
-    a2.errorbar(100 * meta["rate"], y, xerr=[100 * (meta["rate"] - meta["low"]), 100 * (meta["high"] - meta["rate"])],
-                fmt="none", color="black", capsize=2, lw=1)
+    _interval(a2, y, 100 * meta["low"], 100 * meta["high"], "black", horizontal=True)
     a2.set_yticks(y, [f"{cond}: {p} \u2192 {t}" for cond, p, t in
                       zip(meta["condition"], meta["predictor"], meta["target"])])
     a2.set_xlim(0, 100)

@@ -333,3 +333,37 @@ def test_report_renders_byte_identical_html_and_pdf_again(rendered, tmp_path):
     again = render_pandoc(rendered["paper"], tmp_path)
     assert again["html"].read_bytes() == rendered["html"].read_bytes()
     assert again["pdf"].read_bytes() == rendered["pdf"].read_bytes()
+
+
+def test_every_figure_is_drawn_with_cells_at_zero_and_at_n(analysed, tmp_path):
+    """Real analysis outputs with cells forced to k = 0 and k = n (100% compliance was what broke a fresh
+    float32 run), and a MAD interval that excludes its estimate: every figure is still drawn."""
+    import shutil
+
+    import pandas as pd
+
+    from analysis.frequentist import wilson
+    from figures.plots import FIGURES
+    from figures.stage import run_figures
+    from report import blank_fraction
+
+    out = tmp_path / "analysis"
+    shutil.copytree(analysed["out"], out)
+    tables = out / "tables"
+    for name, rate, lo, hi in (("compliance", "rate", "low", "high"), ("accuracy", "accuracy", "wilson_low", "wilson_high"),
+                               ("accuracy_by_target", "accuracy", "wilson_low", "wilson_high"),
+                               ("scaling", "accuracy", "wilson_low", "wilson_high")):
+        df = pd.read_parquet(tables / f"{name}.parquet")
+        assert {"k", "n", rate, lo, hi} <= set(df.columns) and len(df) >= 2, name
+        df.loc[df.index[0], "k"] = df.loc[df.index[0], "n"]  # k = n
+        df.loc[df.index[-1], "k"] = 0  # k = 0
+        df[rate] = df["k"] / df["n"]
+        df[lo], df[hi] = wilson(df["k"].to_numpy(), df["n"].to_numpy())
+        df.to_parquet(tables / f"{name}.parquet")
+    mad = pd.read_parquet(tables / "mad.parquet")
+    mad.loc[mad.index[0], ["low", "high"]] = mad.loc[mad.index[0], "mad"] + [1.0, 3.0]
+    mad.to_parquet(tables / "mad.parquet")
+    index = run_figures(out, tmp_path / "figures")
+    assert list(index) == list(FIGURES)
+    for name in FIGURES:
+        assert blank_fraction(tmp_path / "figures" / f"{name}.png") < 0.98, name
