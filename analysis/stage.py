@@ -238,6 +238,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
 
     metrics["compliance"] = {f"{r.condition}_{r.predictor}_on_{r.target}": r.compliance
                              for r in tables["accuracy_by_target"].itertuples()}
+    metrics["run"] = _precision(meta_u, meta_t)
     numbers = _numbers(metrics, tables, pred)
 
     # publish: only now that every model passed the gate
@@ -251,6 +252,18 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     atomic_write_json(out / "metrics.json", _jsonable(metrics))
     atomic_write_json(out / "numbers.json", _jsonable(numbers))
     return metrics
+
+
+def _precision(meta_u: pd.DataFrame, meta_t: pd.DataFrame) -> dict:
+    """The dtype each predictor's inference ran at and the mixed precision of its training runs, as ``auto``
+    resolved them on the hardware (read from the stage tables; absent in tables of older runs)."""
+    run = {}
+    if "dtype" in meta_u:
+        run["dtype"] = {p: "/".join(sorted(g.unique())) for p, g in meta_u.groupby("predictor")["dtype"]}
+    if "mixed_precision" in meta_t:
+        run["mixed_precision"] = {p: "/".join(sorted(g.dropna().unique())) or "n/a"
+                                  for p, g in meta_t.groupby("predictor")["mixed_precision"]}
+    return run
 
 
 def _numbers(metrics: dict, tables: dict, pred: pd.DataFrame) -> dict:
