@@ -142,7 +142,7 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=4, help="meta level: items per test task (every property)")
     ap.add_argument("--sample-items", type=int, default=1, help="sampling: items per test task")
     ap.add_argument("--samples", type=int, default=20, help="samples per prompt")
-    ap.add_argument("--batch-size", type=int, default=32, help="the default profile's batch size")
+    ap.add_argument("--batch-size", type=int, default=128, help="the default profile's batch size")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
