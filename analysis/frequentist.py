@@ -12,17 +12,23 @@ N_BOOT = 2000
 def wilson(k, n, alpha: float = 0.05):
     """Wilson score interval ``(low, high)`` for one proportion ``k / n``, or element-wise for arrays.
 
-    The bounds contain ``k / n`` and lie in [0, 1]: at ``k = n`` statsmodels returns an upper bound of
-    0.9999999999999999, a rounding step below the estimate 1.0, which downstream arithmetic turned into a
-    negative error bar."""
+    In exact arithmetic the interval lies in [0, 1] and contains ``k / n`` (its bounds are exactly 0 at
+    ``k = 0`` and 1 at ``k = n``). statsmodels' floating-point bounds can land a rounding error on the wrong
+    side (an upper bound of 0.9999999999999999 at k = n = 1246, below the rate 1.0, made a figure's error
+    bar negative), so each bound is moved onto ``k / n`` when it misses it, and into [0, 1]. Only by a
+    rounding error: a miss larger than 1e-9 is a bug, and raises. ``n = 0`` gives NaN bounds."""
     from statsmodels.stats.proportion import proportion_confint
 
-    lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.asarray(k, float) / np.asarray(n, float)
-    lo = np.minimum(np.clip(lo, 0.0, 1.0), rate)
-    hi = np.maximum(np.clip(hi, 0.0, 1.0), rate)
-    return (float(lo), float(hi)) if np.ndim(lo) == 0 else (np.asarray(lo), np.asarray(hi))
+        lo, hi = (np.asarray(b, dtype=float) for b in proportion_confint(k, n, alpha=alpha, method="wilson"))
+        rate = np.where(n > 0, k / np.where(n > 0, n, 1), np.nan)
+    miss = np.nanmax(np.r_[np.ravel(lo - rate), np.ravel(rate - hi), np.ravel(-lo), np.ravel(hi - 1), 0.0])
+    if miss > 1e-9:
+        raise ArithmeticError(f"Wilson interval misses its rate k/n by {miss:.3g}: not a rounding error")
+    lo = np.where(n > 0, np.clip(np.minimum(lo, rate), 0.0, 1.0), np.nan)
+    hi = np.where(n > 0, np.clip(np.maximum(hi, rate), 0.0, 1.0), np.nan)
+    return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
 
 
 def cluster_bootstrap_difference(rows: pd.DataFrame, x: str = "self", y: str = "correct", cluster: str = "unit",
@@ -37,8 +43,10 @@ def cluster_bootstrap_difference(rows: pd.DataFrame, x: str = "self", y: str = "
     m = codes.max() + 1
     k1, n1 = np.bincount(codes[xs], ys[xs], m), np.bincount(codes[xs], minlength=m).astype(float)
     k0, n0 = np.bincount(codes[~xs], ys[~xs], m), np.bincount(codes[~xs], minlength=m).astype(float)
-    rng = np.random.default_rng(seed)
-    w = np.stack([np.bincount(rng.integers(0, m, m), minlength=m) for _ in range(n_boot)]).astype(float)
+    # resample b draws rng.integers(0, m, m), the b-th call on the stream; one (n_boot, m) call draws the same numbers
+    draws = np.random.default_rng(seed).integers(0, m, (n_boot, m))
+    w = np.bincount((draws + m * np.arange(n_boot)[:, None]).ravel(), minlength=n_boot * m).reshape(n_boot, m)
+    w = w.astype(float)
     boot = (w @ k1) / (w @ n1) - (w @ k0) / (w @ n0)
     est = k1.sum() / n1.sum() - k0.sum() / n0.sum()
     return {"estimate": float(est), "low": float(np.quantile(boot, alpha / 2)),

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -36,3 +38,246 @@ def simulate_predictions(seed: int = 0, beta: float = 0.6, targets: int = 2, tas
                         rows.append((t, k, p, unit, s, "self" if s else "cross", int(rng.random() < pr)))
     df = pd.DataFrame(rows, columns=["target", "task", "property", "unit", "self", "kind", "correct"])
     return df, float(np.mean(effects))
+
+
+# ------------------------------------------------------------------------------- whole stage tables
+DEFAULT_MODELS = ("smollm2-135m", "gemma3-270m")
+DEFAULT_TEST_TASKS = ("animals", "english_words", "years", "categories", "myopic_reward", "survival_instinct")
+# a small vocabulary per word task for the open-set (word) properties
+_WORDS = {"animals": ["cat", "dog", "crow", "gorilla", "sparrow", "leopard", "meerkat", "elephant", "the", "1."],
+          "english_words": ["the", "house", "river", "quiet", "apple", "stone", "garden", "light", "next", "1."]}
+
+
+def _manifest(task: str, data_raw: Path) -> dict:
+    import json
+
+    return json.loads((data_raw / task / "manifest.json").read_text())
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-9), 1 - 1e-9)
+    return float(np.log(p / (1 - p)))
+
+
+def _expit(x: float) -> float:
+    return float(1 / (1 + np.exp(-x)))
+
+
+def _skewed(rng: np.random.Generator, n: int, concentration: float = 0.4) -> np.ndarray:
+    """A categorical distribution over ``n`` values that piles up on a few (models answer with favourites)."""
+    return rng.dirichlet(np.full(n, concentration))
+
+
+def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODELS,
+                          tasks: tuple[str, ...] = DEFAULT_TEST_TASKS, items: int = 60,
+                          full_examples: int = 480, scaling_sizes: tuple[int, ...] = (120, 240),
+                          calibration_items: int = 10, n_samples: int = 20, extremes: str = "compliance",
+                          dtype: str = "bfloat16", mixed_precision: str = "bf16",
+                          data_raw: Path | None = None) -> dict[str, pd.DataFrame]:
+    """Synthetic ``meta_untrained``, ``meta_trained``, ``calibration`` and ``behaviour_change`` tables with
+    the exact columns of :mod:`reproduce.stages` (defaults: the ``default`` profile's shape; ``dtype`` and
+    ``mixed_precision`` are the recorded inference dtype and training precision), so that the
+    ``analysis`` stage can be timed and its edge cases exercised without running a language model.
+
+    The generative story, chosen for realistic rates rather than for any model's likelihood: each target has
+    a skewed favourite-answer distribution per task x property (the mode baseline), greedy object answers
+    comply 60-100% of the time; a predictor complies 40-95% untrained and 85-100% trained, and a compliant
+    answer copies the target's value with a probability that is highest for trained self-prediction, lower
+    for cross-prediction and the smaller scaling runs, and otherwise draws from the target's (or, untrained,
+    its own) favourites; one answer unit (target x item) is easier than another for every predictor.
+    Untrained meta answers are target-independent, as in the pipeline.
+
+    ``extremes`` puts cells at the boundaries: ``"compliance"`` (default) the ones a real float32 run hit, 100%
+    object-level compliance on the A/B tasks and 100% compliance of every trained self-predictor (k = n);
+    ``"all"`` also one untrained property at 0% compliance (so 0% accuracy) and one trained self cell 100%
+    correct, for the edge-case tests (perfectly separated cells give the hierarchical models heavy tails, and
+    divergent transitions at the default sampler settings); ``"none"`` no forced extreme."""
+    if extremes not in ("none", "compliance", "all"):
+        raise ValueError(f"extremes={extremes!r}: one of 'none', 'compliance', 'all'")
+    from reproduce.datasets import DATA_RAW
+    from reproduce.io import short_hash
+    from reproduce.properties import get_property
+
+    rng = np.random.default_rng(seed)
+    data_raw = data_raw or DATA_RAW
+    manifests = {t: _manifest(t, data_raw) for t in tasks}
+    ids = {t: [f"{t}-{i:03d}" for i in range(items)] for t in tasks}
+
+    def values_of(task: str, prop: str) -> list[str]:
+        opts = get_property(prop).options
+        return list(opts) if opts is not None else _WORDS.get(task, ["one", "two", "three", "four", "five"])
+
+    # object level: a favourite-answer distribution per target x task x property, greedy values per item,
+    # and (calibration subset, closed properties) an item-level temperature-1 distribution around the greedy one
+    base, obj, pi_item = {}, {}, {}
+    shared = {(task, p): _skewed(rng, len(values_of(task, p))) for task in tasks for p in manifests[task]["properties"]}
+    for t in models:
+        for task in tasks:
+            for p in manifests[task]["properties"]:
+                vals = values_of(task, p)
+                pi = 0.6 * shared[task, p] + 0.4 * _skewed(rng, len(vals))  # models share favourites in part
+                base[t, task, p] = pi
+                rate = 1.0 if (extremes != "none" and manifests[task]["family"] == "ab_choice") else rng.uniform(0.6, 1.0)
+                compliant = rng.random(items) < rate
+                greedy = rng.choice(len(vals), size=items, p=pi)
+                for i, item in enumerate(ids[task]):
+                    obj[t, task, item, p] = (vals[greedy[i]] if compliant[i] else None, bool(compliant[i]))
+                    if i < calibration_items and get_property(p).closed:
+                        sharp = rng.uniform(0.2, 0.9)  # some answers are sampled more consistently than others
+                        pi_item[t, task, item, p] = sharp * np.eye(len(vals))[greedy[i]] + (1 - sharp) * pi
+
+    # one answer defines every property of an item: some answers are easier to predict than others, for
+    # every predictor (the answer-unit effect of the models)
+    easy = {(t, task, item): rng.normal(0, 0.8) for t in models for task in tasks for item in ids[task]}
+
+    def meta_rows(predictor: str, targets: list[str], copy_from: str | None, copy: dict, compliance: dict,
+                  favourites_of: str) -> list[dict]:
+        """One predictor's hypothetical answers joined with each target's object level. The answer is drawn
+        once per item and property (``copy_from`` is whose object value it copies; ``favourites_of`` whose
+        favourite-answer distribution it otherwise draws from) and scored against every target."""
+        rows = []
+        leaning = cells(0.1, 0.5)  # how closely this predictor's option probabilities follow the distribution
+        for task in tasks:
+            m = manifests[task]
+            for p in m["properties"]:
+                prop = get_property(p)
+                vals = values_of(task, p)
+                for item in ids[task]:
+                    ok = rng.random() < compliance[task, p]
+                    src_value = obj[copy_from, task, item, p][0] if copy_from else None
+                    if not ok:
+                        value, response = None, rng.choice(["I don't know.", "The next 5 animals are:", "1.", ""])
+                    elif src_value is not None and rng.random() < _expit(_logit(copy[task, p]) + easy[copy_from, task, item]):
+                        value = response = src_value
+                    else:
+                        value = response = vals[rng.choice(len(vals), p=base[favourites_of, task, p])]
+                    if prop.closed:
+                        guess = value if value is not None else vals[rng.integers(len(vals))]
+                        lean = pi_item.get((favourites_of, task, item, p), base[favourites_of, task, p])
+                        probs = (0.45 * np.eye(len(vals))[vals.index(guess)] + leaning[task, p] * lean
+                                 + (0.55 - leaning[task, p]) * rng.dirichlet(np.ones(len(vals))))
+                        option_probs, p_outside = list(probs / probs.sum()), float(rng.beta(2, 6))
+                    else:
+                        option_probs, p_outside = [], None
+                    for t in targets:
+                        ov, oc = obj[t, task, item, p]
+                        rows.append({
+                            "predictor": predictor, "dtype": dtype, "target": t, "kind": "self" if predictor == t else "cross",
+                            "task": task, "split": "test", "family": m["family"], "item_id": item, "property": p,
+                            "meta_prompt_hash": short_hash(f"{task}/{item}/{p}"), "meta_response": response,
+                            "meta_value": value, "meta_compliant": value is not None,
+                            "options": list(prop.options or []), "option_probs": option_probs,
+                            "p_outside": p_outside, "object_value": ov, "object_compliant": oc,
+                            "p_object_value": (option_probs[vals.index(ov)] if prop.closed and ov in vals else None),
+                            "correct": bool(oc and value is not None and value == ov)})
+        return rows
+
+    def cells(low: float, high: float) -> dict:
+        return {(task, p): rng.uniform(low, high) for task in tasks for p in manifests[task]["properties"]}
+
+    # meta_untrained: target-independent answers, copying the predictor's own behaviour now and then
+    untrained = []
+    for i, pr in enumerate(models):
+        comp = cells(0.4, 0.95)
+        if extremes == "all" and i == 0 and "categories" in tasks:
+            comp["categories", "among_b_or_d"] = 0.0  # never a valid answer: 0% compliance and accuracy
+        untrained += meta_rows(pr, list(models), pr, cells(0.25, 0.5), comp, pr)
+    meta_untrained = pd.DataFrame(untrained)
+
+    # meta_trained: self and cross in both directions, and the cross-prediction scaling runs
+    trained = []
+    for t in models:
+        for pr in models:
+            runs = [(None, full_examples)] + ([(n, n) for n in scaling_sizes if n < full_examples] if pr != t else [])
+            for size, n_examples in runs:
+                strength = {True: 0.45, False: 0.30}[pr == t] * (1.0 if size is None else 0.4 + 0.6 * size / full_examples)
+                copy = {k: float(np.clip(strength + rng.normal(0, 0.1), 0.05, 0.95)) for k in cells(0, 1)}
+                comp = cells(0.85, 1.0)
+                if extremes != "none" and pr == t:
+                    comp = {k: 1.0 for k in comp}  # a trained self-predictor that always answers validly
+                    if extremes == "all" and "myopic_reward" in tasks and size is None and t == models[-1]:
+                        copy["myopic_reward", "ethical_stance"] = 1.0  # one cell 100% correct (logit +inf)
+                name = f"{pr}__on__{t}" + ("" if size is None else f"__n{size}")
+                rows = meta_rows(pr, [t], t, copy, comp, t)
+                trained += [dict(r, run=name, n_examples=n_examples, scaling=size is not None,
+                                 mixed_precision=mixed_precision) for r in rows]
+    meta_trained = pd.DataFrame(trained)
+
+    # calibration: the object level's T=1 distribution beside every (non-scaling) predictor's option probabilities
+    dist = []
+    for (t, task, item, p), pi in pi_item.items():
+        n_ok = int(rng.binomial(n_samples, 0.95 if obj[t, task, item, p][1] else 0.5))
+        counts = rng.multinomial(n_ok, pi).astype(int).tolist()
+        dist.append({"target": t, "task": task, "item_id": item, "property": p,
+                     "options": list(get_property(p).options), "n_samples": n_samples, "n_compliant": n_ok,
+                     "n_other": 0, "object_counts": counts, "object_probs": [c / n_ok for c in counts] if n_ok else []})
+    meta = pd.concat([meta_untrained.assign(condition="untrained", run=None),
+                      meta_trained[~meta_trained["scaling"]].drop(columns=["mixed_precision"]).assign(condition="trained")],
+                     ignore_index=True)
+    calibration = (meta.drop(columns=["options"])
+                   .merge(pd.DataFrame(dist), on=["target", "task", "item_id", "property"], how="inner",
+                          validate="many_to_one")
+                   .rename(columns={"option_probs": "meta_probs"})
+                   .sort_values(["condition", "target", "predictor", "task", "item_id", "property"],
+                                ascending=[False, True, True, True, True, True], kind="stable"))
+    calibration = calibration[["condition", "run", "predictor", "target", "kind", "task", "split", "family", "item_id",
+                               "property", "options", "n_samples", "n_compliant", "n_other", "object_counts",
+                               "object_probs", "object_value", "meta_value", "meta_probs", "p_outside"]]
+
+    # behaviour change: each self-trained model taught the next model's answers, all evaluated items
+    bc = []
+    for i, m in enumerate(models):
+        source = models[(i + 1) % len(models)]
+        self_run = meta_trained[(meta_trained["run"] == f"{m}__on__{m}")].set_index(["task", "item_id", "property"])
+        for task in tasks:
+            for p in manifests[task]["properties"]:
+                prop = get_property(p)
+                vals = values_of(task, p)
+                shift = rng.uniform(0.1, 0.5)
+                for item in ids[task]:
+                    base_value = obj[m, task, item, p][0]
+                    source_value = obj[source, task, item, p][0]
+                    old_ok = rng.random() < 0.9
+                    old = (base_value or vals[rng.choice(len(vals), p=base[m, task, p])]) if old_ok else None
+                    new_ok = rng.random() < 0.9
+                    new = None
+                    if new_ok:
+                        new = source_value if (source_value and rng.random() < shift) else (
+                            old or vals[rng.choice(len(vals), p=base[source, task, p])])
+                    meta_ok = rng.random() < 0.9
+                    u = rng.random()
+                    mv = None if not meta_ok else (new if (new and u < 0.4) else old if (old and u < 0.75)
+                                                   else vals[rng.integers(len(vals))])
+                    if prop.closed:
+                        guess = mv if mv is not None else vals[rng.integers(len(vals))]
+                        probs = 0.6 * np.eye(len(vals))[vals.index(guess)] + 0.4 * rng.dirichlet(np.ones(len(vals)))
+                        option_probs, p_outside = list(probs), float(rng.beta(2, 6))
+                    else:
+                        option_probs, p_outside = [], None
+                    o = self_run.loc[(task, item, p)]
+                    bc.append({
+                        "model": m, "source": source, "run": f"{m}__bc__{source}", "task": task, "split": "test",
+                        "family": manifests[task]["family"], "item_id": item, "property": p,
+                        "base_value": base_value, "source_value": source_value,
+                        "old_response": old or "", "old_value": old, "old_compliant": old is not None,
+                        "new_response": new or "", "new_value": new, "new_compliant": new is not None,
+                        "changed": bool(old is not None and new is not None and old != new),
+                        "meta_old_value": o["meta_value"], "meta_old_compliant": bool(o["meta_compliant"]),
+                        "meta_value": mv, "meta_compliant": mv is not None, "options": list(prop.options or []),
+                        "option_probs": option_probs, "p_outside": p_outside,
+                        "p_old": option_probs[vals.index(old)] if prop.closed and old in vals else None,
+                        "p_new": option_probs[vals.index(new)] if prop.closed and new in vals else None,
+                        "matches_old": bool(mv is not None and old is not None and mv == old),
+                        "matches_new": bool(mv is not None and new is not None and mv == new)})
+    return {"meta_untrained": meta_untrained, "meta_trained": meta_trained,
+            "calibration": calibration.reset_index(drop=True), "behaviour_change": pd.DataFrame(bc)}
+
+
+def write_stage_tables(tables: dict[str, pd.DataFrame], data: Path) -> Path:
+    """Write the tables of :func:`simulate_stage_tables` as ``data/<name>.parquet``, where the analysis
+    stage reads them; returns ``data``."""
+    data = Path(data)
+    data.mkdir(parents=True, exist_ok=True)
+    for name, df in tables.items():
+        df.to_parquet(data / f"{name}.parquet", index=False)
+    return data

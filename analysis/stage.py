@@ -99,10 +99,11 @@ def _contrast(rows: pd.DataFrame, x: str, name: str, profile: Profile, seed_offs
     prior = M.prior_predictive_accuracy(model, data, seed=profile.seed)
     idata = M.sample(model, _settings(profile, seed_offset))
     diag = M.check_convergence(idata, name)
-    effects = [M.marginal_effects(idata, data).assign(by="overall")]
-    effects += [M.marginal_effects(idata, data, b).assign(by="+".join(b)) for b in by]
-    ppc = M.posterior_predictive_check(model, idata, data, seed=profile.seed)
-    return {"data": data, "idata": idata, "diagnostics": diag, "prior": prior,
+    probs = M.cell_probabilities(idata, data)
+    effects = [M.marginal_effects(idata, data, probs=probs).assign(by="overall")]
+    effects += [M.marginal_effects(idata, data, b, probs=probs).assign(by="+".join(b)) for b in by]
+    ppc = M.posterior_predictive_check(idata, data, seed=profile.seed)
+    return {"data": data, "idata": idata, "probs": probs, "diagnostics": diag, "prior": prior,
             "effects": pd.concat(effects, ignore_index=True), "ppc": ppc}
 
 
@@ -158,7 +159,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     # accuracy against the mode baseline, from the same posterior
     rows = []
     for level, kind in ((1, "self"), (0, "cross")):
-        draws = M.accuracy_draws(adv["idata"], adv["data"], level, ["target"])
+        draws = M.accuracy_draws(adv["idata"], adv["data"], level, ["target"], probs=adv["probs"])
         for (target,), acc in draws.items():
             base = trained[(trained["target"] == target) & (trained["kind"] == kind)]["mode_correct"].mean()
             d = acc - base
@@ -198,8 +199,10 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         cmodel = M.calibration_model(terr, GROUPS + [CELL])
         cidata = M.sample(cmodel, _settings(profile, 2))
         metrics["calibration"]["diagnostics"] = M.check_convergence(cidata, "calibration")
-        ceff = pd.concat([M.marginal_effects(cidata, cdata).assign(by="overall"),
-                          M.marginal_effects(cidata, cdata, ["target"]).assign(by="target")], ignore_index=True)
+        cprobs = M.cell_probabilities(cidata, cdata)
+        ceff = pd.concat([M.marginal_effects(cidata, cdata, probs=cprobs).assign(by="overall"),
+                          M.marginal_effects(cidata, cdata, ["target"], probs=cprobs).assign(by="target")],
+                         ignore_index=True)
         posteriors["calibration"] = cidata
         tables["calibration_error"] = ceff
         metrics["calibration"]["error_self_minus_cross"] = _summary(ceff.iloc[0])

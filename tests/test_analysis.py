@@ -120,7 +120,7 @@ def test_prior_and_posterior_predictive_checks(recovery):
     df, truth, data, model, idata = recovery
     prior = M.prior_predictive_accuracy(model, data)
     assert prior["q05"] < 0.2 and prior["q95"] > 0.8 and prior["extreme_share"] < 0.05  # weak, not extreme
-    ppc = M.posterior_predictive_check(model, idata, data)
+    ppc = M.posterior_predictive_check(idata, data)
     assert len(ppc) == 2 * 3 * 3 * 2 and ppc["covered"].mean() > 0.8
     assert (ppc.groupby("self")["observed"].sum().sort_index().to_list()
             == df.groupby("self")["correct"].sum().sort_index().to_list())
@@ -148,3 +148,136 @@ def test_counts_and_rows_give_the_same_posterior_and_sampling_is_deterministic()
     b = M.sample(M.contrast_model(rows), s)
     ea, eb = M.marginal_effects(a, counts).iloc[0], M.marginal_effects(b, rows).iloc[0]
     assert abs(ea["mean"] - eb["mean"]) < 0.01 and abs(ea["low"] - eb["low"]) < 0.02
+
+
+# ------------------------------------------------------------------------------ the models' log densities
+def _normal(x, sd):
+    from scipy.stats import norm
+
+    return float(np.sum(norm.logpdf(x, 0, sd)))
+
+
+def _half_normal(x, sd):
+    from scipy.stats import halfnorm
+
+    return float(np.sum(halfnorm.logpdf(x, scale=sd)))
+
+
+def _point(model, seed):
+    """A random point of the model's value variables (log scales for the positive ones), and the same point as
+    the variables themselves."""
+    rng = np.random.default_rng(seed)
+    values = {k: np.asarray(v + rng.normal(0, 0.7, np.shape(v))) for k, v in model.initial_point().items()}
+    return values, {k.removesuffix("_log__"): (np.exp(v) if k.endswith("_log__") else v) for k, v in values.items()}
+
+
+def test_the_contrast_model_is_the_documented_hierarchical_binomial():
+    """The model's log density (vector-valued scales and effects, a design matrix, a hand-written binomial)
+    equals the module docstring's model written out with scipy, term by term."""
+    from scipy.stats import binom
+
+    df, _ = simulate_predictions(seed=6, items=6)
+    data = M.to_cells(df.assign(cell=df["target"] + "|" + df["task"]), "self", ["target", "task", "property", "cell"],
+                      "unit")
+    model = M.contrast_model(data)
+    values, p = _point(model, 1)
+    c, groups = data.cells, data.groups
+    expected = _normal(p["alpha"], 1.5) + _normal(p["beta"], 1.0) + _half_normal(p["sigma_unit"], 1.0)
+    expected += _normal(p["z_unit"], 1.0) + _normal(p["z"], 1.0) + _normal(p["w"], 1.0)
+    expected += _half_normal(p["sigma"], 1.0) + _half_normal(p["tau"], 0.5)
+    eta = p["alpha"] + p["beta"] * c["self"].to_numpy(float)
+    start = 0
+    for j, g in enumerate(groups):
+        levels = sorted(c[g].unique())
+        idx = pd.Categorical(c[g], categories=levels).codes
+        a, b = p["sigma"][j] * p["z"][start:start + len(levels)], p["tau"][j] * p["w"][start:start + len(levels)]
+        eta = eta + a[idx] + b[idx] * c["self"].to_numpy(float)
+        start += len(levels)
+    eta = eta + p["sigma_unit"] * p["z_unit"][pd.Categorical(c["unit"], categories=sorted(c["unit"].unique())).codes]
+    expected += float(np.sum(binom.logpmf(c["k"], c["n"], 1 / (1 + np.exp(-eta)))))
+    got = float(model.compile_logp(jacobian=False)(values))
+    assert got == pytest.approx(expected, rel=1e-10)
+
+
+def test_the_calibration_model_is_a_beta_regression():
+    from scipy.stats import beta as beta_dist
+    from scipy.stats import gamma
+
+    rng = np.random.default_rng(2)
+    errors = pd.DataFrame({"target": rng.choice(["m1", "m2"], 80), "task": rng.choice(["k1", "k2", "k3"], 80),
+                           "property": "p", "self": rng.integers(0, 2, 80), "unit": [f"u{i // 2}" for i in range(80)],
+                           "error": np.r_[rng.random(78), 0.0, 1.0]})  # clipped to [0.001, 0.999]
+    model = M.calibration_model(errors, ["target", "task"])
+    values, p = _point(model, 3)
+    eta = p["alpha"] + p["beta"] * errors["self"].to_numpy(float)
+    start = 0
+    for j, g in enumerate(["target", "task"]):
+        levels = sorted(errors[g].unique())
+        idx = pd.Categorical(errors[g], categories=levels).codes
+        eta = eta + (p["sigma"][j] * p["z"][start:start + len(levels)])[idx]
+        eta = eta + (p["tau"][j] * p["w"][start:start + len(levels)])[idx] * errors["self"].to_numpy(float)
+        start += len(levels)
+    eta = eta + p["sigma_unit"] * p["z_unit"][pd.Categorical(errors["unit"], categories=sorted(errors["unit"].unique())).codes]
+    mu, phi = 1 / (1 + np.exp(-eta)), p["phi"]
+    y = np.clip(errors["error"].to_numpy(float), 1e-3, 1 - 1e-3)
+    expected = (_normal(p["alpha"], 1.5) + _normal(p["beta"], 1.0) + _half_normal(p["sigma"], 1.0)
+                + _half_normal(p["tau"], 0.5) + _normal(p["z"], 1.0) + _normal(p["w"], 1.0)
+                + _half_normal(p["sigma_unit"], 1.0) + _normal(p["z_unit"], 1.0)
+                + float(gamma.logpdf(phi, 2.0, scale=1 / 0.1)) + float(np.sum(beta_dist.logpdf(y, mu * phi, (1 - mu) * phi))))
+    assert float(model.compile_logp(jacobian=False)(values)) == pytest.approx(expected, rel=1e-10)
+
+
+def test_the_gate_reads_the_diagnostics_az_summary_shows(recovery):
+    import arviz as az
+
+    df, truth, data, model, idata = recovery
+    free = [v for v in idata.posterior.data_vars if not v.startswith(("a_", "b_", "p"))]
+    s = az.summary(idata, var_names=free, kind="diagnostics")
+    d = M.diagnostics(idata)
+    assert d["r_hat_max"] == s["r_hat"].max() and d["ess_bulk_min"] == s["ess_bulk"].min()
+    assert d["worst_r_hat"] == s["r_hat"].idxmax() and d["worst_ess"] == s["ess_bulk"].idxmin()
+
+
+def test_the_cluster_bootstrap_resamples_as_one_call_per_resample():
+    """The vectorised resampling draws the very numbers of ``n_boot`` sequential ``rng.integers`` calls."""
+    df, _ = simulate_predictions(seed=8, items=10)
+    got = freq.cluster_bootstrap_difference(df, seed=4)
+    codes, _ = pd.factorize(df["unit"], sort=True)
+    m, xs, ys = codes.max() + 1, df["self"].to_numpy().astype(bool), df["correct"].to_numpy(float)
+    rng = np.random.default_rng(4)
+    boot = []
+    for _ in range(2000):
+        w = np.bincount(rng.integers(0, m, m), minlength=m)[codes]
+        boot.append((w * ys)[xs].sum() / w[xs].sum() - (w * ys)[~xs].sum() / w[~xs].sum())
+    assert got["low"] == pytest.approx(np.quantile(boot, 0.025), abs=1e-12)
+    assert got["high"] == pytest.approx(np.quantile(boot, 0.975), abs=1e-12)
+
+
+def test_wilson_refuses_a_bound_that_misses_by_more_than_rounding(monkeypatch):
+    import statsmodels.stats.proportion as sp
+
+    assert all(np.isnan(freq.wilson(0, 0)))
+    monkeypatch.setattr(sp, "proportion_confint", lambda k, n, alpha, method: (np.asarray(0.2), np.asarray(0.9)))
+    with pytest.raises(ArithmeticError, match="not a rounding error"):
+        freq.wilson(1, 10)  # 0.1 lies below a lower bound of 0.2
+
+
+def test_simulated_stage_tables_have_the_stage_columns():
+    from analysis.simulate import simulate_stage_tables
+
+    t = simulate_stage_tables(items=4, calibration_items=2, n_samples=5, tasks=("animals", "categories", "myopic_reward"))
+    assert list(t["meta_untrained"].columns) == [
+        "predictor", "dtype", "target", "kind", "task", "split", "family", "item_id", "property", "meta_prompt_hash",
+        "meta_response", "meta_value", "meta_compliant", "options", "option_probs", "p_outside", "object_value",
+        "object_compliant", "p_object_value", "correct"]
+    assert list(t["meta_trained"].columns) == list(t["meta_untrained"].columns) + ["run", "n_examples", "scaling",
+                                                                                  "mixed_precision"]
+    assert list(t["calibration"].columns) == [
+        "condition", "run", "predictor", "target", "kind", "task", "split", "family", "item_id", "property",
+        "options", "n_samples", "n_compliant", "n_other", "object_counts", "object_probs", "object_value",
+        "meta_value", "meta_probs", "p_outside"]
+    assert set(t["calibration"]["property"]) <= {"first_character", "second_character", "third_character",
+                                                 "starts_with_vowel", "among_a_or_c", "among_b_or_d", "ethical_stance"}
+    mt = t["meta_trained"]
+    assert sorted(mt.loc[mt["scaling"], "n_examples"].unique()) == [120, 240] and set(mt.loc[mt["scaling"], "kind"]) == {"cross"}
+    assert (mt["correct"] == (mt["object_compliant"] & mt["meta_compliant"] & (mt["meta_value"] == mt["object_value"]))).all()
