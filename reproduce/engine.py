@@ -21,10 +21,18 @@ The prompt's forward pass dominates on a CPU, so the engine computes every share
 - A response ends at EOS, at the first newline token that follows a token with content, or at its
   ``max_new_tokens``; every task asks for a one-line answer. The newline cut is applied to the decoded text,
   so a row's response does not depend on when the rest of its batch stopped.
-- Option distributions: the raw next-token logits of the first decoding step (the same forward pass that
-  yields the greedy answer's first token) give, for each option, the summed probability of its single-token
-  surface forms (``b``, ``B``, `` b``, `` B`` ...). Probabilities are normalised over the options; the mass on
-  every other token is returned as ``p_outside``. This is exact, with no sampling.
+- Option distributions describe the same token as the scored answer. The meta value is parsed from the
+  greedy string with surrounding quotes and punctuation stripped (:mod:`reproduce.properties`), so for an
+  answer ``"b"`` it is the ``b``, not the opening quote. The option mass is therefore read at the first
+  decoding step whose greedy token carries content: tokens that decode to nothing but whitespace, quotes,
+  brackets, asterisks, backticks or underscores (:func:`is_opening`) are skipped. At that step the raw
+  next-token logits (conditioned on the prompt and the greedy tokens before it, exactly what the greedy answer
+  saw) give, for each option, the summed probability of its single-token surface forms (``b``, ``B``,
+  `` b``, `` B`` ...). Probabilities are normalised over the options; the mass on every other token is
+  returned as ``p_outside``. This is exact, with no sampling. ``Generation.option_position`` names the step
+  used; when no content token is generated (EOS or the token limit first) the first step is used and the
+  position is -1. Alternative not taken: scoring each option's full surface string by teacher forcing, which
+  costs one forward pass per option instead of none beyond the greedy decode.
 
 :attr:`Engine.stats` counts the prompt tokens a full recomputation would compute, those actually computed,
 and the decoding work, for the benchmark's roofline figure.
@@ -45,17 +53,34 @@ from tqdm.auto import tqdm
 from .models import LoadedModel, ModelError
 
 #: part of every shard fingerprint: results of another engine version are never mixed with these
-ENGINE_VERSION = "3"
+ENGINE_VERSION = "4"
+
+
+#: characters a model may open an answer with before its content: whitespace, quotes, brackets, emphasis
+OPENING_CHARS = frozenset(" \t\r\n\"'`*_([{<\u00ab\u2039\u201c\u201d\u201e\u2018\u2019\u201a")
+
+
+def is_opening(text: str) -> bool:
+    """Whether a decoded token is only opening punctuation or whitespace (no content of its own): the option
+    distribution is read after such tokens, at the first one that carries the answer."""
+    return all(c in OPENING_CHARS for c in text)
 
 
 @dataclass(frozen=True)
 class Generation:
+    """One generated answer. For a greedy prompt asked for its options, ``option_probs`` and ``p_outside``
+    come from the next-token distribution at the first generated position whose token carries content (an
+    opening quote, space or bracket is skipped), so they describe the token the scored answer is parsed
+    from. ``option_position`` is that position's index among the generated tokens, or -1 when no content
+    token was generated and the first position was used instead."""
+
     response: str  # stripped, cut at the first newline after content
     raw: str  # everything decoded, special tokens removed
     n_new_tokens: int
     finish: str  # eos | newline | length
     option_probs: tuple[float, ...] | None = None  # normalised over the options
-    p_outside: float | None = None  # next-token mass on tokens that are none of the options
+    p_outside: float | None = None  # mass on tokens that are none of the options, at the same position
+    option_position: int | None = None  # generated position the distribution is read at; -1: fallback to 0
 
 
 def cut_response(text: str) -> tuple[str, bool]:
@@ -184,6 +209,7 @@ class Engine:
         self.vocab_size = len(vocab)
         self._newline = ["\n" in t for t in vocab]
         self._content = [bool(t.strip()) for t in vocab]
+        self._opening = [is_opening(t) for t in vocab]
         self._eos = set(self.eos_ids)
         self._suppress = torch.tensor(self.suppress_ids, dtype=torch.long, device=lm.device)
         self._option_cache: dict[tuple[str, ...], list[list[int]]] = {}
@@ -361,19 +387,12 @@ class Engine:
         out = self._forward(stok, mask, cache)
         cache, logits = out.past_key_values, out.logits[:, -1].float()
 
-        # option distributions from the raw first-step logits
+        # option distributions: read from the raw logits of each step until the row's greedy token carries content
         results: dict[int, Generation] = {}
-        dists: dict[int, tuple[np.ndarray, float]] = {}
-        if options is not None:
-            by_options: dict[tuple[str, ...], list[int]] = {}
-            for row, r in enumerate(members):
-                opts = options[rows[r][0]]
-                if opts is not None:
-                    by_options.setdefault(tuple(opts), []).append(row)
-            for opts, at in by_options.items():
-                probs, outside = self._distribution(logits[at], opts)
-                for x, row in enumerate(at):
-                    dists[members[row]] = (probs[x], float(outside[x]))
+        dists: dict[int, tuple[np.ndarray, float, int]] = {}  # row -> (probs, outside, position)
+        first: dict[int, tuple[np.ndarray, float, int]] = {}  # the first step's, the fallback
+        pending = {r: tuple(options[rows[r][0]]) for r in members
+                   if options is not None and options[rows[r][0]] is not None}
 
         # 3. decoding: active rows only, stopped rows dropped from the batch
         gens = {r: torch.Generator().manual_seed(derive_seed(seed, ids[rows[r][0]], rows[r][1])) for r in members} \
@@ -384,6 +403,7 @@ class Engine:
         seen_content = {r: False for r in members}
         pos = mask.long().sum(-1)  # next position of each active row
         while True:
+            step_dists = self._step_distributions(logits, active, pending, new)
             if len(self._suppress):
                 logits[:, self._suppress] = float("-inf")
             if sample:
@@ -396,6 +416,11 @@ class Engine:
                 nxt = logits.argmax(-1)
             keep = []
             for row, (r, t) in enumerate(zip(active, nxt.tolist())):
+                if r in step_dists:
+                    first.setdefault(r, step_dists[r])
+                    if t not in self._eos and not self._opening[t]:
+                        dists[r] = step_dists[r]
+                        del pending[r]
                 if t in self._eos:
                     finish[r] = "eos"
                     continue
@@ -422,8 +447,27 @@ class Engine:
         for r in members:
             raw = tok.decode(new[r], skip_special_tokens=True)
             response, was_cut = cut_response(raw)
-            probs, outside = dists.get(r, (None, None))
+            if r in first and r not in dists:  # no content token generated: the first step, flagged
+                dists[r] = (*first[r][:2], -1)
+            probs, outside, position = dists.get(r, (None, None, None))
             results[r] = Generation(
                 response=response, raw=raw, n_new_tokens=len(new[r]), finish="newline" if was_cut else finish[r],
-                option_probs=None if probs is None else tuple(float(x) for x in probs), p_outside=outside)
+                option_probs=None if probs is None else tuple(float(x) for x in probs), p_outside=outside,
+                option_position=position)
         return results
+
+    def _step_distributions(self, logits: torch.Tensor, active: list[int], pending: dict[int, tuple[str, ...]],
+                            new: dict[int, list[int]]) -> dict[int, tuple[np.ndarray, float, int]]:
+        """The option distribution of every active row still waiting for its content token, from this step's
+        raw logits (before special tokens are suppressed), with the step's position."""
+        by_options: dict[tuple[str, ...], list[int]] = {}
+        for row, r in enumerate(active):
+            if r in pending:
+                by_options.setdefault(pending[r], []).append(row)
+        out = {}
+        for opts, at in by_options.items():
+            probs, outside = self._distribution(logits[at], opts)
+            for x, row in enumerate(at):
+                r = active[row]
+                out[r] = (probs[x], float(outside[x]), len(new[r]))
+        return out

@@ -187,3 +187,52 @@ def test_shared_prefix_cache_gives_the_same_answers_as_full_recompute(models, sp
     b = full.generate(prompts, 6, options=[CHARS] * 6)
     assert [x[0].response for x in a] == [x[0].response for x in b]
     assert np.allclose([x[0].option_probs for x in a], [x[0].option_probs for x in b], atol=1e-4)
+
+
+@pytest.mark.parametrize("text,opening", [
+    ('"', True), (' "', True), ("\n", True), ("(", True), ("**", True), ("`", True), (" \u201c", True), ("", True),
+    ("b", False), (' "b', False), ("The", False), ("-", False), ("1", False),
+])
+def test_is_opening_skips_quotes_space_brackets_and_emphasis_only(text, opening):
+    from reproduce.engine import is_opening
+
+    assert is_opening(text) is opening
+
+
+def test_option_mass_is_read_after_an_opening_quote(models):
+    """SmolLM2 answers colors-000's second-character question with ``"b"``: the option distribution is read at
+    the ``b`` (position 1), and equals a softmax over the next-token logits of the prompt plus the quote,
+    computed here by a plain forward pass; the greedy answer is unchanged by where the options are read."""
+    import torch
+
+    lm, engine = models["smollm2-135m"]
+    prompt = load_task("colors").items[0]["hypothetical_prompts"]["second_character"]
+    g = engine.generate([prompt], 6, options=[CHARS])[0][0]
+    plain = engine.generate([prompt], 6)[0][0]
+    assert g.raw.startswith('"') and get_property("second_character").parse_meta(g.response) == "b"
+    assert (g.response, g.raw, g.n_new_tokens) == (plain.response, plain.raw, plain.n_new_tokens)
+    assert g.option_position == 1
+    ids = engine.tokenize([prompt])[0]
+    quote = lm.tokenizer.encode(g.raw, add_special_tokens=False)[0]
+    assert lm.tokenizer.decode([quote]) == '"'
+    with torch.inference_mode():
+        probs = torch.softmax(lm.model(input_ids=torch.tensor([ids + [quote]])).logits[0, -1].float(), -1)
+    mass = np.array([float(probs[t].sum()) for t in engine.option_token_ids(CHARS)])
+    assert abs(g.p_outside - (1 - mass.sum())) < 1e-4
+    assert np.allclose(g.option_probs, mass / mass.sum(), atol=1e-4)
+    # the greedy letter leads the options, and less mass falls outside them than at the quote's position
+    at_quote = engine.generate([prompt], 1, options=[CHARS])[0][0]
+    assert CHARS[int(np.argmax(g.option_probs))] == "b" and g.p_outside < at_quote.p_outside
+
+
+def test_option_position_falls_back_to_the_first_step_without_content(models):
+    """An answer cut before any content token (one new token, an opening quote) is scored at the first step,
+    flagged -1; an answer that opens with content is read at position 0, as before."""
+    _, engine = models["smollm2-135m"]
+    item = load_task("colors").items[0]
+    quoted = engine.generate([item["hypothetical_prompts"]["second_character"]], 1, options=[CHARS])[0][0]
+    assert quoted.raw == '"' and quoted.option_position == -1 and quoted.p_outside > 0.5
+    prompt = load_task("animals").items[0]["hypothetical_prompts"]["starts_with_vowel"]
+    plain = engine.generate([prompt], 6, options=[("true", "false")])[0][0]
+    assert plain.raw[:1].isalnum() and plain.option_position == 0
+    assert engine.generate([prompt], 6)[0][0].option_position is None  # no options asked, none read
