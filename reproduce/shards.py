@@ -4,8 +4,10 @@ A shard is one parquet file for one unit of work (a chunk of items of one task).
 and re-run finds its finished shards and skips them, so no row is lost or written twice. The fingerprint
 folder is named by a hash of everything that determines the results (model weights, dtype, batch size,
 dataset hash, generation settings, code version); changing any of them starts a fresh folder instead of
-mixing incompatible rows. Work folders live under ``data/.work``, outside DVC's outputs, because DVC
-deletes a stage's outputs before running it.
+mixing incompatible rows. Within a folder a shard is named by a hash of the item ids it holds, not by its
+position: a stage that evaluates another selection of items reuses exactly the chunks it shares with an
+earlier run and computes the rest, and can never read rows of items it did not ask for. Work folders live
+under ``data/.work``, outside DVC's outputs, because DVC deletes a stage's outputs before running it.
 """
 
 from __future__ import annotations
@@ -50,13 +52,31 @@ class ShardStore:
 
     def map(self, prefix: str, items: list, compute: Callable[[int, list], pd.DataFrame],
             size: int = SHARD_ITEMS) -> pd.DataFrame:
-        """Cut ``items`` into chunks of ``size``; for each chunk ``k`` not finished yet, write the shard
-        ``compute(k, chunk)`` under the key ``<prefix>-<k:04d>-<len(chunk)>``; return every shard's rows in order."""
+        """Cut ``items`` into consecutive chunks of ``size``; for each chunk ``k`` not finished yet, write the
+        shard ``compute(k, chunk)`` under the key :func:`chunk_key` (``<prefix>-<hash of the chunk's item
+        ids>``); return every shard's rows in order. ``k`` is the chunk's index in this call (for progress
+        labels): the rows must depend on the chunk's items alone."""
         keys = []
         for k in range(0, -(-len(items) // size)):
             chunk = items[k * size:(k + 1) * size]
-            key = f"{prefix}-{k:04d}-{len(chunk)}"
+            key = chunk_key(prefix, chunk)
             keys.append(key)
             if not self.done(key):
-                self.write(key, compute(k, chunk))
+                df = compute(k, chunk)
+                if "item_id" in df.columns:
+                    stray = set(df["item_id"]) - {item_id(it) for it in chunk}
+                    if stray:
+                        raise RuntimeError(f"shard {key}: compute returned rows of items outside its chunk: "
+                                           f"{sorted(map(str, stray))[:5]}")
+                self.write(key, df)
         return self.read(keys)
+
+
+def item_id(item: Any) -> str:
+    """An item's id: its ``item_id`` field, or the item itself when it is a plain string."""
+    return item if isinstance(item, str) else str(item["item_id"])
+
+
+def chunk_key(prefix: str, chunk: list) -> str:
+    """A shard's key: ``prefix`` and a hash of its item ids, in order (the rows come in that order)."""
+    return f"{prefix}-{short_hash(chr(0).join(item_id(it) for it in chunk))}"

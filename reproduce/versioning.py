@@ -1,0 +1,43 @@
+"""Versions that decide whether stored results are still valid.
+
+A fingerprint that names only parameters misses two causes of different numbers: a change to the code that
+computes them (the loss, the option scoring, a property's parser) and a change of the libraries under it
+(torch kernels, transformers' chat templates and attention). :func:`code_version` hashes the source text of
+the modules a stage runs, so editing any of them starts fresh shards or retrains; :func:`runtime_versions`
+names the installed libraries. Both are cheap and depend on nothing but the installed files.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+from types import ModuleType
+
+from .io import short_hash
+
+#: libraries whose versions can change the numbers; those not installed are left out
+RUNTIME_PACKAGES = ("torch", "transformers", "peft")
+
+
+def code_version(*modules: str | ModuleType) -> str:
+    """A short hash of the source text of ``modules`` (names or module objects), in the order given, each
+    labelled by its name: any edit to any of them changes the version, comments and docstrings included."""
+    if not modules:
+        raise ValueError("code_version needs at least one module")
+    parts = []
+    for m in modules:
+        module = importlib.import_module(m) if isinstance(m, str) else m
+        parts.append(f"{module.__name__}\x00{inspect.getsource(module)}")
+    return short_hash("\x00\x00".join(parts))
+
+
+def runtime_versions() -> dict[str, str]:
+    """The installed versions of :data:`RUNTIME_PACKAGES`, by package name."""
+    versions = {}
+    for name in RUNTIME_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
