@@ -81,3 +81,86 @@ def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = (
     return {"log_odds": float(fit.params[x]), "log_odds_low": float(lo), "log_odds_high": float(hi),
             "p_value": float(fit.pvalues[x]), "ame": ame, "ame_low": ame - z * se, "ame_high": ame + z * se,
             "clusters": int(codes.max() + 1)}
+
+
+# ------------------------------------------------------------------------------------- behaviour change
+def _cluster_weights(m: int, n_boot: int, seed: int) -> np.ndarray:
+    """``(n_boot, m)`` multiplicities of ``m`` clusters resampled with replacement (resample b is the b-th
+    ``rng.integers(0, m, m)`` call on the stream, as in :func:`cluster_bootstrap_difference`)."""
+    draws = np.random.default_rng(seed).integers(0, m, (n_boot, m))
+    w = np.bincount((draws + m * np.arange(n_boot)[:, None]).ravel(), minlength=n_boot * m).reshape(n_boot, m)
+    return w.astype(float)
+
+
+def permutation_null(out: pd.DataFrame, n_perm: int = N_BOOT, seed: int = 0,
+                     cell: tuple[str, ...] = ("model", "task", "property"), by: str = "model") -> pd.DataFrame:
+    """Experiment 3's permutation null: the changed model's predictions shuffled among the changed items of
+    each ``cell`` (model x task x property), ``n_perm`` times (seeded), and P(prediction = new),
+    P(prediction = old) and their difference recomputed on every shuffle.
+
+    The shuffle keeps what a predictor without item-level knowledge keeps: how often it predicts each value in
+    each cell (so a predictor that merely drifted towards the value most items moved to scores the same on
+    every shuffle), and breaks only which item gets which prediction. ``out``: the rows of
+    :func:`analysis.tidy.behaviour_outcomes`.
+
+    One row per group of ``by`` and ``"pooled"``: ``statistic`` (``p_new``, ``p_old``, ``new_minus_old``),
+    ``observed``, ``null_mean``, ``null_low``/``null_high`` (2.5% / 97.5%) and ``p_value``, the one-sided
+    permutation p-value P(null >= observed) with the observed arrangement counted among the shuffles,
+    ``(1 + #{null >= observed}) / (1 + n_perm)``: small when the predictions match the behaviour item by item
+    more often than their shuffles do."""
+    if n_perm < 2000:
+        raise ValueError(f"n_perm={n_perm}: use at least 2000 permutations")
+    d = out.sort_values(list(cell), kind="stable").reset_index(drop=True)
+    values = pd.concat([d["meta_value"], d["new_value"], d["old_value"]]).dropna().unique()
+    code = {v: i for i, v in enumerate(values)}
+    meta = np.array([code[v] if ok and v is not None and v == v else -1
+                     for v, ok in zip(d["meta_value"], d["meta_compliant"].astype(bool))])
+    new, old = d["new_value"].map(code).to_numpy(int), d["old_value"].map(code).to_numpy(int)
+    groups = pd.factorize(pd.MultiIndex.from_frame(d[list(cell)]), sort=True)[0]
+    rng = np.random.default_rng(seed)
+    # rows are sorted by cell, so sorting group code + U(0, 1) shuffles within each cell's contiguous block
+    perm = np.argsort(groups[None, :] + rng.random((n_perm, len(d))), axis=1, kind="stable")
+    shuffled = meta[perm]
+    hit_new, hit_old = shuffled == new[None, :], shuffled == old[None, :]
+    rows = []
+    for name, mask in [*((g, (d[by] == g).to_numpy()) for g in sorted(d[by].unique())), ("pooled", np.ones(len(d), bool))]:
+        obs = {"p_new": (meta == new)[mask].mean(), "p_old": (meta == old)[mask].mean()}
+        obs["new_minus_old"] = obs["p_new"] - obs["p_old"]
+        null = {"p_new": hit_new[:, mask].mean(axis=1), "p_old": hit_old[:, mask].mean(axis=1)}
+        null["new_minus_old"] = null["p_new"] - null["p_old"]
+        for stat in ("p_new", "p_old", "new_minus_old"):
+            z = null[stat]
+            rows.append({by: name, "statistic": stat, "observed": float(obs[stat]), "null_mean": float(z.mean()),
+                         "null_low": float(np.quantile(z, 0.025)), "null_high": float(np.quantile(z, 0.975)),
+                         "p_value": float((1 + np.sum(z >= obs[stat] - 1e-12)) / (1 + n_perm)),
+                         "n": int(mask.sum()), "n_perm": n_perm})
+    return pd.DataFrame(rows)
+
+
+def difference_in_differences(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, cluster: str = "unit",
+                              alpha: float = 0.05) -> dict:
+    """Experiment 3's difference-in-differences against the prediction before the change: how much more the
+    prediction moved towards the new behaviour than towards the old one,
+    ``[P(after = new) - P(before = new)] - [P(after = old) - P(before = old)]`` over the changed items
+    (``before`` is M1''s prediction, ``meta_old_value``; ``after`` the changed model's), with percentile
+    intervals from resampling answer units (an item's properties share one answer), ``n_boot`` times.
+
+    Returns ``estimate``/``low``/``high`` of the difference in differences and of its two parts
+    (``change_new``, ``change_old``), as shares in [-2, 2] and [-1, 1]."""
+    if n_boot < 2000:
+        raise ValueError(f"n_boot={n_boot}: use at least 2000 bootstrap resamples")
+    codes, _ = pd.factorize(out[cluster], sort=True)
+    m = int(codes.max()) + 1
+    w = _cluster_weights(m, n_boot, seed)
+    n = np.bincount(codes, minlength=m).astype(float)
+    parts = {"change_new": (out["match_new"] - out["before_new"]).to_numpy(float),
+             "change_old": (out["match_old"] - out["before_old"]).to_numpy(float)}
+    parts["did"] = parts["change_new"] - parts["change_old"]
+    res = {}
+    for name, y in parts.items():
+        s = np.bincount(codes, y, minlength=m)
+        boot = (w @ s) / (w @ n)
+        res[name] = {"estimate": float(y.mean()), "low": float(np.quantile(boot, alpha / 2)),
+                     "high": float(np.quantile(boot, 1 - alpha / 2))}
+    res.update(n=len(out), clusters=m, n_boot=n_boot)
+    return res

@@ -73,18 +73,25 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                           full_examples: int = 480, scaling_sizes: tuple[int, ...] = (120, 240),
                           calibration_items: int = 10, n_samples: int = 20, extremes: str = "compliance",
                           dtype: str = "bfloat16", mixed_precision: str = "bf16",
-                          data_raw: Path | None = None) -> dict[str, pd.DataFrame]:
+                          seeds: tuple[int, ...] = (0, 1), data_raw: Path | None = None) -> dict[str, pd.DataFrame]:
     """Synthetic ``meta_untrained``, ``meta_trained``, ``calibration`` and ``behaviour_change`` tables with
-    the exact columns of :mod:`reproduce.stages` (defaults: the ``default`` profile's shape; ``dtype`` and
-    ``mixed_precision`` are the recorded inference dtype and training precision), so that the
-    ``analysis`` stage can be timed and its edge cases exercised without running a language model.
+    the columns of :mod:`reproduce.stages` (defaults: the ``default`` profile's shape; ``dtype`` and
+    ``mixed_precision`` are the recorded inference dtype and training precision; ``seeds`` the finetune
+    seeds), so that the ``analysis`` stage can be timed and its edge cases exercised without running a
+    language model.
+
+    The protocol is the original study's: each model M1 is self-trained once per finetune seed, which gives
+    M1' (object model ``<model>+self-s<seed>``) with object-level behaviour of its own (lower compliance,
+    some answers changed); both trained predictors of a target are scored against M1''s behaviour
+    (``ground_truth = "trained"``) and, as a sensitivity variant, the same predictions against the base
+    model's (``ground_truth = "base"``). Untrained predictors are scored against the base model.
 
     The generative story, chosen for realistic rates rather than for any model's likelihood: each target has
     a skewed favourite-answer distribution per task x property (the mode baseline), greedy object answers
     comply 60-100% of the time; a predictor complies 40-95% untrained and 85-100% trained, and a compliant
     answer copies the target's value with a probability that is highest for trained self-prediction, lower
     for cross-prediction and the smaller scaling runs, and otherwise draws from the target's (or, untrained,
-    its own) favourites; one answer unit (target x item) is easier than another for every predictor.
+    its own) favourites; one answer unit (object model x item) is easier than another for every predictor.
     Untrained meta answers are target-independent, as in the pipeline.
 
     ``extremes`` puts cells at the boundaries: ``"compliance"`` (default) the ones a real float32 run hit, 100%
@@ -94,6 +101,8 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
     divergent transitions at the default sampler settings); ``"none"`` no forced extreme."""
     if extremes not in ("none", "compliance", "all"):
         raise ValueError(f"extremes={extremes!r}: one of 'none', 'compliance', 'all'")
+    if not seeds:
+        raise ValueError("seeds: at least one finetune seed")
     from reproduce.datasets import DATA_RAW
     from reproduce.io import short_hash
     from reproduce.properties import get_property
@@ -107,8 +116,13 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
         opts = get_property(prop).options
         return list(opts) if opts is not None else _WORDS.get(task, ["one", "two", "three", "four", "five"])
 
-    # object level: a favourite-answer distribution per target x task x property, greedy values per item,
-    # and (calibration subset, closed properties) an item-level temperature-1 distribution around the greedy one
+    def self_trained(model: str, s: int) -> str:
+        return f"{model}+self-s{s}"
+
+    # object level: a favourite-answer distribution per object model x task x property, greedy values per
+    # item, and (calibration subset, closed properties) an item-level temperature-1 distribution around the
+    # greedy one. The base models first; then each self-trained M1', which keeps most of its base answers
+    # and complies less often (self-training lowered object-level compliance in the real runs)
     base, obj, pi_item = {}, {}, {}
     shared = {(task, p): _skewed(rng, len(values_of(task, p))) for task in tasks for p in manifests[task]["properties"]}
     for t in models:
@@ -125,16 +139,36 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                     if i < calibration_items and get_property(p).closed:
                         sharp = rng.uniform(0.2, 0.9)  # some answers are sampled more consistently than others
                         pi_item[t, task, item, p] = sharp * np.eye(len(vals))[greedy[i]] + (1 - sharp) * pi
+    for t in models:
+        for s in seeds:
+            om = self_trained(t, s)
+            for task in tasks:
+                for p in manifests[task]["properties"]:
+                    vals = values_of(task, p)
+                    pi = 0.7 * base[t, task, p] + 0.3 * _skewed(rng, len(vals))
+                    base[om, task, p] = pi
+                    rate = 1.0 if (extremes != "none" and manifests[task]["family"] == "ab_choice") else rng.uniform(0.5, 0.95)
+                    for i, item in enumerate(ids[task]):
+                        old = obj[t, task, item, p][0]
+                        ok = rng.random() < rate
+                        value = (old if (old is not None and rng.random() < 0.7) else vals[rng.choice(len(vals), p=pi)])
+                        obj[om, task, item, p] = (value if ok else None, bool(ok))
+                        if (t, task, item, p) in pi_item:
+                            sharp = rng.uniform(0.2, 0.9)
+                            g = vals.index(value)
+                            pi_item[om, task, item, p] = sharp * np.eye(len(vals))[g] + (1 - sharp) * pi
+    object_models = list(models) + [self_trained(t, s) for t in models for s in seeds]
 
     # one answer defines every property of an item: some answers are easier to predict than others, for
     # every predictor (the answer-unit effect of the models)
-    easy = {(t, task, item): rng.normal(0, 0.8) for t in models for task in tasks for item in ids[task]}
+    easy = {(m, task, item): rng.normal(0, 0.8) for m in object_models for task in tasks for item in ids[task]}
 
-    def meta_rows(predictor: str, targets: list[str], copy_from: str | None, copy: dict, compliance: dict,
-                  favourites_of: str) -> list[dict]:
-        """One predictor's hypothetical answers joined with each target's object level. The answer is drawn
-        once per item and property (``copy_from`` is whose object value it copies; ``favourites_of`` whose
-        favourite-answer distribution it otherwise draws from) and scored against every target."""
+    def meta_rows(predictor: str, scored: list[tuple[str, str, str]], copy_from: str | None, copy: dict,
+                  compliance: dict, favourites_of: str) -> list[dict]:
+        """One predictor's hypothetical answers joined with object-level behaviour. The answer is drawn once
+        per item and property (``copy_from`` is the object model whose value it copies; ``favourites_of``
+        whose favourite-answer distribution it otherwise draws from) and scored against every ``(target,
+        object_model, ground_truth)`` of ``scored``."""
         rows = []
         leaning = cells(0.1, 0.5)  # how closely this predictor's option probabilities follow the distribution
         for task in tasks:
@@ -159,8 +193,8 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                         option_probs, p_outside = list(probs / probs.sum()), float(rng.beta(2, 6))
                     else:
                         option_probs, p_outside = [], None
-                    for t in targets:
-                        ov, oc = obj[t, task, item, p]
+                    for t, om, truth in scored:
+                        ov, oc = obj[om, task, item, p]
                         rows.append({
                             "predictor": predictor, "dtype": dtype, "target": t, "kind": "self" if predictor == t else "cross",
                             "task": task, "split": "test", "family": m["family"], "item_id": item, "property": p,
@@ -169,7 +203,8 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                             "options": list(prop.options or []), "option_probs": option_probs,
                             "p_outside": p_outside, "object_value": ov, "object_compliant": oc,
                             "p_object_value": (option_probs[vals.index(ov)] if prop.closed and ov in vals else None),
-                            "correct": bool(oc and value is not None and value == ov)})
+                            "correct": bool(oc and value is not None and value == ov),
+                            "object_model": om, "ground_truth": truth})
         return rows
 
     def cells(low: float, high: float) -> dict:
@@ -181,64 +216,71 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
         comp = cells(0.4, 0.95)
         if extremes == "all" and i == 0 and "categories" in tasks:
             comp["categories", "among_b_or_d"] = 0.0  # never a valid answer: 0% compliance and accuracy
-        untrained += meta_rows(pr, list(models), pr, cells(0.25, 0.5), comp, pr)
-    meta_untrained = pd.DataFrame(untrained)
+        untrained += meta_rows(pr, [(t, t, "base") for t in models], pr, cells(0.25, 0.5), comp, pr)
+    meta_untrained = pd.DataFrame(untrained).assign(seed=pd.array([pd.NA] * len(untrained), dtype="Int64"))
 
-    # meta_trained: self and cross in both directions, and the cross-prediction scaling runs
+    # meta_trained: per seed, self and cross in both directions (scored against M1' of that seed, and the
+    # same predictions against the base model), and the cross-prediction scaling runs of the first seed
     trained = []
-    for t in models:
-        for pr in models:
-            runs = [(None, full_examples)] + ([(n, n) for n in scaling_sizes if n < full_examples] if pr != t else [])
-            for size, n_examples in runs:
-                strength = {True: 0.45, False: 0.30}[pr == t] * (1.0 if size is None else 0.4 + 0.6 * size / full_examples)
-                copy = {k: float(np.clip(strength + rng.normal(0, 0.1), 0.05, 0.95)) for k in cells(0, 1)}
-                comp = cells(0.85, 1.0)
-                if extremes != "none" and pr == t:
-                    comp = {k: 1.0 for k in comp}  # a trained self-predictor that always answers validly
-                    if extremes == "all" and "myopic_reward" in tasks and size is None and t == models[-1]:
-                        copy["myopic_reward", "ethical_stance"] = 1.0  # one cell 100% correct (logit +inf)
-                name = f"{pr}__on__{t}" + ("" if size is None else f"__n{size}")
-                rows = meta_rows(pr, [t], t, copy, comp, t)
-                trained += [dict(r, run=name, n_examples=n_examples, scaling=size is not None,
-                                 mixed_precision=mixed_precision) for r in rows]
+    for s in seeds:
+        for t in models:
+            om = self_trained(t, s)
+            for pr in models:
+                sizes = [n for n in scaling_sizes if n < full_examples] if (pr != t and s == seeds[0]) else []
+                for size, n_examples in [(None, full_examples)] + [(n, n) for n in sizes]:
+                    strength = {True: 0.45, False: 0.30}[pr == t] * (1.0 if size is None else 0.4 + 0.6 * size / full_examples)
+                    copy = {k: float(np.clip(strength + rng.normal(0, 0.1), 0.05, 0.95)) for k in cells(0, 1)}
+                    comp = cells(0.85, 1.0)
+                    if extremes != "none" and pr == t:
+                        comp = {k: 1.0 for k in comp}  # a trained self-predictor that always answers validly
+                        if extremes == "all" and "myopic_reward" in tasks and size is None and t == models[-1]:
+                            copy["myopic_reward", "ethical_stance"] = 1.0  # one cell 100% correct (logit +inf)
+                    name = f"{pr}__on__{t}__s{s}" + ("" if size is None else f"__n{size}")
+                    rows = meta_rows(pr, [(t, om, "trained"), (t, t, "base")], om, copy, comp, om)
+                    trained += [dict(r, run=name, n_examples=n_examples, scaling=size is not None,
+                                     mixed_precision=mixed_precision, seed=s) for r in rows]
     meta_trained = pd.DataFrame(trained)
 
-    # calibration: the object level's T=1 distribution beside every (non-scaling) predictor's option probabilities
+    # calibration: the object model's T=1 distribution beside every (non-scaling) predictor's option
+    # probabilities; trained rows take M1''s samples (the rows scored against it)
     dist = []
-    for (t, task, item, p), pi in pi_item.items():
-        n_ok = int(rng.binomial(n_samples, 0.95 if obj[t, task, item, p][1] else 0.5))
+    for (om, task, item, p), pi in pi_item.items():
+        n_ok = int(rng.binomial(n_samples, 0.95 if obj[om, task, item, p][1] else 0.5))
         counts = rng.multinomial(n_ok, pi).astype(int).tolist()
-        dist.append({"target": t, "task": task, "item_id": item, "property": p,
+        dist.append({"object_model": om, "task": task, "item_id": item, "property": p,
                      "options": list(get_property(p).options), "n_samples": n_samples, "n_compliant": n_ok,
                      "n_other": 0, "object_counts": counts, "object_probs": [c / n_ok for c in counts] if n_ok else []})
+    main = meta_trained[~meta_trained["scaling"] & (meta_trained["ground_truth"] == "trained")]
     meta = pd.concat([meta_untrained.assign(condition="untrained", run=None),
-                      meta_trained[~meta_trained["scaling"]].drop(columns=["mixed_precision"]).assign(condition="trained")],
-                     ignore_index=True)
+                      main.drop(columns=["mixed_precision"]).assign(condition="trained")], ignore_index=True)
     calibration = (meta.drop(columns=["options"])
-                   .merge(pd.DataFrame(dist), on=["target", "task", "item_id", "property"], how="inner",
+                   .merge(pd.DataFrame(dist), on=["object_model", "task", "item_id", "property"], how="inner",
                           validate="many_to_one")
                    .rename(columns={"option_probs": "meta_probs"})
-                   .sort_values(["condition", "target", "predictor", "task", "item_id", "property"],
-                                ascending=[False, True, True, True, True, True], kind="stable"))
-    calibration = calibration[["condition", "run", "predictor", "target", "kind", "task", "split", "family", "item_id",
-                               "property", "options", "n_samples", "n_compliant", "n_other", "object_counts",
-                               "object_probs", "object_value", "meta_value", "meta_probs", "p_outside"]]
+                   .sort_values(["condition", "target", "predictor", "seed", "task", "item_id", "property"],
+                                ascending=[False, True, True, True, True, True, True], kind="stable"))
+    calibration["seed"] = calibration["seed"].astype("Int64")
+    calibration = calibration[CALIBRATION_COLUMNS]
 
-    # behaviour change: each self-trained model taught the next model's answers, all evaluated items
+    # behaviour change: M1' of the first seed taught the next model's answers, all evaluated items; old is
+    # M1''s behaviour, meta_old its prediction before the change
     bc = []
+    s0 = seeds[0]
     for i, m in enumerate(models):
         source = models[(i + 1) % len(models)]
-        self_run = meta_trained[(meta_trained["run"] == f"{m}__on__{m}")].set_index(["task", "item_id", "property"])
+        om = self_trained(m, s0)
+        self_run = meta_trained[(meta_trained["run"] == f"{m}__on__{m}__s{s0}")
+                                & (meta_trained["ground_truth"] == "trained")].set_index(["task", "item_id", "property"])
         for task in tasks:
             for p in manifests[task]["properties"]:
                 prop = get_property(p)
                 vals = values_of(task, p)
                 shift = rng.uniform(0.1, 0.5)
                 for item in ids[task]:
-                    base_value = obj[m, task, item, p][0]
+                    base_value = obj[om, task, item, p][0]
                     source_value = obj[source, task, item, p][0]
                     old_ok = rng.random() < 0.9
-                    old = (base_value or vals[rng.choice(len(vals), p=base[m, task, p])]) if old_ok else None
+                    old = (base_value or vals[rng.choice(len(vals), p=base[om, task, p])]) if old_ok else None
                     new_ok = rng.random() < 0.9
                     new = None
                     if new_ok:
@@ -256,7 +298,8 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                         option_probs, p_outside = [], None
                     o = self_run.loc[(task, item, p)]
                     bc.append({
-                        "model": m, "source": source, "run": f"{m}__bc__{source}", "task": task, "split": "test",
+                        "model": m, "source": source, "run": f"{m}__bc__{source}__s{s0}", "seed": s0,
+                        "task": task, "split": "test",
                         "family": manifests[task]["family"], "item_id": item, "property": p,
                         "base_value": base_value, "source_value": source_value,
                         "old_response": old or "", "old_value": old, "old_compliant": old is not None,
@@ -271,6 +314,11 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                         "matches_new": bool(mv is not None and new is not None and mv == new)})
     return {"meta_untrained": meta_untrained, "meta_trained": meta_trained,
             "calibration": calibration.reset_index(drop=True), "behaviour_change": pd.DataFrame(bc)}
+
+
+CALIBRATION_COLUMNS = ["condition", "run", "predictor", "target", "kind", "task", "split", "family", "item_id",
+                       "property", "options", "n_samples", "n_compliant", "n_other", "object_counts", "object_probs",
+                       "object_value", "meta_value", "meta_probs", "p_outside", "seed", "object_model"]
 
 
 def write_stage_tables(tables: dict[str, pd.DataFrame], data: Path) -> Path:

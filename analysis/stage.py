@@ -45,38 +45,148 @@ MAD_BINS = 10
 
 
 # ------------------------------------------------------------------------------------------ calibration
+def _qcut_quantiles(bins: int) -> np.ndarray:
+    """The quantile levels ``pd.qcut(x, bins)`` asks for (levels not representable in base 2 rounded up)."""
+    q = np.linspace(0, 1, bins + 1)
+    np.putmask(q, bins * q != np.arange(bins + 1), np.nextafter(q, 1))
+    return q
+
+
+def mad_bins(object_prob, bins: int = MAD_BINS) -> np.ndarray:
+    """The equal-frequency bin of every point, as ``pd.qcut(object_prob, bins, labels=False,
+    duplicates="drop")`` bins them in the original (``side_experiments/19_sep_calibration_main_fig.py``,
+    ``pandas_equal_frequency_binning``): edges at the ``bins``-quantiles (``np.quantile``, linear, at the
+    levels qcut asks for), repeated edges dropped, intervals ``(a, b]`` with the lowest edge included. Tied
+    probabilities always share a bin, so the binning does not depend on row order; with heavy ties there are
+    fewer than ``bins`` bins, and a bin between two tied blocks can be empty. When every point is tied,
+    pandas returns no bin at all; here they form one. Written with numpy because the bootstrap bins
+    thousands of resamples; ``tests/test_calibration_mad.py`` checks it against ``pd.qcut``."""
+    o = np.asarray(object_prob, float)
+    edges = np.unique(np.quantile(o, _qcut_quantiles(bins)))
+    if len(edges) == 1:  # every point tied: one bin
+        return np.zeros(len(o), dtype=int)
+    idx = np.searchsorted(edges, o, side="left") - 1
+    idx[o == edges[0]] = 0
+    return idx
+
+
+def _binned(o: np.ndarray, m: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per non-empty bin: mean object probability, mean meta probability, points. Empty bins are skipped
+    (the original's ``groupby(observed=False)`` would give them NaN means, on which its MAD fails)."""
+    b = mad_bins(o, bins)
+    n = np.bincount(b)
+    keep = n > 0
+    return np.bincount(b, o)[keep] / n[keep], np.bincount(b, m)[keep] / n[keep], n[keep]
+
+
 def mad(object_prob, meta_prob, bins: int = MAD_BINS) -> float:
-    """The paper's calibration statistic: sort the points by object-level probability, split them into
-    ``bins`` equal-frequency bins, and average |mean object probability - mean meta probability| over the
-    bins; x100."""
+    """The paper's calibration statistic: bin the points by object-level probability into ``bins``
+    equal-frequency bins (:func:`mad_bins`: ties kept together, so possibly fewer bins), and average |mean
+    object probability - mean meta probability| over the bins; x100 (the original's
+    ``mean_absolute_error`` of the bin means in percent)."""
     o, m = np.asarray(object_prob, float), np.asarray(meta_prob, float)
     if len(o) < bins:
         raise ValueError(f"MAD needs at least {bins} points, got {len(o)}")
-    parts = np.array_split(np.argsort(o, kind="stable"), bins)
-    return 100.0 * float(np.mean([abs(o[p].mean() - m[p].mean()) for p in parts]))
+    mo, mm, _ = _binned(o, m, bins)
+    return 100.0 * float(np.mean(np.abs(mo - mm)))
 
 
 def calibration_curve(object_prob, meta_prob, bins: int = MAD_BINS) -> pd.DataFrame:
-    o, m = np.asarray(object_prob, float), np.asarray(meta_prob, float)
-    parts = np.array_split(np.argsort(o, kind="stable"), bins)
-    return pd.DataFrame({"bin": range(bins), "object_prob": [o[p].mean() for p in parts],
-                         "meta_prob": [m[p].mean() for p in parts], "n": [len(p) for p in parts]})
+    mo, mm, n = _binned(np.asarray(object_prob, float), np.asarray(meta_prob, float), bins)
+    return pd.DataFrame({"bin": range(len(n)), "object_prob": mo, "meta_prob": mm, "n": n})
+
+
+def _units(pairs: pd.DataFrame) -> pd.Series:
+    return pairs["unit"] if "unit" in pairs else tidy.unit_of(pairs.assign(
+        object_model=pairs["object_model"] if "object_model" in pairs else pairs["target"]))
+
+
+def _resample_weights(codes: np.ndarray, n_units: int, n_boot: int, seed: int):
+    """One multiplicity per point for each of ``n_boot`` resamples of the answer units (an item's top
+    behaviours, and its self and cross points, move together)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n_boot):
+        yield np.bincount(rng.integers(0, n_units, n_units), minlength=n_units)[codes]
 
 
 def mad_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_BINS) -> dict:
     """MAD with a 95% percentile interval from resampling answer units (an item's top behaviours move together)."""
-    units = pairs["target"] + "/" + pairs["task"] + "/" + pairs["item_id"]
-    codes, uniq = pd.factorize(units, sort=True)
-    members = [np.flatnonzero(codes == j) for j in range(len(uniq))]
+    codes, uniq = pd.factorize(_units(pairs), sort=True)
     o, m = pairs["object_prob"].to_numpy(float), pairs["meta_prob"].to_numpy(float)
-    rng = np.random.default_rng(seed)
     boot = []
-    for _ in range(n_boot):
-        idx = np.concatenate([members[j] for j in rng.integers(0, len(uniq), len(uniq))])
+    for mult in _resample_weights(codes, len(uniq), n_boot, seed):
+        idx = np.repeat(np.arange(len(o)), mult)
         if len(idx) >= bins:
             boot.append(mad(o[idx], m[idx], bins))
     return {"mad": mad(o, m, bins), "low": float(np.quantile(boot, 0.025)), "high": float(np.quantile(boot, 0.975)),
-            "points": len(o), "items": len(uniq), "n_boot": n_boot}
+            "points": len(o), "items": len(uniq), "bins": int(len(_binned(o, m, bins)[2])), "n_boot": n_boot}
+
+
+def mad_difference_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_BINS) -> dict:
+    """MAD(self) - MAD(cross) with a paired 95% percentile interval: every resample draws answer units
+    (``object_model/task/item``) once and takes the self- and the cross-predictor's points of the drawn
+    units, so both MADs are computed on the same items in every resample. ``pairs``: the calibration points
+    of both kinds (``kind`` self / cross), scored against the same object models."""
+    codes, uniq = pd.factorize(_units(pairs), sort=True)
+    o, m = pairs["object_prob"].to_numpy(float), pairs["meta_prob"].to_numpy(float)
+    is_self = (pairs["kind"] == "self").to_numpy()
+    if is_self.sum() < bins or (~is_self).sum() < bins:
+        raise ValueError(f"the paired MAD needs at least {bins} points of each kind")
+    s_o, s_m, c_o, c_m = o[is_self], m[is_self], o[~is_self], m[~is_self]
+    boot = []
+    for mult in _resample_weights(codes, len(uniq), n_boot, seed):
+        i, j = np.repeat(np.arange(len(s_o)), mult[is_self]), np.repeat(np.arange(len(c_o)), mult[~is_self])
+        if len(i) >= bins and len(j) >= bins:
+            boot.append(mad(s_o[i], s_m[i], bins) - mad(c_o[j], c_m[j], bins))
+    s, c = mad(s_o, s_m, bins), mad(c_o, c_m, bins)
+    return {"mad_self": s, "mad_cross": c, "difference": s - c, "low": float(np.quantile(boot, 0.025)),
+            "high": float(np.quantile(boot, 0.975)), "p_self_lower": float(np.mean(np.asarray(boot) < 0)),
+            "items": len(uniq), "n_boot": n_boot}
+
+
+def calibration_tables(cal: pd.DataFrame, n_boot: int, seed: int) -> tuple[dict, dict, pd.DataFrame]:
+    """Experiment 2 as the paper measures it: per meta variant (``raw``, the paper's; ``renormalised``, the
+    sensitivity), condition, kind and target model (and ``pooled`` over targets), the MAD with its bootstrap
+    interval and the binned curve; and, after training, the paired bootstrap of MAD(self) - MAD(cross).
+    Returns the tables ``mad``, ``calibration_curve`` and ``mad_difference``, the metrics, and the raw
+    calibration points."""
+    mads, curves, diffs, metrics = [], [], [], {}
+    raw_pairs = None
+    for variant in tidy.META_VARIANTS:
+        pairs = tidy.calibration_pairs(cal, variant=variant)
+        if variant == "raw":
+            raw_pairs = pairs
+        scopes = [(t, pairs[pairs["target"] == t]) for t in sorted(pairs["target"].unique())] + [("pooled", pairs)]
+        for target, p in scopes:
+            for (condition, kind), g in p.groupby(["condition", "kind"], sort=True):
+                if len(g) >= MAD_BINS:
+                    mads.append({"variant": variant, "target": target, "condition": condition, "kind": kind,
+                                 **mad_bootstrap(g, n_boot, seed)})
+                    curves.append(calibration_curve(g["object_prob"], g["meta_prob"]).assign(
+                        variant=variant, target=target, condition=condition, kind=kind))
+            t = p[p["condition"] == "trained"]
+            if (t["kind"] == "self").sum() >= MAD_BINS and (t["kind"] == "cross").sum() >= MAD_BINS:
+                diffs.append({"variant": variant, "target": target, **mad_difference_bootstrap(t, n_boot, seed)})
+    tables = {"mad": pd.DataFrame(mads), "calibration_curve": pd.concat(curves, ignore_index=True) if curves else
+              pd.DataFrame(), "mad_difference": pd.DataFrame(diffs)}
+    mad_t, dif = tables["mad"], tables["mad_difference"]
+
+    def entries(variant: str, target: str) -> dict:
+        d = mad_t[(mad_t["variant"] == variant) & (mad_t["target"] == target)] if len(mad_t) else mad_t
+        return {f"{r.condition}_{r.kind}": {"mad": r.mad, "low": r.low, "high": r.high, "bins": r.bins}
+                for r in d.itertuples()}
+
+    def differences(variant: str) -> dict:
+        d = dif[dif["variant"] == variant] if len(dif) else dif
+        return {r.target: {"mad_self": r.mad_self, "mad_cross": r.mad_cross, "difference": r.difference,
+                           "low": r.low, "high": r.high} for r in d.itertuples()}
+
+    targets = sorted(t for t in mad_t["target"].unique() if t != "pooled") if len(mad_t) else []
+    metrics = {"mad": entries("raw", "pooled"), "mad_by_target": {t: entries("raw", t) for t in targets},
+               "mad_difference": differences("raw"),
+               "mad_renormalised": entries("renormalised", "pooled"),
+               "mad_difference_renormalised": differences("renormalised")}
+    return tables, metrics, raw_pairs
 
 
 # ------------------------------------------------------------------------------------------------ stage
@@ -92,9 +202,10 @@ def _read(path: Path, stage: str) -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
-def _contrast(rows: pd.DataFrame, x: str, name: str, profile: Profile, seed_offset: int, by: list[list[str]]):
+def _contrast(rows: pd.DataFrame, x: str, name: str, profile: Profile, seed_offset: int, by: list[list[str]],
+              groups: list[str] | None = None):
     """Fit the contrast model on ``rows``, gate it, and summarise the marginal effect overall and ``by``."""
-    data = M.to_cells(_with_cell(rows), x, GROUPS + [CELL], "unit")
+    data = M.to_cells(_with_cell(rows), x, groups or GROUPS + [CELL], "unit")
     model = M.contrast_model(data)
     prior = M.prior_predictive_accuracy(model, data, seed=profile.seed)
     idata = M.sample(model, _settings(profile, seed_offset))
@@ -116,6 +227,109 @@ def _by_target(effects: pd.DataFrame) -> dict:
     return {r["target"]: _summary(r) for _, r in effects[effects["by"] == "target"].iterrows()}
 
 
+def _advantage_groups(trained: pd.DataFrame) -> list[str]:
+    """The advantage model's grouping factors: target, task, property and their cell, plus, with two or more
+    finetune seeds, the self-trained object model (``<target>+self-s<seed>``): one finetune run of a target,
+    whose intercept and self slope carry the seed-to-seed variation of M1''s behaviour and of the advantage."""
+    groups = GROUPS + [CELL]
+    if trained["seed"].nunique() >= 2:
+        groups.append("object_model")
+    return groups
+
+
+def _seed_spread(trained: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Experiment 1 per finetune seed: raw accuracy of every trained predictor against M1' of each seed, and
+    the spread between seeds (max - min, points) of the self accuracy, the cross accuracy and their
+    difference, per target."""
+    acc = tidy.accuracy_table(trained, ["seed", "target", "kind", "predictor"])
+    out = {"seeds": sorted(int(s) for s in trained["seed"].dropna().unique()), "by_target": {}}
+    for target, g in acc.groupby("target", sort=True):
+        w = g.pivot_table(index="seed", columns="kind", values="accuracy")
+        entry = {}
+        for col in ("self", "cross"):
+            if col in w:
+                entry[f"{col}_by_seed"] = {str(int(s)): 100 * v for s, v in w[col].items()}
+                entry[f"{col}_spread"] = 100 * float(w[col].max() - w[col].min())
+        if {"self", "cross"} <= set(w.columns):
+            d = 100 * (w["self"] - w["cross"])
+            entry["advantage_by_seed"] = {str(int(s)): v for s, v in d.items()}
+            entry["advantage_spread"] = float(d.max() - d.min())
+        out["by_target"][target] = entry
+    return acc, out
+
+
+def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, n_boot: int, seed: int) -> tuple[pd.DataFrame, dict]:
+    """Experiment 1 scored both ways: against M1' (``trained``, the main result and the original's protocol)
+    and against the base model (``base``, the sensitivity variant). Raw accuracies with Wilson intervals and
+    mode baselines per ground truth x kind x target, and the cluster-bootstrap advantage per ground truth."""
+    tables, metrics = [], {}
+    for truth in tidy.GROUND_TRUTHS:
+        p = tidy.predictions(meta_u, meta_t, ground_truth=truth)
+        t = p[(p["condition"] == "trained") & ~p["scaling"].astype(bool)]
+        if t["kind"].nunique() < 2:
+            continue
+        tables.append(tidy.accuracy_table(t, ["kind", "predictor", "target"]).assign(ground_truth=truth))
+        tables.append(tidy.accuracy_table(t, ["kind"]).assign(ground_truth=truth, predictor="all", target="all"))
+        boot = freq.cluster_bootstrap_difference(t, n_boot=n_boot, seed=seed)
+        metrics[truth] = {"advantage": {k: 100 * boot[k] for k in ("estimate", "low", "high")},
+                          "self": 100 * t.loc[t["self"] == 1, "correct"].mean(),
+                          "cross": 100 * t.loc[t["self"] == 0, "correct"].mean(),
+                          "mode_baseline": 100 * t["mode_correct"].mean(), "n": int(len(t))}
+    return pd.concat(tables, ignore_index=True), metrics
+
+
+def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dict) -> tuple[dict, pd.DataFrame]:
+    """Experiment 3 on the changed items: outcome shares, P(prediction = new / old) beside their mode baselines
+    recomputed on the same items, the permutation null, the difference in differences against the
+    prediction before the change, and the hierarchical multinomial model."""
+    n_boot, seed = profile.analysis.bootstrap, profile.seed
+    out_bc = tidy.behaviour_outcomes(bc)
+    counts = (out_bc.groupby(["model", "property", "outcome"]).size().unstack("outcome")
+              .reindex(columns=M.OUTCOMES, fill_value=0).fillna(0).astype(int).reset_index())
+    tables["behaviour_counts"] = counts
+    b = {"evaluated": int(len(bc)), "changed": int(len(out_bc)),
+         "changed_share": float(bc["changed"].mean()) if len(bc) else 0.0}
+    if "seed" in bc and bc["seed"].notna().any():
+        b["seed"] = int(bc["seed"].dropna().iloc[0])
+    for o in M.OUTCOMES:
+        k = int((out_bc["outcome"] == o).sum())
+        lo, hi = freq.wilson(k, len(out_bc)) if len(out_bc) else (np.nan, np.nan)
+        b[f"share_{o}"] = {"share": k / len(out_bc) if len(out_bc) else np.nan, "low": lo, "high": hi, "k": k}
+    if not len(out_bc):
+        return b, out_bc
+    track = tidy.behaviour_tracking(out_bc)
+    perm = freq.permutation_null(out_bc, n_perm=n_boot, seed=seed)
+    p = perm.pivot(index="model", columns="statistic", values="p_value")
+    track = track.assign(p_value_new=track["model"].map(p["p_new"]), p_value_old=track["model"].map(p["p_old"]),
+                         p_value_new_minus_old=track["model"].map(p["new_minus_old"]))
+    tables["behaviour_tracking"], tables["behaviour_permutation"] = track, perm
+    did = freq.difference_in_differences(out_bc, n_boot=n_boot, seed=seed)
+    b["tracking"] = {r["model"]: {"p_new": 100 * r["p_new"], "baseline_new": 100 * r["baseline_new"],
+                                  "p_old": 100 * r["p_old"], "baseline_old": 100 * r["baseline_old"],
+                                  "before_new": 100 * r["before_new"], "before_old": 100 * r["before_old"],
+                                  "n": int(r["n"])} for _, r in track.iterrows()}
+    b["permutation"] = {f"{r.model}_{r.statistic}": {"observed": 100 * r.observed, "null_mean": 100 * r.null_mean,
+                                                     "null_low": 100 * r.null_low, "null_high": 100 * r.null_high,
+                                                     "p_value": r.p_value}
+                        for r in perm.itertuples()}
+    b["did"] = {k: {kk: 100 * vv for kk, vv in v.items()} for k, v in did.items() if isinstance(v, dict)}
+    b["did"]["n_boot"] = did["n_boot"]
+    if len(counts) and counts[M.OUTCOMES[:2]].to_numpy().sum() > 0:
+        bmodel = M.behaviour_model(counts)
+        bidata = M.sample(bmodel, _settings(profile, 3))
+        b["diagnostics"] = M.check_convergence(bidata, "behaviour tracking")
+        pp = bidata.posterior["p"].stack(sample=("chain", "draw")).transpose(..., "sample").to_numpy()
+        w = counts[M.OUTCOMES].sum(axis=1).to_numpy(float)
+        w = w / w.sum()
+        p_new, p_old = np.einsum("c,cs->s", w, pp[:, 0]), np.einsum("c,cs->s", w, pp[:, 1])
+        d = p_new - p_old
+        b["model"] = {"p_new": float(p_new.mean()), "p_old": float(p_old.mean()),
+                      "new_minus_old": {"mean": 100 * d.mean(), "low": 100 * np.quantile(d, M.Q_LOW),
+                                        "high": 100 * np.quantile(d, M.Q_HIGH), "p_positive": float((d > 0).mean())}}
+        posteriors["behaviour"] = bidata
+    return b, out_bc
+
+
 def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     """Read the stage tables under ``data``, fit, gate, and write everything under ``out``; returns the metrics."""
     n_boot, seed = profile.analysis.bootstrap, profile.seed
@@ -125,7 +339,10 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     bc_path = data / "behaviour_change.parquet"
     bc = pd.read_parquet(bc_path) if bc_path.exists() else None
 
-    pred = tidy.predictions(meta_u, meta_t)
+    if "ground_truth" not in meta_t or not (meta_t["ground_truth"] == "trained").any():
+        raise ValueError(f"{data / 'meta_trained.parquet'} has no rows scored against the self-trained model "
+                         "(ground_truth = 'trained'); re-run the meta_trained stage (`dvc repro meta_trained`)")
+    pred = tidy.predictions(meta_u, meta_t, ground_truth="trained")
     full = pred[~pred["scaling"].astype(bool)]
     trained = full[full["condition"] == "trained"]
     if trained["kind"].nunique() < 2:
@@ -134,29 +351,35 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     tables, metrics, numbers, posteriors = {}, {}, {}, {}
 
     # raw accuracies (Wilson), compliance and the mode baseline, one definition each
-    tables["accuracy"] = tidy.accuracy_table(pred, ["condition", "run", "n_examples", "scaling", "kind", "predictor",
-                                                    "target", "task", "property"])
+    tables["accuracy"] = tidy.accuracy_table(pred, ["condition", "run", "seed", "n_examples", "scaling", "kind",
+                                                    "predictor", "target", "object_model", "task", "property"])
     tables["accuracy_by_target"] = tidy.accuracy_table(full, ["condition", "kind", "predictor", "target"])
-    tables["compliance"] = tidy.compliance_table(meta_u, pred)
+    main_t = tidy.with_schema(meta_t)
+    objects = pd.concat([tidy.with_schema(meta_u), main_t[main_t["ground_truth"] == "trained"]], ignore_index=True)
+    tables["compliance"] = tidy.compliance_table(objects, pred)
     tables["scaling"] = tidy.accuracy_table(pred[pred["condition"] == "trained"],
                                             ["target", "predictor", "kind", "n_examples"])
+    tables["accuracy_by_seed"], metrics["seeds"] = _seed_spread(trained)
+    tables["sensitivity_ground_truth"], metrics["sensitivity_ground_truth"] = _sensitivity(meta_u, meta_t, n_boot, seed)
 
-    # 1. self-prediction advantage (trained, held-out tasks)
+    # 1. self-prediction advantage (trained, held-out tasks), scored against M1'
+    groups = _advantage_groups(trained)
     adv = _contrast(trained, "self", "self-prediction advantage", profile, 0,
-                    [["target"], ["task"], ["property"], ["target", "task"], ["target", "property"]])
+                    [["target"], ["task"], ["property"], ["target", "task"], ["target", "property"]], groups)
     posteriors["advantage"] = adv["idata"]
     tables["advantage"] = adv["effects"]
     tables["ppc_advantage"] = adv["ppc"]
     overall = adv["effects"].iloc[0]
     metrics["advantage"] = {"overall": _summary(overall),
                             "by_target": _by_target(adv["effects"]),
+                            "groups": groups,
                             "diagnostics": adv["diagnostics"], "prior_predictive_accuracy": adv["prior"],
                             "ppc_coverage": float(adv["ppc"]["covered"].mean())}
     metrics["advantage_frequentist"] = {
         "bootstrap": freq.cluster_bootstrap_difference(trained, n_boot=n_boot, seed=seed),
         "glm_cluster": freq.glm_cluster(trained)}
 
-    # accuracy against the mode baseline, from the same posterior
+    # accuracy against the mode baseline (of M1''s behaviour), from the same posterior
     rows = []
     for level, kind in ((1, "self"), (0, "cross")):
         draws = M.accuracy_draws(adv["idata"], adv["data"], level, ["target"], probs=adv["probs"])
@@ -168,7 +391,8 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
                          "p_above_baseline": float((d > 0).mean())})
     tables["vs_baseline"] = pd.DataFrame(rows)
 
-    # 2. the effect of self-prediction training (self-predictors before vs after)
+    # 2. the effect of self-prediction training (self-predictors before, against the base model, vs after,
+    # against M1')
     selfp = full[full["kind"] == "self"].assign(trained=lambda d: (d["condition"] == "trained").astype(int))
     train = _contrast(selfp, "trained", "training effect", profile, 1, [["target"]])
     posteriors["training"] = train["idata"]
@@ -180,18 +404,11 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         "diagnostics": train["diagnostics"],
         "bootstrap": freq.cluster_bootstrap_difference(selfp, x="trained", n_boot=n_boot, seed=seed)}
 
-    # 3. calibration: MAD (paper) per condition x kind, and the hierarchical model on item-level error
-    pairs = tidy.calibration_pairs(cal)
+    # 3. calibration: the paper's MAD (per target and pooled, raw and renormalised, paired self - cross),
+    # and the hierarchical model on item-level error
+    cal_tables, metrics["calibration"], pairs = calibration_tables(cal, n_boot, seed)
+    tables.update(cal_tables)
     errors = tidy.calibration_errors(cal)
-    mads, curves = [], []
-    for (condition, kind), g in pairs.groupby(["condition", "kind"], sort=True):
-        if len(g) >= MAD_BINS:
-            mads.append({"condition": condition, "kind": kind, **mad_bootstrap(g, n_boot, seed)})
-            curves.append(calibration_curve(g["object_prob"], g["meta_prob"]).assign(condition=condition, kind=kind))
-    tables["mad"] = pd.DataFrame(mads)
-    tables["calibration_curve"] = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
-    metrics["calibration"] = {"mad": {f"{r.condition}_{r.kind}": {"mad": r.mad, "low": r.low, "high": r.high}
-                                      for r in tables["mad"].itertuples()}}
     terr = errors[errors["condition"] == "trained"]
     if terr["kind"].nunique() == 2:
         terr = _with_cell(terr)
@@ -209,33 +426,9 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         metrics["calibration"]["error_self"] = 100 * float(ceff.iloc[0]["accuracy_1"])
         metrics["calibration"]["error_cross"] = 100 * float(ceff.iloc[0]["accuracy_0"])
 
-    # 4. behaviour change: does the prediction track the new behaviour or the old one?
+    # 4. behaviour change: does the prediction track the new behaviour or the old one, beyond the baselines?
     if bc is not None:
-        out_bc = tidy.behaviour_outcomes(bc)
-        counts = (out_bc.groupby(["model", "property", "outcome"]).size().unstack("outcome")
-                  .reindex(columns=M.OUTCOMES, fill_value=0).fillna(0).astype(int).reset_index())
-        tables["behaviour_counts"] = counts
-        b = {"evaluated": int(len(bc)), "changed": int(len(out_bc)),
-             "changed_share": float(bc["changed"].mean()) if len(bc) else 0.0}
-        for o in M.OUTCOMES:
-            k = int((out_bc["outcome"] == o).sum())
-            lo, hi = freq.wilson(k, len(out_bc)) if len(out_bc) else (np.nan, np.nan)
-            b[f"share_{o}"] = {"share": k / len(out_bc) if len(out_bc) else np.nan, "low": lo, "high": hi, "k": k}
-        if len(counts) and counts[M.OUTCOMES[:2]].to_numpy().sum() > 0:
-            bmodel = M.behaviour_model(counts)
-            bidata = M.sample(bmodel, _settings(profile, 3))
-            b["diagnostics"] = M.check_convergence(bidata, "behaviour tracking")
-            p = bidata.posterior["p"].stack(sample=("chain", "draw")).transpose(..., "sample").to_numpy()
-            w = counts[M.OUTCOMES].sum(axis=1).to_numpy(float)
-            w = w / w.sum()
-            p_new, p_old = np.einsum("c,cs->s", w, p[:, 0]), np.einsum("c,cs->s", w, p[:, 1])
-            d = p_new - p_old
-            b["model"] = {"p_new": float(p_new.mean()), "p_old": float(p_old.mean()),
-                          "new_minus_old": {"mean": 100 * d.mean(), "low": 100 * np.quantile(d, M.Q_LOW),
-                                            "high": 100 * np.quantile(d, M.Q_HIGH), "p_positive": float((d > 0).mean())}}
-            posteriors["behaviour"] = bidata
-        metrics["behaviour"] = b
-        tidy_bc = out_bc
+        metrics["behaviour"], tidy_bc = _behaviour(bc, profile, tables, posteriors)
     else:
         tidy_bc = pd.DataFrame()
 
@@ -287,6 +480,9 @@ def _numbers(metrics: dict, tables: dict, pred: pd.DataFrame) -> dict:
                           "log_odds": g["log_odds"], "p_value": g["p_value"]})
     put("training", {k: v for k, v in metrics["training_effect"].items() if k in ("overall", "by_target")})
     put("calibration", {k: v for k, v in metrics["calibration"].items() if k != "diagnostics"})
+    put("sensitivity", metrics["sensitivity_ground_truth"])
+    put("seeds", metrics["seeds"]["by_target"])
+    n["n_seeds"] = len(metrics["seeds"]["seeds"])
     if "behaviour" in metrics:
         put("behaviour", {k: v for k, v in metrics["behaviour"].items() if k != "diagnostics"})
     for r in tables["accuracy_by_target"].itertuples():
@@ -294,7 +490,7 @@ def _numbers(metrics: dict, tables: dict, pred: pd.DataFrame) -> dict:
         n[key] = 100 * r.accuracy
         n[f"{key}_low"], n[f"{key}_high"] = 100 * r.wilson_low, 100 * r.wilson_high
         n[f"compliance_{r.condition}_{r.predictor}_on_{r.target}"] = 100 * r.compliance
-        n[f"mode_baseline_{r.target}"] = 100 * r.mode_baseline
+        n[f"mode_baseline_{r.condition}_{r.predictor}_on_{r.target}"] = 100 * r.mode_baseline
     for r in tables["vs_baseline"].itertuples():
         n[f"vs_baseline_{r.kind}_{r.target}"] = 100 * r.difference
         n[f"vs_baseline_{r.kind}_{r.target}_low"], n[f"vs_baseline_{r.kind}_{r.target}_high"] = 100 * r.low, 100 * r.high

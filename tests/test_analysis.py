@@ -23,10 +23,40 @@ def test_mode_baseline_by_hand():
     ]
     df = pd.DataFrame(rows, columns=["target", "task", "property", "item_id", "object_value", "object_compliant"])
     df = pd.concat([df.assign(predictor="x"), df.assign(predictor="y")])  # duplicates per predictor count once
-    base = tidy.mode_baseline(df).set_index("target")
+    base = tidy.mode_baseline(df).set_index("object_model")  # object_model defaults to the target
     assert base.loc["t1", "mode_value"] == "a" and base.loc["t1", "mode_accuracy"] == pytest.approx(2 / 3)
     assert base.loc["t1", "n"] == 3  # the non-compliant answer has no ground truth
     assert base.loc["t2", "mode_value"] == "a" and base.loc["t2", "mode_accuracy"] == 0.5
+
+
+def test_trained_rows_are_scored_against_the_self_trained_model_and_its_mode_baseline():
+    """M1' answers differently from M1: a trained row's correctness, mode baseline and answer unit come from
+    the behaviour it is scored against (``object_model``), and ``ground_truth="base"`` gives the sensitivity
+    variant from the same predictions."""
+    common = {"target": "m", "task": "k", "family": "f", "property": "p", "meta_compliant": True}
+    untrained = pd.DataFrame([{**common, "predictor": "m", "kind": "self", "item_id": i, "meta_value": "a",
+                               "object_value": "a", "object_compliant": True} for i in ("i1", "i2", "i3")])
+    rows = []
+    for truth, om, values in (("trained", "m+self-s0", ["b", "b", "a"]), ("base", "m", ["a", "a", "a"])):
+        for kind, pr in (("self", "m"), ("cross", "x")):
+            for i, v in zip(("i1", "i2", "i3"), values):
+                rows.append({**common, "predictor": pr, "kind": kind, "item_id": i, "meta_value": "b",
+                             "object_value": v, "object_compliant": True, "object_model": om, "ground_truth": truth,
+                             "seed": 0, "run": f"{pr}__on__m__s0", "n_examples": 10, "scaling": False})
+    trained = pd.DataFrame(rows)
+    pred = tidy.predictions(untrained, trained)
+    t = pred[pred["condition"] == "trained"]
+    assert set(t["object_model"]) == {"m+self-s0"} and set(t["ground_truth"]) == {"trained"}
+    assert list(t["correct"]) == [1, 1, 0, 1, 1, 0]  # "b" is right against M1', wrong against M1
+    assert set(t["mode_value"]) == {"b"} and t["mode_correct"].mean() == pytest.approx(2 / 3)  # M1''s mode
+    assert t["unit"].iloc[0] == "m+self-s0/k/i1" and pred.loc[pred["condition"] == "untrained", "unit"].iloc[0] == "m/k/i1"
+    u = pred[pred["condition"] == "untrained"]
+    assert set(u["mode_value"]) == {"a"} and set(u["ground_truth"]) == {"base"} and u["seed"].isna().all()
+    base = tidy.predictions(untrained, trained, ground_truth="base")
+    tb = base[base["condition"] == "trained"]
+    assert set(tb["object_model"]) == {"m"} and tb["correct"].sum() == 0 and tb["mode_correct"].mean() == 1.0
+    with pytest.raises(ValueError, match="ground_truth"):
+        tidy.predictions(untrained, trained, ground_truth="nonsense")
 
 
 def test_non_compliant_predictions_count_as_wrong_and_unscored_items_are_dropped():
@@ -263,21 +293,33 @@ def test_wilson_refuses_a_bound_that_misses_by_more_than_rounding(monkeypatch):
 
 
 def test_simulated_stage_tables_have_the_stage_columns():
-    from analysis.simulate import simulate_stage_tables
+    """The synthetic tables follow the stage schema of issue 11: every row names the behaviour it is scored
+    against (``object_model``, ``ground_truth``) and its finetune seed."""
+    from analysis.simulate import CALIBRATION_COLUMNS, simulate_stage_tables
 
     t = simulate_stage_tables(items=4, calibration_items=2, n_samples=5, tasks=("animals", "categories", "myopic_reward"))
-    assert list(t["meta_untrained"].columns) == [
+    meta_columns = [
         "predictor", "dtype", "target", "kind", "task", "split", "family", "item_id", "property", "meta_prompt_hash",
         "meta_response", "meta_value", "meta_compliant", "options", "option_probs", "p_outside", "object_value",
-        "object_compliant", "p_object_value", "correct"]
-    assert list(t["meta_trained"].columns) == list(t["meta_untrained"].columns) + ["run", "n_examples", "scaling",
-                                                                                  "mixed_precision"]
-    assert list(t["calibration"].columns) == [
-        "condition", "run", "predictor", "target", "kind", "task", "split", "family", "item_id", "property",
-        "options", "n_samples", "n_compliant", "n_other", "object_counts", "object_probs", "object_value",
-        "meta_value", "meta_probs", "p_outside"]
+        "object_compliant", "p_object_value", "correct", "object_model", "ground_truth"]
+    mu, mt = t["meta_untrained"], t["meta_trained"]
+    assert list(mu.columns) == meta_columns + ["seed"]
+    assert list(mt.columns) == meta_columns + ["run", "n_examples", "scaling", "mixed_precision", "seed"]
+    assert mu["seed"].dtype == "Int64" and mu["seed"].isna().all() and set(mu["ground_truth"]) == {"base"}
+    assert (mu["object_model"] == mu["target"]).all()
+    assert list(t["calibration"].columns) == CALIBRATION_COLUMNS
     assert set(t["calibration"]["property"]) <= {"first_character", "second_character", "third_character",
                                                  "starts_with_vowel", "among_a_or_c", "among_b_or_d", "ethical_stance"}
-    mt = t["meta_trained"]
+    # every run once per ground truth; trained rows against M1' of their seed, base rows against the target
+    assert (mt.groupby(["run", "ground_truth"]).size().unstack().nunique(axis=1) == 1).all()
+    tr = mt[mt["ground_truth"] == "trained"]
+    assert (tr["object_model"] == tr["target"] + "+self-s" + tr["seed"].astype(str)).all()
+    assert (mt.loc[mt["ground_truth"] == "base", "object_model"] == mt.loc[mt["ground_truth"] == "base", "target"]).all()
+    assert (tr["run"].str.split("__").str[3] == "s" + tr["seed"].astype(str)).all()
+    assert sorted(mt["seed"].unique()) == [0, 1] and set(mt.loc[mt["scaling"], "seed"]) == {0}
     assert sorted(mt.loc[mt["scaling"], "n_examples"].unique()) == [120, 240] and set(mt.loc[mt["scaling"], "kind"]) == {"cross"}
     assert (mt["correct"] == (mt["object_compliant"] & mt["meta_compliant"] & (mt["meta_value"] == mt["object_value"]))).all()
+    cal = t["calibration"]
+    assert (cal.loc[cal["condition"] == "trained", "object_model"].str.contains(r"\+self-s")).all()
+    assert cal.loc[cal["condition"] == "untrained", "seed"].isna().all()
+    assert set(t["behaviour_change"]["seed"]) == {0}
