@@ -15,8 +15,8 @@ import pandas as pd
 
 from .style import COLOURS, MARKERS
 
-NEEDED = ("training", "accuracy_by_target", "advantage", "scaling", "calibration_curve", "mad", "compliance",
-          "ppc_advantage", "ppc_training")
+NEEDED = ("training", "accuracy_by_target", "accuracy_by_seed", "advantage", "scaling", "calibration_curve", "mad",
+          "compliance", "ppc_advantage", "ppc_training")
 
 
 class MissingOutputs(FileNotFoundError):
@@ -72,21 +72,24 @@ def _targets(df: pd.DataFrame) -> list[str]:
 
 # ----------------------------------------------------------------------------------------------- figures
 def training_effect(o: Outputs):
-    """Self-prediction accuracy before and after self-prediction training, per model, against the mode
-    baseline (posterior means and 94% intervals from the training-effect model)."""
+    """Self-prediction accuracy before training (scored against the base model) and after (scored against
+    the self-trained model M1', pooled over finetune seeds), per model, each beside the mode baseline of the
+    behaviour it is scored against (posterior means and 94% intervals from the training-effect model)."""
     tr = o.table("training")
     tr = tr[tr["by"] == "target"].sort_values("target")
-    base = (o.table("accuracy_by_target").query("kind == 'self' and condition == 'trained'")
-            .set_index("target")["mode_baseline"])
+    acc = o.table("accuracy_by_target").query("kind == 'self'")
+    base = {c: acc[acc["condition"] == c].set_index("target")["mode_baseline"] for c in ("untrained", "trained")}
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     x = np.arange(len(tr))
-    for dx, col, key, label in ((-0.12, "untrained", "accuracy_0", "before training"),
-                                (0.12, "trained", "accuracy_1", "after training")):
+    for dx, col, key, label in ((-0.12, "untrained", "accuracy_0", "before training (vs base model)"),
+                                (0.12, "trained", "accuracy_1", "after training (vs M1')")):
         _errorbar(ax, x + dx, 100 * tr[key], 100 * tr[f"{key}_low"], 100 * tr[f"{key}_high"], COLOURS[col],
                   MARKERS[col], label)
-    for i, t in enumerate(tr["target"]):
-        ax.hlines(100 * base[t], i - 0.3, i + 0.3, colors=COLOURS["baseline"], linestyles="--", lw=1.2,
-                  label="mode baseline" if i == 0 else None)
+        for i, t in enumerate(tr["target"]):
+            if t in base[col]:
+                ax.hlines(100 * base[col][t], i + dx - 0.12, i + dx + 0.12, colors=COLOURS[col], linestyles="--",
+                          lw=1.2, label=("mode baseline, base model" if col == "untrained" else "mode baseline, M1'")
+                          if i == 0 else None)
     ax.set_xticks(x, tr["target"])
     ax.set_xlim(-0.6, len(tr) - 0.4)
     ax.set_ylim(0, 100)
@@ -126,8 +129,8 @@ def self_vs_cross(o: Outputs):
 
 
 def scaling(o: Outputs):
-    """Cross-prediction accuracy against the number of training examples, beside the self-predictor's level
-    and the mode baseline (raw accuracies, Wilson 95% intervals)."""
+    """Cross-prediction accuracy against the number of training examples (first finetune seed, scored against
+    M1'), beside the self-predictor's level and M1''s mode baseline (raw accuracies, Wilson 95% intervals)."""
     sc = o.table("scaling")
     targets = _targets(sc)
     fig, axes = plt.subplots(1, len(targets), figsize=(3.6 * len(targets), 3.2), squeeze=False, sharey=True)
@@ -155,61 +158,108 @@ def scaling(o: Outputs):
 
 
 def calibration(o: Outputs):
-    """Calibration curves: binned object-level probability against the predictor's meta-level probability,
-    untrained and trained, self and cross, with each curve's MAD and bootstrap 95% interval in the legend."""
+    """Calibration as the paper measures it, per target model and pooled: binned object-level probability
+    (the T=1 samples of the behaviour scored against: M1' after training, the base model before) against
+    the predictor's meta-level probability with the mass outside the options kept, untrained and trained,
+    self and cross, with each curve's MAD and bootstrap 95% interval in the legend."""
     cur, mad = o.table("calibration_curve"), o.table("mad")
-    fig, ax = plt.subplots(figsize=(4.6, 4.4))
+    if not cur.empty and "variant" in cur:
+        cur, mad = cur[cur["variant"] == "raw"], mad[mad["variant"] == "raw"]
     if cur.empty or mad.empty:
+        fig, ax = plt.subplots(figsize=(4.6, 4.4))
         ax.text(0.5, 0.5, "too few calibration points for 10 bins", ha="center", va="center", transform=ax.transAxes)
         return fig
-    mad = mad.set_index(["condition", "kind"])
-    ax.plot([0, 1], [0, 1], color=COLOURS["baseline"], lw=0.8, ls=":", label="perfect calibration")
-    for (condition, kind), d in cur.groupby(["condition", "kind"], sort=True):
-        m = mad.loc[(condition, kind)]
-        colour = COLOURS[kind] if condition == "trained" else COLOURS["untrained"]
-        ls = "-" if kind == "self" else "--"
-        ax.plot(d["object_prob"], d["meta_prob"], color=colour, ls=ls, marker=MARKERS[kind], ms=3.5, lw=1.2,
-                label=f"{condition} {kind}: MAD {m['mad']:.1f} [{m['low']:.1f}, {m['high']:.1f}]")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_aspect("equal")
-    ax.set_xlabel("object-level probability (T=1 samples)")
-    ax.set_ylabel("meta-level probability")
-    ax.set_title("Calibration (10 equal-frequency bins, top-3 behaviours)")
-    ax.legend(loc="upper left", frameon=False)
+    scopes = [t for t in sorted(cur["target"].unique()) if t != "pooled"] + ["pooled"]
+    fig, axes = plt.subplots(1, len(scopes), figsize=(3.6 * len(scopes), 4.1), squeeze=False)
+    mad = mad.set_index(["target", "condition", "kind"])
+    for ax, scope in zip(axes[0], scopes):
+        ax.plot([0, 1], [0, 1], color=COLOURS["baseline"], lw=0.8, ls=":", label="perfect calibration")
+        for (condition, kind), d in cur[cur["target"] == scope].groupby(["condition", "kind"], sort=True):
+            m = mad.loc[(scope, condition, kind)]
+            colour = COLOURS[kind] if condition == "trained" else COLOURS["untrained"]
+            ls = "-" if kind == "self" else "--"
+            ax.plot(d["object_prob"], d["meta_prob"], color=colour, ls=ls, marker=MARKERS[kind], ms=3.5, lw=1.2,
+                    label=f"{condition} {kind}: MAD {m['mad']:.1f} [{m['low']:.1f}, {m['high']:.1f}]")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_aspect("equal")
+        ax.set_xlabel("object-level probability (T=1 samples)")
+        ax.set_title("pooled over targets" if scope == "pooled" else f"target {scope}")
+        ax.legend(loc="upper left", frameon=False, fontsize=7)
+    axes[0, 0].set_ylabel("meta-level probability (outside mass kept)")
+    fig.suptitle("Calibration (10 equal-frequency bins, ties kept together; top-3 behaviours)", y=1.0)
+    fig.tight_layout()
     return fig
 
 
 def behaviour_change(o: Outputs):
-    """Experiment 3: on items whose behaviour changed, the share of new predictions that match the new
-    behaviour, the old one, or neither, per model and pooled over models (raw shares, Wilson 95%)."""
+    """Experiment 3: on items whose behaviour changed, the share of the changed model's predictions that
+    match the new behaviour, the old one, or neither, per model and pooled over models (raw shares, Wilson
+    95%), each match rate beside its mode baseline recomputed on the same changed items (short dashes) and
+    the 95% range of the permutation null (predictions shuffled within model x task x property; bands)."""
     from analysis.frequentist import wilson
 
     counts = o.table("behaviour_counts")
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    fig, ax = plt.subplots(figsize=(5.6, 3.6))
     if counts.empty:
         ax.text(0.5, 0.5, "no behaviour-change run", ha="center", va="center", transform=ax.transAxes)
         return fig
     per = counts.groupby("model")[["new", "old", "neither"]].sum()
-    groups = list(per.index) + ["pooled"]
+    per.loc["pooled"] = per.sum()
+    groups = list(per.index)
     x = np.arange(len(groups))
-    b = o.metrics.get("behaviour", {})
-    for dx, outcome in ((-0.2, "new"), (0.0, "old"), (0.2, "neither")):
-        n = per.sum(axis=1).to_numpy()
+    track = o.table("behaviour_tracking")
+    track = track.set_index("model") if not track.empty else track
+    perm = o.table("behaviour_permutation")
+    n = per.sum(axis=1).to_numpy()
+    for dx, outcome in ((-0.22, "new"), (0.0, "old"), (0.22, "neither")):
         k = per[outcome].to_numpy()
         low, high = wilson(k, n)
-        _errorbar(ax, x[:-1] + dx, 100 * k / n, 100 * low, 100 * high, COLOURS[outcome], "o",
+        _errorbar(ax, x + dx, 100 * k / n, 100 * low, 100 * high, COLOURS[outcome], "o",
                   f"matches {outcome} behaviour" if outcome != "neither" else "neither")
-        s = b.get(f"share_{outcome}")
-        if s:
-            _errorbar(ax, [x[-1] + dx], [100 * s["share"]], [100 * s["low"]], [100 * s["high"]],
-                      COLOURS[outcome], "D", None)
-    sizes = list(per.sum(axis=1).astype(int)) + [int(per.to_numpy().sum())]
-    ax.set_xticks(x, [f"{g}\n(n={n})" for g, n in zip(groups, sizes)])
+        if outcome == "neither" or track.empty:
+            continue
+        for i, g in enumerate(groups):
+            ax.hlines(100 * track.loc[g, f"baseline_{outcome}"], i + dx - 0.1, i + dx + 0.1, colors=COLOURS[outcome],
+                      linestyles="--", lw=1.2, label=f"mode baseline ({outcome})" if i == 0 else None)
+            if not perm.empty:
+                r = perm[(perm["model"] == g) & (perm["statistic"] == f"p_{outcome}")].iloc[0]
+                ax.fill_between([i + dx - 0.1, i + dx + 0.1], 100 * r["null_low"], 100 * r["null_high"],
+                                color=COLOURS[outcome], alpha=0.15, lw=0,
+                                label=f"permutation null 95% ({outcome})" if i == 0 else None)
+    ax.set_xticks(x, [f"{g}\n(n={int(v)})" for g, v in zip(groups, n)])
     ax.set_ylim(0, 100)
     ax.set_ylabel("share of changed items (%)")
     ax.set_title("After behaviour change: does the prediction track the new behaviour?\n(Wilson 95% intervals)")
-    ax.legend(loc="upper right", frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    return fig
+
+
+def seeds(o: Outputs):
+    """Experiment 1 per finetune seed: raw self- and cross-prediction accuracy against M1' of each seed, per
+    target model, with Wilson 95% intervals and M1''s mode baseline (dashes): the spread between seeds."""
+    acc = o.table("accuracy_by_seed")
+    targets = _targets(acc)
+    fig, axes = plt.subplots(1, len(targets), figsize=(3.6 * len(targets), 3.2), squeeze=False, sharey=True)
+    for ax, t in zip(axes[0], targets):
+        d = acc[acc["target"] == t]
+        seeds_ = sorted(d["seed"].dropna().unique())
+        x = np.arange(len(seeds_))
+        for dx, kind in ((-0.12, "self"), (0.12, "cross")):
+            k = d[d["kind"] == kind].set_index("seed").reindex(seeds_)
+            _errorbar(ax, x + dx, 100 * k["accuracy"], 100 * k["wilson_low"], 100 * k["wilson_high"], COLOURS[kind],
+                      MARKERS[kind], f"{kind} ({', '.join(sorted(d.loc[d['kind'] == kind, 'predictor'].unique()))})")
+        b = d.groupby("seed")["mode_baseline"].first().reindex(seeds_)
+        ax.hlines(100 * b.to_numpy(), x - 0.3, x + 0.3, colors=COLOURS["baseline"], linestyles="--", lw=1.2,
+                  label="mode baseline (M1')")
+        ax.set_xticks(x, [f"seed {int(s)}" for s in seeds_])
+        ax.set_xlim(-0.6, len(seeds_) - 0.4)
+        ax.set_ylim(0, 100)
+        ax.set_title(f"predicting {t}+self")
+        ax.legend(loc="lower right", frameon=False)
+    axes[0, 0].set_ylabel("accuracy (%)")
+    fig.suptitle("Self- vs cross-prediction per finetune seed (Wilson 95% intervals)", y=1.02)
+    fig.tight_layout()
     return fig
 
 
@@ -238,19 +288,20 @@ def advantage_forest(o: Outputs):
 
 
 def compliance(o: Outputs):
-    """Compliance: the share of object-level answers with a defined property per model, and the share of
-    hypothetical answers that parse to a valid value per predictor, target and condition (Wilson 95%)."""
+    """Compliance: the share of object-level answers with a defined property per object model (each base
+    model and each self-trained M1'), and the share of hypothetical answers that parse to a valid value per
+    predictor, target and condition (Wilson 95%)."""
     c = o.table("compliance")
-    obj = c[c["level"] == "object"].sort_values("target")
+    obj = c[c["level"] == "object"].sort_values(["target", "predictor"])
     meta = c[c["level"] == "meta"].sort_values(["condition", "target", "kind"], ascending=[False, True, False])
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 3.4), gridspec_kw={"width_ratios": [1, 2.0]})
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.0, 3.6), gridspec_kw={"width_ratios": [1.2, 2.0]})
     x = np.arange(len(obj))
     a1.bar(x, 100 * obj["rate"], color=COLOURS["object"], width=0.6)
     _interval(a1, x, 100 * obj["low"], 100 * obj["high"], "black")
-    a1.set_xticks(x, obj["target"])
+    a1.set_xticks(x, obj["predictor"], rotation=45, ha="right")
     a1.set_ylim(0, 100)
     a1.set_ylabel("compliance (%)")
-    a1.set_title("object level")
+    a1.set_title("object level (base models and M1' per seed)")
     y = np.arange(len(meta))[::-1]
     colours = [COLOURS[k] if cond == "trained" else COLOURS["untrained"]
                for k, cond in zip(meta["kind"], meta["condition"])]
@@ -304,6 +355,7 @@ FIGURES = {
     "scaling": scaling,
     "calibration": calibration,
     "behaviour_change": behaviour_change,
+    "seeds": seeds,
     "advantage_forest": advantage_forest,
     "compliance": compliance,
     "posterior_predictive": posterior_predictive,
