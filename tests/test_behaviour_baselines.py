@@ -1,0 +1,108 @@
+"""Experiment 3 against its baselines, on constructed data whose answer is known: the mode baselines
+recomputed on the changed items (separately for old and new, as the original's ``recalculate_mode`` on
+``shifting="only_shifted"``), the permutation null (predictions shuffled within model x task x property)
+and the difference in differences against the prediction before the change."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import frequentist as freq
+from analysis import tidy
+
+
+def _bc(meta, old, new, meta_old=None, model="m", task="k", prop="p", compliant=None):
+    """Behaviour-change rows of one model x task x property: old and new values, the changed model's
+    prediction ``meta`` and the prediction before the change ``meta_old`` (default: the old value)."""
+    n = len(old)
+    meta_old = list(old) if meta_old is None else meta_old
+    compliant = [m is not None for m in meta] if compliant is None else compliant
+    rows = []
+    for i in range(n):
+        rows.append({"model": model, "task": task, "property": prop, "item_id": f"{task}-{i:03d}",
+                     "old_value": old[i], "new_value": new[i], "old_compliant": old[i] is not None,
+                     "new_compliant": new[i] is not None,
+                     "changed": old[i] is not None and new[i] is not None and old[i] != new[i],
+                     "meta_value": meta[i], "meta_compliant": compliant[i], "meta_old_value": meta_old[i],
+                     "meta_old_compliant": meta_old[i] is not None,
+                     "matches_new": compliant[i] and meta[i] == new[i], "matches_old": compliant[i] and meta[i] == old[i]})
+    return pd.DataFrame(rows)
+
+
+# 40 changed items of a binary property: 30 moved a -> b, 10 moved b -> a; the majority new value is "b"
+OLD = ["a"] * 30 + ["b"] * 10
+NEW = ["b"] * 30 + ["a"] * 10
+
+
+def test_the_mode_baselines_are_recomputed_on_the_changed_items_only():
+    unchanged = _bc(["a"] * 20, ["a"] * 20, ["a"] * 20, task="k")  # same property, not changed: left out
+    unchanged["item_id"] = [f"k-u{i}" for i in range(20)]
+    bc = pd.concat([_bc(NEW, OLD, NEW), unchanged], ignore_index=True)
+    out = tidy.behaviour_outcomes(bc)
+    assert len(out) == 40 and set(out["mode_new"]) == {"b"} and set(out["mode_old"]) == {"a"}
+    t = tidy.behaviour_tracking(out).set_index("model")
+    assert t.loc["m", "baseline_new"] == pytest.approx(0.75) and t.loc["m", "baseline_old"] == pytest.approx(0.75)
+    assert t.loc["m", "p_new"] == 1.0 and t.loc["m", "p_old"] == 0.0
+    assert t.loc["pooled", "n"] == 40
+
+
+def test_a_predictor_that_merely_drifts_to_the_majority_new_value_does_not_beat_the_baselines():
+    """Predicting "b" everywhere "tracks the new behaviour" on 75% of the changed items, exactly the mode
+    baseline, and no shuffle of its predictions within the cell does worse: the permutation p-value is 1."""
+    out = tidy.behaviour_outcomes(_bc(["b"] * 40, OLD, NEW))
+    t = tidy.behaviour_tracking(out).set_index("model").loc["pooled"]
+    assert t["p_new"] == pytest.approx(0.75) == t["baseline_new"]
+    assert t["p_old"] == pytest.approx(0.25) and t["p_old"] < t["baseline_old"]
+    perm = freq.permutation_null(out, n_perm=2000, seed=0).set_index(["model", "statistic"])
+    for stat in ("p_new", "p_old", "new_minus_old"):
+        r = perm.loc[("pooled", stat)]
+        assert r["null_low"] == r["observed"] == r["null_high"] and r["p_value"] == 1.0
+
+
+def test_a_predictor_that_knows_each_new_answer_beats_the_baseline_and_the_null():
+    out = tidy.behaviour_outcomes(_bc(list(NEW), OLD, NEW))
+    perm = freq.permutation_null(out, n_perm=2000, seed=0).set_index(["model", "statistic"])
+    r = perm.loc[("pooled", "p_new")]
+    assert r["observed"] == 1.0 and r["null_high"] < 1.0 and r["p_value"] == pytest.approx(1 / 2001)
+    # under the shuffle, "b" lands on a "b" item 30/40 of the time and "a" on an "a" item 10/40: E = 0.625
+    assert r["null_mean"] == pytest.approx(0.625, abs=0.01)
+    assert perm.loc[("pooled", "new_minus_old"), "p_value"] < 0.01
+
+
+def test_the_permutation_shuffles_within_model_task_and_property():
+    """Two cells whose majorities differ: a predictor that predicts each cell's majority new value keeps its
+    score under every within-cell shuffle (p = 1), though a shuffle across cells would lower it."""
+    a = _bc(["b"] * 40, OLD, NEW, task="k1")
+    b = _bc(["a"] * 40, NEW, OLD, task="k2")  # here most items moved b -> a
+    out = tidy.behaviour_outcomes(pd.concat([a, b], ignore_index=True))
+    perm = freq.permutation_null(out, n_perm=2000, seed=1).set_index(["model", "statistic"])
+    r = perm.loc[("pooled", "p_new")]
+    assert r["observed"] == pytest.approx(0.75) and r["p_value"] == 1.0 and r["null_low"] == r["observed"]
+    assert freq.permutation_null(out, n_perm=2000, seed=1).equals(freq.permutation_null(out, n_perm=2000, seed=1))
+    with pytest.raises(ValueError, match="at least 2000"):
+        freq.permutation_null(out, n_perm=100)
+
+
+def test_difference_in_differences_by_hand():
+    # before the change M1' predicted its old behaviour on every item (before_old = 1, before_new = 0); after,
+    # the changed model predicts the new value on 30 items and the old one on 10:
+    # [P(after = new) - P(before = new)] - [P(after = old) - P(before = old)] = (0.75 - 0) - (0.25 - 1) = 1.5
+    meta = ["b"] * 30 + ["b"] * 10  # items 30-39 moved b -> a; predicting "b" there is the old value
+    out = tidy.behaviour_outcomes(_bc(meta, OLD, NEW))
+    d = freq.difference_in_differences(out, n_boot=2000, seed=0)
+    assert d["change_new"]["estimate"] == pytest.approx(0.75)
+    assert d["change_old"]["estimate"] == pytest.approx(-0.75)
+    assert d["did"]["estimate"] == pytest.approx(1.5)
+    assert d["did"]["low"] <= 1.5 <= d["did"]["high"]
+    # a prediction that did not move at all: every part is exactly zero in every resample
+    same = tidy.behaviour_outcomes(_bc(list(OLD), OLD, NEW))
+    z = freq.difference_in_differences(same, n_boot=2000, seed=0)
+    assert z["did"] == {"estimate": 0.0, "low": 0.0, "high": 0.0}
+
+
+def test_a_non_compliant_prediction_matches_neither_behaviour():
+    meta = [None] * 10 + ["b"] * 30
+    out = tidy.behaviour_outcomes(_bc(meta, OLD, NEW))
+    assert (out.loc[:9, ["match_new", "match_old"]] == 0).all().all() and (out.loc[:9, "outcome"] == "neither").all()
+    t = tidy.behaviour_tracking(out).set_index("model").loc["pooled"]
+    assert t["p_new"] == pytest.approx(20 / 40) and t["p_old"] == pytest.approx(10 / 40)

@@ -1,0 +1,135 @@
+"""Experiment 2's statistic as the original computes it (felixbinder/introspection_self_prediction,
+``side_experiments/19_sep_calibration_main_fig.py``): the top-3 sampled behaviours of every item, binned by
+object-level probability with ``pd.qcut(..., q=10, duplicates="drop")`` (ties kept together), the mean
+absolute difference of the bin means x100; the meta distribution with the mass outside the options kept;
+and the paired bootstrap of MAD(self) - MAD(cross)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import tidy
+from analysis.stage import calibration_curve, calibration_tables, mad, mad_bins, mad_difference_bootstrap
+
+
+def test_mad_by_hand_on_heavily_tied_probabilities():
+    # 12 points whose object-level probabilities come from 4 samples: six at 0.25, three at 0.5, three at 1.0.
+    # qcut's decile positions in the sorted sample are 11 * q = 0, 1.1, 2.2, ..., 9.9, 11, which give the
+    # edges 0.25 (x5), 0.375 (between the 6th and 7th point), 0.5, 0.5, 0.9 (8.8: 0.5 + 0.8 * 0.5), 1.0, 1.0.
+    # Dropping repeated edges leaves (0.25, 0.375], (0.375, 0.5], (0.5, 0.9], (0.9, 1.0]: the 0.25s, the 0.5s,
+    # nothing, and the 1.0s. Three non-empty bins, ties never split:
+    #   bin 1: object 0.25, meta mean (0.1 + 0.2 + 0.3 + 0.4 + 0.5 + 0.3) / 6 = 0.3  -> |diff| 0.05
+    #   bin 2: object 0.50, meta mean (0.2 + 0.3 + 0.4) / 3 = 0.3                    -> |diff| 0.20
+    #   bin 3: object 1.00, meta mean (0.9 + 0.9 + 0.6) / 3 = 0.8                    -> |diff| 0.20
+    # MAD = 100 * (0.05 + 0.20 + 0.20) / 3 = 15.0
+    o = np.array([0.25] * 6 + [0.5] * 3 + [1.0] * 3)
+    m = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.3, 0.2, 0.3, 0.4, 0.9, 0.9, 0.6])
+    assert mad(o, m) == pytest.approx(15.0)
+    curve = calibration_curve(o, m)
+    assert list(curve["n"]) == [6, 3, 3]
+    assert list(curve["object_prob"]) == pytest.approx([0.25, 0.5, 1.0])
+    assert list(curve["meta_prob"]) == pytest.approx([0.3, 0.3, 0.8])
+    codes, edges = pd.qcut(o, 10, labels=False, duplicates="drop", retbins=True)
+    assert list(edges) == pytest.approx([0.25, 0.375, 0.5, 0.9, 1.0])
+    np.testing.assert_array_equal(mad_bins(o), codes)
+
+
+def test_mad_is_invariant_to_row_order():
+    """Tied probabilities share a bin whatever the order of the rows (the old argsort split gave 28.2 vs 27.6
+    on the same data permuted)."""
+    rng = np.random.default_rng(0)
+    o = rng.integers(0, 21, 300) / 20  # 20 samples: multiples of 0.05, ties are the rule
+    m = rng.random(300)
+    reference, curve = mad(o, m), calibration_curve(o, m)
+    for _ in range(20):
+        p = rng.permutation(300)
+        assert mad(o[p], m[p]) == pytest.approx(reference, abs=1e-9)  # equal up to the order of a float sum
+        np.testing.assert_array_equal(np.bincount(mad_bins(o[p])), np.bincount(mad_bins(o)))  # the same bins
+        again = calibration_curve(pd.Series(o[p]), pd.Series(m[p]))
+        assert list(again["n"]) == list(curve["n"])
+        np.testing.assert_allclose(again[["object_prob", "meta_prob"]], curve[["object_prob", "meta_prob"]], atol=1e-12)
+
+
+def test_the_bins_are_exactly_pandas_qcut_with_duplicates_dropped():
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        n, k = int(rng.integers(10, 200)), int(rng.choice([2, 4, 5, 10, 20, 1000]))
+        o = rng.integers(0, k + 1, n) / k
+        ref = pd.qcut(o, 10, labels=False, duplicates="drop")
+        if np.isnan(ref).any():  # pandas leaves every point unbinned when all are tied; we make one bin
+            assert (mad_bins(o) == 0).all()
+            continue
+        np.testing.assert_array_equal(mad_bins(o), ref.astype(int))
+
+
+def _cal_row(**kw):
+    row = {"condition": "trained", "predictor": "m", "target": "m", "object_model": "m+self-s0", "seed": 0,
+           "kind": "self", "task": "k", "property": "p", "item_id": "i", "options": ["a", "b", "c"],
+           "n_samples": 20, "n_compliant": 10, "n_other": 0, "object_counts": [6, 3, 1],
+           "object_probs": [0.6, 0.3, 0.1], "meta_probs": [0.5, 0.25, 0.25], "p_outside": 0.2}
+    row.update(kw)
+    return row
+
+
+def test_the_meta_distribution_keeps_the_outside_mass_and_the_object_one_counts_compliant_samples():
+    # 20 samples, 10 compliant: the original drops a sample whose property cannot be extracted, so the
+    # object-level probabilities are counts / 10; the meta mass outside the options (0.2) stays outside
+    cal = pd.DataFrame([_cal_row()])
+    raw = tidy.calibration_pairs(cal)
+    assert list(raw["object_prob"]) == pytest.approx([0.6, 0.3, 0.1])
+    assert list(raw["meta_prob"]) == pytest.approx([0.4, 0.2, 0.2])  # meta_probs * (1 - p_outside)
+    assert list(raw["rank"]) == [1, 2, 3] and set(raw["unit"]) == {"m+self-s0/k/i"}
+    ren = tidy.calibration_pairs(cal, variant="renormalised")
+    assert list(ren["meta_prob"]) == pytest.approx([0.5, 0.25, 0.25])
+    err = tidy.calibration_errors(cal)["error"].iloc[0]
+    assert err == pytest.approx(0.5 * (0.2 + 0.1 + 0.1 + 0.2))  # the outside mass is a value no sample took
+    assert tidy.calibration_errors(cal, "renormalised")["error"].iloc[0] == pytest.approx(0.5 * (0.1 + 0.05 + 0.15))
+
+
+def _pairs(seed=0, items=60, noise=(0.05, 0.15)):
+    """Self and cross points on the same items (same object probabilities), the self-predictor closer."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(items):
+        o = rng.integers(1, 21, 3) / 20
+        for kind, sd in zip(("self", "cross"), noise):
+            for rank, p in enumerate(o, start=1):
+                rows.append({"target": "m", "object_model": "m+self-s0", "task": "k", "item_id": f"i{i}",
+                             "unit": f"m+self-s0/k/i{i}", "kind": kind, "rank": rank, "object_prob": p,
+                             "meta_prob": float(np.clip(p + rng.normal(0, sd), 0, 1))})
+    return pd.DataFrame(rows)
+
+
+def test_the_paired_bootstrap_resamples_items_once_for_both_predictors():
+    pairs = _pairs()
+    r = mad_difference_bootstrap(pairs, 2000, seed=0)
+    s, c = pairs[pairs.kind == "self"], pairs[pairs.kind == "cross"]
+    assert r["mad_self"] == mad(s["object_prob"], s["meta_prob"])
+    assert r["difference"] == pytest.approx(r["mad_self"] - r["mad_cross"])
+    assert r["low"] < r["difference"] < r["high"] < 0 and r["items"] == 60
+    # identical self and cross points: every paired resample has the same two MADs, so the interval is [0, 0]
+    same = pd.concat([s, s.assign(kind="cross")], ignore_index=True)
+    z = mad_difference_bootstrap(same, 2000, seed=0)
+    assert z["difference"] == z["low"] == z["high"] == 0.0
+
+
+def test_calibration_tables_per_target_pooled_and_both_variants():
+    rng = np.random.default_rng(2)
+    rows = []
+    for target in ("m1", "m2"):
+        for cond, om, seed in (("untrained", target, pd.NA), ("trained", f"{target}+self-s0", 0)):
+            for kind, pred in (("self", target), ("cross", "x")):
+                for i in range(12):
+                    counts = rng.multinomial(10, [0.5, 0.3, 0.2]).tolist()
+                    rows.append(_cal_row(condition=cond, predictor=pred, target=target, object_model=om, seed=seed,
+                                         kind=kind, item_id=f"i{i}", object_counts=counts,
+                                         object_probs=[c / 10 for c in counts],
+                                         meta_probs=list(rng.dirichlet(np.ones(3))), p_outside=float(rng.random() / 3)))
+    tables, metrics, pairs = calibration_tables(pd.DataFrame(rows), 2000, seed=0)
+    mad_t = tables["mad"]
+    assert set(mad_t["target"]) == {"m1", "m2", "pooled"} and set(mad_t["variant"]) == {"raw", "renormalised"}
+    assert set(tables["mad_difference"]["target"]) == {"m1", "m2", "pooled"}
+    assert set(metrics["mad"]) == {"trained_self", "trained_cross", "untrained_self", "untrained_cross"}
+    assert set(metrics["mad_by_target"]) == {"m1", "m2"} and set(metrics["mad_difference"]) == {"m1", "m2", "pooled"}
+    g = pairs[(pairs["condition"] == "trained") & (pairs["kind"] == "self")]
+    assert metrics["mad"]["trained_self"]["mad"] == pytest.approx(mad(g["object_prob"], g["meta_prob"]))
