@@ -301,7 +301,7 @@ def compliance(o: Outputs):
     a1.set_xticks(x, obj["predictor"], rotation=45, ha="right")
     a1.set_ylim(0, 100)
     a1.set_ylabel("compliance (%)")
-    a1.set_title("object level (base models and M1' per seed)")
+    a1.set_title("object level")
     y = np.arange(len(meta))[::-1]
     colours = [COLOURS[k] if cond == "trained" else COLOURS["untrained"]
                for k, cond in zip(meta["kind"], meta["condition"])]

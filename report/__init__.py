@@ -74,14 +74,15 @@ def _count(v) -> str:
 
 def format_key(key: str, value: Any) -> str:
     """Format one entry of ``numbers.json`` by the convention of its name: probabilities (``p_positive``,
-    ``p_value``, ``model_p_*``) as probabilities, counts (``_k``, ``n_*``, ``evaluated``, ``changed``) as integers,
+    ``p_value``, ``model_p_*``) as probabilities, counts (``_k``, ``_n``, ``n_*``, ``evaluated``, ``changed``) as integers,
     shares (``_share``/``_low``/``_high`` of a share) as percentages, everything else (already percentage points)
     with one decimal."""
     if key.endswith("p_positive") or key.endswith("p_value"):
         return fmt_prob(value)
     if key.startswith("behaviour_model_p_"):
         return fmt(100 * value)
-    if key.endswith("_k") or key.startswith("n_") or key in ("behaviour_evaluated", "behaviour_changed"):
+    if (key.endswith(("_k", "_n")) or key.startswith("n_")
+            or key in ("behaviour_evaluated", "behaviour_changed")):
         return _count(value)
     if key.startswith("behaviour_share_") or key == "behaviour_changed_share":
         return fmt(100 * value)
@@ -120,6 +121,58 @@ def _by_model(values: dict) -> str:
     if len(set(values.values())) == 1:
         return f"{next(iter(values.values()))} (every model)"
     return "; ".join(f"{m}: {v}" for m, v in sorted(values.items()))
+
+
+def _sensitivity_text(metrics: dict) -> dict:
+    """The sentence that sets the main result (scored against M1') beside the sensitivity variant (scored
+    against the base model)."""
+    sens = metrics.get("sensitivity_ground_truth", {})
+    if "trained" not in sens or "base" not in sens:
+        return {}
+    a, b = sens["trained"]["advantage"], sens["base"]["advantage"]
+    verdict = lambda d: _verdict(d["low"], d["high"], "positive", "negative", "indistinguishable from zero")  # noqa: E731
+    same = verdict(a) == verdict(b)
+    return {"sensitivity_verdict": (
+        f"the sign of the conclusion does not depend on which behaviour is the ground truth (the advantage is "
+        f"{verdict(a)} either way)" if same else
+        f"the conclusion depends on which behaviour is the ground truth: the advantage is {verdict(a)} against "
+        f"M1' but {verdict(b)} against the base model")}
+
+
+def _seed_text(metrics: dict) -> dict:
+    """Per target, the range of self and cross accuracy over finetune seeds."""
+    by = metrics.get("seeds", {}).get("by_target", {})
+    parts = []
+    for t, v in sorted(by.items()):
+        if "self_by_seed" not in v or "cross_by_seed" not in v:
+            continue
+        rng = lambda d: f"{fmt(min(d.values()))}-{fmt(max(d.values()))}%"  # noqa: E731
+        parts.append(f"predicting {t}: self {rng(v['self_by_seed'])}, cross {rng(v['cross_by_seed'])}, "
+                     f"advantage spread {fmt(v.get('advantage_spread', float('nan')))} points")
+    return {"seed_spread": "; ".join(parts) or "n/a"}
+
+
+def _behaviour_text(behaviour: dict) -> dict:
+    """Experiment 3's verdicts against the baselines: the pooled match rates beside their mode baselines and
+    the permutation null, and the difference in differences."""
+    out = {}
+    pooled = behaviour.get("tracking", {}).get("pooled")
+    perm = behaviour.get("permutation", {})
+    if pooled:
+        for side in ("new", "old"):
+            above = pooled[f"p_{side}"] > pooled[f"baseline_{side}"]
+            p = perm.get(f"pooled_p_{side}", {}).get("p_value")
+            beyond = p is not None and p < 0.05
+            out[f"behaviour_{side}_verdict"] = (
+                ("above" if above else "not above") + f" its mode baseline on the changed items, and "
+                + ("beyond" if beyond else "within") + " the permutation null")
+    d = behaviour.get("did", {}).get("did")
+    if d:
+        out["behaviour_did_verdict"] = _verdict(
+            d["low"], d["high"], "moved towards the new behaviour more than towards the old",
+            "moved towards the old behaviour more than towards the new",
+            "did not move towards the new behaviour more than towards the old")
+    return out
 
 
 def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: str) -> dict:
@@ -162,12 +215,25 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         text["calibration_error_verdict"] = _verdict(
             e["low"], e["high"], "self-prediction has the larger error", "self-prediction has the smaller error",
             "self- and cross-prediction errors cannot be told apart")
-    b = metrics.get("behaviour", {}).get("model")
+    dif = cal.get("mad_difference", {}).get("pooled")
+    if dif:
+        text["mad_difference_verdict"] = _verdict(
+            dif["low"], dif["high"], "cross-prediction is better calibrated than self-prediction",
+            "self-prediction is better calibrated than cross-prediction",
+            "self- and cross-prediction calibration cannot be told apart")
+    text["mad_by_target"] = "; ".join(
+        f"{t}: self {fmt(v['trained_self']['mad'])}, cross {fmt(v['trained_cross']['mad'])}"
+        for t, v in sorted(cal.get("mad_by_target", {}).items()) if "trained_self" in v and "trained_cross" in v) or "n/a"
+    text.update(_sensitivity_text(metrics))
+    text.update(_seed_text(metrics))
+    behaviour = metrics.get("behaviour", {})
+    b = behaviour.get("model")
     if b:
         d = b["new_minus_old"]
         text["behaviour_verdict"] = _verdict(d["low"], d["high"], "the new behaviour more often than the old",
                                              "the old behaviour more often than the new",
                                              "the new and the old behaviour about equally often")
+    text.update(_behaviour_text(behaviour))
     diag = _diagnostics(metrics)
     ft = profile.finetune
     run = {
@@ -200,6 +266,9 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "prior_q05": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q05"], 0),
         "prior_q95": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q95"], 0),
     }
+    seeds = metrics.get("seeds", {}).get("seeds", [])
+    run["seeds"] = ", ".join(str(x) for x in seeds) or "n/a"
+    run["n_seeds"] = str(len(seeds))
     precision = metrics.get("run", {})
     run["dtype"] = _by_model(precision.get("dtype", {}))
     run["mixed_precision"] = _by_model(precision.get("mixed_precision", {}))
@@ -234,13 +303,42 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     acc = t("accuracy_by_target").sort_values(["condition", "target", "kind"], ascending=[False, True, False])
     out["accuracy"] = _md_table(pd.DataFrame({
         "condition": acc["condition"], "predictor": acc["predictor"], "target": acc["target"], "kind": acc["kind"],
+        "scored against": acc["condition"].map({"untrained": "base model", "trained": "M1' (every seed)"}),
         "scored": acc["n"].map(_count),
         "accuracy % [95% Wilson]": [_ci(*r, scale=100) for r in acc[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
         "mode baseline %": acc["mode_baseline"].map(lambda v: fmt(100 * v)),
         "compliance %": acc["compliance"].map(lambda v: fmt(100 * v))}),
-        "Raw accuracy on the held-out tasks by predictor and target, before and after training. Scored "
+        "Raw accuracy on the held-out tasks by predictor and target, before and after training. Before training "
+        "a prediction is scored against the base model's answers; after training against the self-trained "
+        "target M1' of the same finetune seed, whose answers also define the mode baseline. Scored "
         "observations are those whose object-level answer has the property; a non-compliant hypothetical "
         "answer counts as wrong.", "tbl-accuracy")
+
+    seeds = t("accuracy_by_seed").sort_values(["target", "seed", "kind"], ascending=[True, True, False])
+    out["seeds"] = _md_table(pd.DataFrame({
+        "target": seeds["target"], "seed": seeds["seed"].map(lambda v: str(int(v))), "kind": seeds["kind"],
+        "predictor": seeds["predictor"], "scored": seeds["n"].map(_count),
+        "accuracy % [95% Wilson]": [_ci(*r, scale=100) for r in seeds[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
+        "mode baseline (M1') %": seeds["mode_baseline"].map(lambda v: fmt(100 * v)),
+        "compliance %": seeds["compliance"].map(lambda v: fmt(100 * v))}),
+        "Experiment 1 per finetune seed: each seed self-trains the target again (M1'), and the cross-predictor "
+        "is trained on that M1''s answers; both are scored against it.", "tbl-seeds")
+
+    sens = t("sensitivity_ground_truth")
+    sens = sens.assign(order=sens["ground_truth"].map({"trained": 0, "base": 1}), overall=sens["target"] == "all")
+    sens = sens.sort_values(["order", "overall", "target", "kind"], ascending=[True, True, True, False])
+    label = {"trained": "M1' (main)", "base": "base model (sensitivity)"}
+    rows = [{"scored against": label[r.ground_truth], "predictor": r.predictor, "target": r.target, "kind": r.kind,
+             "accuracy % [95% Wilson]": _ci(r.accuracy, r.wilson_low, r.wilson_high, 100),
+             "mode baseline %": fmt(100 * r.mode_baseline)} for r in sens.itertuples()]
+    for truth, m in metrics.get("sensitivity_ground_truth", {}).items():
+        rows.append({"scored against": label[truth], "predictor": "self minus cross", "target": "all",
+                     "kind": "advantage (points, cluster bootstrap 95%)",
+                     "accuracy % [95% Wilson]": _interval(m["advantage"], "estimate"), "mode baseline %": ""})
+    out["sensitivity"] = _md_table(pd.DataFrame(rows),
+                                   "Sensitivity of experiment 1 to the ground truth: the same trained predictions "
+                                   "scored against the self-trained target M1' (the original study's protocol, "
+                                   "the main result) and against the untrained base model.", "tbl-sensitivity")
 
     adv = t("advantage")
     adv = adv[adv["by"].isin(["overall", "target"])]
@@ -260,13 +358,54 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                  "rows: posterior mean and 94% interval of the average marginal effect; "
                                  "frequentist rows: 95% intervals.", "tbl-advantage")
 
-    mad = t("mad").sort_values(["condition", "kind"], ascending=[False, False])
-    out["calibration"] = _md_table(pd.DataFrame({
-        "condition": mad["condition"], "kind": mad["kind"],
-        "MAD [95% bootstrap]": [_ci(r.mad, r.low, r.high) for r in mad.itertuples()],
-        "points": mad["points"].map(_count), "items": mad["items"].map(_count)}),
-        "Calibration: mean absolute difference (x100) between binned object-level and meta-level probabilities "
-        "(10 equal-frequency bins, top-3 sampled behaviours); bootstrap over items.", "tbl-calibration")
+    mad = t("mad")
+    keys = ["target", "condition", "kind"]
+    raw = mad[mad["variant"] == "raw"].set_index(keys)
+    ren = mad[mad["variant"] == "renormalised"].set_index(keys)
+    order = sorted(raw.index, key=lambda k: (k[0] == "pooled", k[0], k[1] != "trained", k[2] != "self"))
+    out["calibration"] = _md_table(pd.DataFrame([{
+        "target": k[0], "condition": k[1], "kind": k[2],
+        "MAD [95% bootstrap]": _ci(raw.loc[k, "mad"], raw.loc[k, "low"], raw.loc[k, "high"]),
+        "MAD, renormalised meta": (_ci(ren.loc[k, "mad"], ren.loc[k, "low"], ren.loc[k, "high"]) if k in ren.index
+                                   else "n/a"),
+        "bins": str(int(raw.loc[k, "bins"])), "points": _count(raw.loc[k, "points"]),
+        "items": _count(raw.loc[k, "items"])} for k in order]),
+        "Calibration as the original study measures it: mean absolute difference (x100) between binned "
+        "object-level and meta-level probabilities (10 equal-frequency bins with tied probabilities kept "
+        "together, so possibly fewer; top-3 sampled behaviours), per target model and pooled. The meta-level "
+        "probabilities keep the mass the predictor puts outside the options (the paper's); the renormalised "
+        "column is the sensitivity variant. Intervals: bootstrap over items.", "tbl-calibration")
+    dif = t("mad_difference") if (Path(analysis) / "tables" / "mad_difference.parquet").exists() else pd.DataFrame()
+    if len(dif):
+        d_raw, d_ren = (dif[dif["variant"] == v].set_index("target") for v in ("raw", "renormalised"))
+        targets = sorted(d_raw.index, key=lambda x: (x == "pooled", x))
+        out["calibration_difference"] = _md_table(pd.DataFrame([{
+            "target": tg, "MAD self": fmt(d_raw.loc[tg, "mad_self"]), "MAD cross": fmt(d_raw.loc[tg, "mad_cross"]),
+            "self minus cross [95% paired bootstrap]": _ci(d_raw.loc[tg, "difference"], d_raw.loc[tg, "low"],
+                                                           d_raw.loc[tg, "high"]),
+            "renormalised meta": (_ci(d_ren.loc[tg, "difference"], d_ren.loc[tg, "low"], d_ren.loc[tg, "high"])
+                                  if tg in d_ren.index else "n/a")} for tg in targets]),
+            "Calibration after training, self minus cross MAD (negative: self-prediction better calibrated). Each "
+            "bootstrap resample draws the items once and takes both predictors' points on them.",
+            "tbl-calibration-difference")
+
+    track_path = Path(analysis) / "tables" / "behaviour_tracking.parquet"
+    if track_path.exists():
+        tr = pd.read_parquet(track_path)
+        n_perm = int(t("behaviour_permutation")["n_perm"].iloc[0])
+        out["behaviour"] = _md_table(pd.DataFrame([{
+            "model": r.model, "changed items": _count(r.n),
+            "P(pred = new) %": fmt(100 * r.p_new), "mode baseline (new) %": fmt(100 * r.baseline_new),
+            "p (new)": fmt_prob(r.p_value_new),
+            "P(pred = old) %": fmt(100 * r.p_old), "mode baseline (old) %": fmt(100 * r.baseline_old),
+            "p (old)": fmt_prob(r.p_value_old),
+            "before: new / old %": f"{fmt(100 * r.before_new)} / {fmt(100 * r.before_old)}"}
+            for r in tr.itertuples()]),
+            "Behaviour change, on the items whose property changed (old and new answers compliant and different): "
+            "how often the changed model's prediction equals its new and its old behaviour, each beside the mode "
+            "baseline recomputed on the same items, and the permutation p-value (predictions shuffled within "
+            f"model x task x property, {n_perm:,} shuffles; one-sided). 'Before': "
+            "the prediction of M1' before the change.", "tbl-behaviour")
 
     diag_rows = [{"model": name, "max r_hat": f"{d['r_hat_max']:.2f}", "min bulk ESS": _count(d["ess_bulk_min"]),
                   "divergences": str(d["divergences"]), "draws x chains": f"{d['draws']} x {d['chains']}"}
@@ -311,13 +450,20 @@ def _comparison(acc: pd.DataFrame, tr: pd.DataFrame, metrics: dict, ref: dict) -
             f"predicting {tg}: {_interval(v)}" for tg, v in sorted(metrics["advantage"]["by_target"].items())),
     }
     mad = metrics.get("calibration", {}).get("mad", {})
-    if "trained_self" in mad:
+    if "trained_self" in mad and "trained_cross" in mad:
         ours["calibration"] = (f"MAD self {_interval(mad['trained_self'], 'mad')}, cross "
-                               f"{_interval(mad['trained_cross'], 'mad')}")
+                               f"{_interval(mad['trained_cross'], 'mad')} (pooled over targets)")
+        dif = metrics["calibration"].get("mad_difference", {}).get("pooled")
+        if dif:
+            ours["calibration"] += f"; self minus cross {_interval(dif, 'difference')} (paired)"
     b = metrics.get("behaviour", {}).get("model")
+    pooled = metrics.get("behaviour", {}).get("tracking", {}).get("pooled")
     if b:
         ours["behaviour"] = (f"new {fmt(100 * b['p_new'])}% vs old {fmt(100 * b['p_old'])}% of changed items; "
                              f"difference {_interval(b['new_minus_old'])} points")
+        if pooled:
+            ours["behaviour"] += (f"; mode baselines on the same items: new {fmt(pooled['baseline_new'])}%, "
+                                  f"old {fmt(pooled['baseline_old'])}%")
     rows = [{"quantity": r["quantity"], "original study": r["paper"], "this run": ours.get(key, "not run")}
             for key, r in ref["rows"].items()]
     return pd.DataFrame(rows)
