@@ -11,6 +11,11 @@ tokens only. Batches are left-padded so that every answer ends at the last posit
 few positions alone are computed (``logits_to_keep``), which matters with Gemma's 262k-token vocabulary.
 A checkpoint (adapter, optimiser, step) is written atomically every ``checkpoint_every`` steps; a killed run
 resumes from it. The loss curve goes to a TSV file that ``dvc plots`` reads.
+
+A finished run is reused, and a checkpoint resumed, only under the same :func:`fingerprint`: the model, the
+examples, the seed, the parameters that change the training (:data:`TRAINING_PARAMS`), the precision, and
+the source of this module and the library versions; adding a scaling size or checkpointing more often
+retrains nothing, editing the loss retrains everything.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from .datasets import TaskData
 from .hardware import resolve_mixed_precision
 from .io import atomic_dir, atomic_write_bytes, atomic_write_json, short_hash
 from .models import LoadedModel
+from .versioning import code_version, runtime_versions
 
 
 class TrainingError(ValueError):
@@ -130,11 +136,30 @@ def answer_loss(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> to
     return torch.nn.functional.cross_entropy(logits[m], targets[m])
 
 
+#: the parameters that change what a run computes; the others (``max_examples``, ``scaling_sizes``,
+#: ``checkpoint_every``, ``max_length``) only choose the examples, which runs exist, when to checkpoint, or
+#: whether an example is refused, so changing them must not retrain a finished run
+TRAINING_PARAMS = ("lora_rank", "lora_alpha", "lora_dropout", "learning_rate", "epochs", "batch_size")
+
+
+def fingerprint_fields(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, seed: int) -> dict:
+    """Everything that determines a run's adapter: the model and how its prompts are rendered, the examples
+    in order, the seed, the training parameters, the resolved mixed precision, the device type, the code of
+    this module (so a change to the loss retrains) and the library versions."""
+    template = getattr(lm.tokenizer, "chat_template", None)
+    return {
+        "model": lm.ref.spec, "weights": lm.ref.fingerprint, "format": lm.format.kind,
+        "system_prompt": lm.format.system_prompt,
+        "chat_template": None if template is None else short_hash(json.dumps(template, sort_keys=True)),
+        "data": short_hash("\n".join(examples["prompt"] + "\x00" + examples["answer"])), "seed": seed,
+        "params": {k: getattr(cfg, k) for k in TRAINING_PARAMS},
+        "precision": resolve_mixed_precision(cfg.mixed_precision, lm.device), "device": lm.device.type,
+        "code": code_version(__name__), "runtime": runtime_versions(),
+    }
+
+
 def fingerprint(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, seed: int) -> str:
-    data = short_hash("\n".join(examples["prompt"] + "\x00" + examples["answer"]))
-    return short_hash(json.dumps({"model": lm.ref.spec, "weights": lm.ref.fingerprint, "data": data,
-                                  "cfg": cfg.model_dump(), "seed": seed,
-                                  "precision": resolve_mixed_precision(cfg.mixed_precision, lm.device)}, sort_keys=True))
+    return short_hash(json.dumps(fingerprint_fields(lm, examples, cfg, seed), sort_keys=True))
 
 
 def _lora(lm: LoadedModel, cfg: Finetune):

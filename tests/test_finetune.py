@@ -128,3 +128,50 @@ def test_an_interrupted_finetune_resumes_to_the_same_result(examples, tmp_path, 
     # a finished run is not redone
     again = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(), tmp_path / "b", seed=0)
     assert again == json.loads((tmp_path / "b" / "summary.json").read_text())
+
+
+def _counting_loss(monkeypatch) -> dict:
+    real, calls = ft.answer_loss, {"n": 0}
+
+    def counted(model, batch):
+        calls["n"] += 1
+        return real(model, batch)
+
+    monkeypatch.setattr(ft, "answer_loss", counted)
+    return calls
+
+
+def test_a_finished_run_is_reused_when_only_other_runs_or_checkpoints_change(examples, tmp_path, monkeypatch):
+    """Adding a scaling size, checkpointing more often, a larger example cap or a longer length limit does not
+    change what this run computes: the finished run is returned without a training step."""
+    calls = _counting_loss(monkeypatch)
+    first = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(epochs=1), tmp_path, seed=0)
+    assert calls["n"] == first["steps"] == 3
+    for changed in (dict(scaling_sizes=[4, 8]), dict(checkpoint_every=1), dict(max_examples=500),
+                    dict(max_length=300)):
+        again = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(epochs=1, **changed),
+                            tmp_path, seed=0)
+        assert again == first and calls["n"] == 3, changed
+
+
+def test_a_change_to_the_training_code_or_parameters_retrains(examples, tmp_path, monkeypatch):
+    """The fingerprint carries the source of reproduce.finetune: an edited loss (simulated by another code
+    version) retrains, as do another seed, learning rate or example set."""
+    lm = load("smollm2-135m", dtype="float32", device="cpu")
+    base = ft.fingerprint(lm, examples, cfg(epochs=1), 0)
+    assert ft.fingerprint_fields(lm, examples, cfg(epochs=1), 0)["code"] == \
+        ft.code_version("reproduce.finetune")
+    assert base != ft.fingerprint(lm, examples, cfg(epochs=1), 1)
+    assert base != ft.fingerprint(lm, examples, cfg(epochs=1, learning_rate=1e-3), 0)
+    assert base != ft.fingerprint(lm, examples.head(8), cfg(epochs=1), 0)
+    assert base != ft.fingerprint(lm, examples, cfg(epochs=1, mixed_precision="bf16"), 0)
+
+    calls = _counting_loss(monkeypatch)
+    first = ft.finetune(lm, examples, cfg(epochs=1), tmp_path, seed=0)
+    assert calls["n"] == 3
+    real_version = ft.code_version
+    monkeypatch.setattr(ft, "code_version", lambda *m: "edited-" + real_version(*m))
+    second = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(epochs=1), tmp_path,
+                         seed=0)
+    assert calls["n"] == 6 and second["fingerprint"] != first["fingerprint"]
+    assert json.loads((tmp_path / "summary.json").read_text())["fingerprint"] == second["fingerprint"]
