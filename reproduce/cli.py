@@ -44,12 +44,29 @@ def cmd_meta_untrained(args) -> None:
     print(run_meta_untrained(Plan(_profile(args))))
 
 
-def cmd_finetune(args) -> None:
-    from .stages import Plan, run_finetune
-
-    for run in run_finetune(Plan(_profile(args))):
-        print(f"{run['run']:<44} {run['kind']:<5} {run['n_examples']:>5} pairs  loss {run['first_loss']:.3f} -> "
+def _print_runs(runs: list[dict]) -> None:
+    for run in runs:
+        print(f"{run['run']:<48} {run['kind']:<5} {run['n_examples']:>5} pairs  loss {run['first_loss']:.3f} -> "
               f"{run['final_loss']:.3f}")
+
+
+def cmd_finetune_self(args) -> None:
+    from .stages import Plan, run_finetune_self
+
+    _print_runs(run_finetune_self(Plan(_profile(args))))
+
+
+def cmd_object_level_trained(args) -> None:
+    from .stages import Plan, run_object_level_trained
+
+    for name, path in run_object_level_trained(Plan(_profile(args))).items():
+        print(f"{name}: {path}")
+
+
+def cmd_finetune_cross(args) -> None:
+    from .stages import Plan, run_finetune_cross
+
+    _print_runs(run_finetune_cross(Plan(_profile(args))))
 
 
 def cmd_meta_trained(args) -> None:
@@ -217,7 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
           "greedy object-level answers of every model (and T=1 samples on the calibration subset)")
     stage("meta-untrained", cmd_meta_untrained,
           "hypothetical answers and option distributions of every untrained predictor")
-    stage("finetune", cmd_finetune, "LoRA-finetune every model on every model's train-task behaviour (self and cross)")
+    stage("finetune-self", cmd_finetune_self,
+          "LoRA-finetune every model on its own train-task behaviour (self-prediction), once per finetuning seed")
+    stage("object-level-trained", cmd_object_level_trained,
+          "object-level answers (greedy, and T=1 samples) of every self-trained model: experiment 1's ground truth")
+    stage("finetune-cross", cmd_finetune_cross,
+          "LoRA-finetune every other model on each self-trained model's train-task behaviour (cross-prediction), "
+          "and the data-scaling sweep")
     stage("meta-trained", cmd_meta_trained,
           "hypothetical answers of every finetuned predictor on the held-out test tasks")
     stage("calibration", cmd_calibration,

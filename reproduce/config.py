@@ -67,6 +67,17 @@ class Finetune(_Strict):
     checkpoint_every: int = Field(default=50, ge=1, description="steps between resumable checkpoints")
     max_length: int = Field(default=512, ge=16, description="longest prompt + answer, in tokens")
     scaling_sizes: list[int] = Field(default_factory=list, description="cross-prediction training-set sizes")
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1,
+                             description="finetuning seeds: every self/cross run is repeated once per seed (the "
+                                         "training-pair order and the LoRA initialisation); the scaling sweep and "
+                                         "behaviour change use the first")
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, v: list[int]) -> list[int]:
+        if any(s < 0 for s in v) or len(set(v)) != len(v):
+            raise ValueError(f"seeds must be distinct non-negative integers, got {v}")
+        return v
 
     @field_validator("scaling_sizes")
     @classmethod

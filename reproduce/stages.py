@@ -1,5 +1,11 @@
-"""The DVC stages: ``datasets``, ``object_level``, ``meta_untrained``, ``finetune``, ``meta_trained``,
-``calibration`` and ``behaviour_change``.
+"""The DVC stages: ``datasets``, ``object_level``, ``meta_untrained``, ``finetune_self``,
+``object_level_trained``, ``finetune_cross``, ``meta_trained``, ``calibration`` and ``behaviour_change``.
+
+Experiment 1 follows the original study (Binder et al. 2024; felixbinder/introspection_self_prediction): each
+model M1 is self-trained on its own base behaviour, giving M1' (once per finetuning seed); M1' answers the
+object-level prompts again; the cross-predictor M2 is trained on M1''s train-task behaviour; both trained
+predictors are scored against M1''s test-task behaviour. Every trained row is also scored against the base
+model's behaviour, a labelled sensitivity variant (``ground_truth = base``).
 
 Each stage validates everything it can (params, datasets, properties, model specs) before loading a model,
 works in resumable shards (:mod:`reproduce.shards`) and writes its final tables atomically.
@@ -7,28 +13,43 @@ works in resumable shards (:mod:`reproduce.shards`) and writes its final tables 
 Output tables (parquet, one row per observation):
 
 ``data/object_level/<model>.parquet`` -- greedy (temperature 0) object-level behaviour, one row per
-item x property: ``model, task, split, family, item_id, prompt_hash, response, response_raw, finish,
+item x property: ``model, dtype, task, split, family, item_id, prompt_hash, response, response_raw, finish,
 n_new_tokens, property, value, compliant``.
 
 ``data/object_samples/<model>.parquet`` -- temperature-1 samples on the calibration subset (the first
 ``sampling.items_per_task`` items of each test task), one row per item x sample x property:
-``model, task, split, family, item_id, sample, response, property, value, compliant``.
+``model, dtype, task, split, family, item_id, sample, response, property, value, compliant``.
+
+``data/object_level_trained/<model>+self-s<seed>.parquet`` and ``data/object_samples_trained/...`` -- the
+same for every self-trained model (``model`` is its name, :func:`trained_model_name`), plus ``base_model``
+and ``seed``.
 
 ``data/meta_untrained.parquet`` -- every predictor's hypothetical (meta-level) answers on the test tasks,
 before any training, joined with every target's object-level behaviour (self and cross), one row per
-predictor x target x item x property: ``predictor, target, kind (self|cross), task, split, family, item_id,
-property, meta_prompt_hash, meta_response, meta_value, meta_compliant, options, option_probs, p_outside,
-object_value, object_compliant, p_object_value, correct``. ``options``/``option_probs`` are empty for
-open-set properties (words); ``p_object_value`` is the normalised probability the predictor gave the
-target's actual value (missing when the value is outside the options or non-compliant).
+predictor x target x item x property: ``predictor, dtype, target, object_model, ground_truth, seed, kind
+(self|cross), task, split, family, item_id, property, meta_prompt_hash, meta_response, meta_value,
+meta_compliant, options, option_probs, p_outside, option_position, object_value, object_compliant,
+p_object_value, correct``.
+``object_model`` names the exact behaviour a row is scored against (here the untrained target, ``ground_truth
+= base``; ``seed`` is missing). ``options``/``option_probs`` are empty for open-set properties (words);
+``option_probs`` is renormalised over the options and ``p_outside`` is the mass outside them, both read at
+the first generated token that carries content (``option_position``; an opening quote is skipped, so the
+distribution describes the same token as the parsed ``meta_value``);
+``p_object_value`` is the normalised probability the predictor gave the target's actual value (missing when
+the value is outside the options or non-compliant).
 
-``data/finetuned/runs.json`` -- one entry per finetune: ``run, predictor, target, kind, n_examples, scaling,
-steps, first_loss, final_loss, mixed_precision`` (as resolved on the hardware); each run's ``adapter/``, ``train_log.tsv`` (step, loss) and ``summary.json``
-beside it, and the training pairs of each target in ``data/finetuned/examples/<target>.parquet``.
+``data/finetuned/self/runs.json`` and ``data/finetuned/cross/runs.json`` -- one entry per finetune: ``run,
+predictor, target, kind, seed, trained_on`` (the behaviour its pairs describe), ``n_examples, scaling, steps,
+first_loss, final_loss, mixed_precision`` (as resolved on the hardware), ``fingerprint``; each run's
+``adapter/``, ``train_log.tsv`` (step, loss) and ``summary.json`` beside it, and the training pairs in
+``examples/``.
 
 ``data/meta_trained.parquet`` -- like ``meta_untrained`` for every trained predictor about its own target,
-with ``run, n_examples, scaling, mixed_precision`` added (``scaling`` marks the smaller cross-prediction runs of
-the sweep). Every model-run table has a ``dtype`` column: the dtype inference ran at, ``auto`` resolved.
+twice: ``ground_truth = trained`` (scored against the self-trained target of the run's seed, ``object_model =
+<target>+self-s<seed>``: the main result) and ``ground_truth = base`` (scored against the untrained target);
+with ``seed, run, trained_on, n_examples, scaling, mixed_precision`` (``scaling`` marks the smaller
+cross-prediction runs of the sweep). Every model-run table has a ``dtype`` column: the dtype inference ran
+at, ``auto`` resolved.
 
 ``data/calibration.parquet`` (experiment 2) and ``data/behaviour_change.parquet`` (experiment 3): see
 :func:`run_calibration` and :func:`run_behaviour_change`.
@@ -131,11 +152,22 @@ def _load(profile: Profile, ref: ModelRef):
 
 
 def _fingerprint(stage: str, profile: Profile, lm, **extra) -> dict:
-    """What determines a shard's rows. The dtype is the resolved one (``auto`` may pick either)."""
+    """What determines a shard's rows. The dtype is the resolved one (``auto`` may pick either); ``code`` hashes
+    the source of the modules that compute the rows, so editing any of them starts fresh shards; the chat
+    template is hashed because a tokenizer update can change the rendered prompts without any code change."""
+    import json as _json
+
+    from .io import short_hash as _short_hash
+    from .versioning import code_version, runtime_versions
+
+    template = getattr(lm.tokenizer, "chat_template", None)
     return {
         "stage": stage, "package": __version__, "engine": ENGINE_VERSION, "model": lm.ref.spec, "weights": lm.ref.fingerprint,
         "dtype": lm.dtype_name, "device": lm.device.type, "batch_size": profile.batch_size,
-        "format": lm.format.kind, "system_prompt": profile.system_prompt, **extra,
+        "format": lm.format.kind, "system_prompt": profile.system_prompt,
+        "chat_template": None if template is None else _short_hash(_json.dumps(template, sort_keys=True)),
+        "code": code_version("reproduce.engine", "reproduce.models", "reproduce.properties", "reproduce.tasks"),
+        "runtime": runtime_versions(), **extra,
     }
 
 
@@ -208,26 +240,32 @@ def object_samples(plan: Plan, lm, engine: Engine, task: TaskData, items: list[d
     return _expand_properties(df, task, plan.properties[task.name], by_id)[SAMPLE_COLUMNS]
 
 
+def _write_object_tables(plan: Plan, lm, engine: Engine, stage: str, out_dir: Path, samples_dir: Path, work: Path,
+                         **extra) -> Path:
+    """``lm``'s greedy answers on every task's items and its T=1 samples on the calibration subset, written to
+    ``out_dir/<lm.name>.parquet`` and ``samples_dir/<lm.name>.parquet`` (``extra`` columns added to both)."""
+    greedy_frames, sample_frames = [], []
+    for task in plan.tasks.values():
+        items = plan.items(task)
+        greedy_frames.append(object_behaviour(plan, lm, engine, task, items, stage, work))
+        n_cal = min(plan.profile.sampling.items_per_task, len(items)) if task.split == "test" else 0
+        if n_cal:
+            sample_frames.append(object_samples(plan, lm, engine, task, items[:n_cal], work))
+    path = out_dir / f"{lm.name}.parquet"
+    atomic_write_parquet(path, pd.concat(greedy_frames, ignore_index=True).assign(**extra))
+    samples = (pd.concat(sample_frames, ignore_index=True) if sample_frames
+               else pd.DataFrame(columns=SAMPLE_COLUMNS))
+    atomic_write_parquet(samples_dir / f"{lm.name}.parquet", samples.assign(**extra))
+    return path
+
+
 def run_object_level(plan: Plan, out_dir: Path = DATA / "object_level", samples_dir: Path = DATA / "object_samples",
                      work: Path = WORK) -> dict[str, Path]:
-    profile = plan.profile
-    _setup_torch(profile)
+    _setup_torch(plan.profile)
     written = {}
     for ref in plan.refs:
-        lm, engine = _load(profile, ref)
-        greedy_frames, sample_frames = [], []
-        for task in plan.tasks.values():
-            items = plan.items(task)
-            greedy_frames.append(object_behaviour(plan, lm, engine, task, items, "object_level", work))
-            n_cal = min(profile.sampling.items_per_task, len(items)) if task.split == "test" else 0
-            if n_cal:
-                sample_frames.append(object_samples(plan, lm, engine, task, items[:n_cal], work))
-        path = out_dir / f"{ref.name}.parquet"
-        atomic_write_parquet(path, pd.concat(greedy_frames, ignore_index=True))
-        written[ref.name] = path
-        samples = (pd.concat(sample_frames, ignore_index=True) if sample_frames
-                   else pd.DataFrame(columns=SAMPLE_COLUMNS))
-        atomic_write_parquet(samples_dir / f"{ref.name}.parquet", samples)
+        lm, engine = _load(plan.profile, ref)
+        written[ref.name] = _write_object_tables(plan, lm, engine, "object_level", out_dir, samples_dir, work)
         del lm, engine
     return written
 
@@ -262,6 +300,8 @@ def meta_predictions(plan: Plan, lm, engine: Engine, stage: str, work: Path = WO
                 "meta_response": [g[0].response for g in gens],
                 "option_probs": [list(g[0].option_probs) if g[0].option_probs else [] for g in gens],
                 "p_outside": [g[0].p_outside for g in gens],
+                # where the option mass was read: the first generated token that carries content (-1: none did)
+                "option_position": [g[0].option_position for g in gens],
             })
 
         df = store.map(task.name, items, compute)
@@ -274,8 +314,13 @@ def meta_predictions(plan: Plan, lm, engine: Engine, stage: str, work: Path = WO
     return pd.concat(frames, ignore_index=True)
 
 
-def join_targets(meta: pd.DataFrame, objects: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Pair one predictor's meta answers with each target's object-level values."""
+def join_targets(meta: pd.DataFrame, objects: dict[str, pd.DataFrame], ground_truth: str = "base",
+                 object_models: dict[str, str] | None = None) -> pd.DataFrame:
+    """Pair one predictor's meta answers with each target's object-level values.
+
+    ``objects`` maps a target (a base model's name) to the object-level table the answers are scored against;
+    ``object_models`` names that behaviour exactly (default: the target itself, i.e. the untrained model) and
+    ``ground_truth`` labels it: ``base`` (the untrained target) or ``trained`` (the self-trained target)."""
     frames = []
     for target, obj in objects.items():
         o = obj[["task", "item_id", "property", "value", "compliant"]].rename(
@@ -286,12 +331,15 @@ def join_targets(meta: pd.DataFrame, objects: dict[str, pd.DataFrame]) -> pd.Dat
             raise RuntimeError(f"object level of {target!r} lacks {len(missing)} items the meta level asked about; "
                                "re-run the object_level stage with the same params")
         j["target"] = target
+        j["object_model"] = (object_models or {}).get(target, target)
+        j["ground_truth"] = ground_truth
         j["kind"] = ["self" if p == target else "cross" for p in j["predictor"]]
         j["p_object_value"] = _prob_of(j["option_probs"], j["options"], j["object_value"])
         j["correct"] = j["object_compliant"].astype(bool) & j["meta_compliant"] & (j["meta_value"] == j["object_value"])
         frames.append(j)
-    cols = ["predictor", "dtype", "target", "kind", "task", "split", "family", "item_id", "property", "meta_prompt_hash",
-            "meta_response", "meta_value", "meta_compliant", "options", "option_probs", "p_outside",
+    cols = ["predictor", "dtype", "target", "object_model", "ground_truth", "kind", "task", "split", "family", "item_id",
+            "property", "meta_prompt_hash",
+            "meta_response", "meta_value", "meta_compliant", "options", "option_probs", "p_outside", "option_position",
             "object_value", "object_compliant", "p_object_value", "correct"]
     return pd.concat(frames, ignore_index=True)[cols]
 
@@ -323,37 +371,64 @@ def run_meta_untrained(plan: Plan, object_dir: Path = DATA / "object_level",
         lm, engine = _load(plan.profile, ref)
         frames.append(join_targets(meta_predictions(plan, lm, engine, "meta_untrained", work), objects))
         del lm, engine
-    atomic_write_parquet(out, pd.concat(frames, ignore_index=True))
+    table = pd.concat(frames, ignore_index=True)
+    table.insert(table.columns.get_loc("ground_truth") + 1, "seed", pd.array([pd.NA] * len(table), dtype="Int64"))
+    atomic_write_parquet(out, table)
     return out
 
 
 # ----------------------------------------------------------------------------------- finetuning (exp. 1)
+# The original study's protocol: M1 is self-trained on its own (base) behaviour, giving M1'. Self-training
+# changes M1's object-level behaviour, so M1' answers the object-level prompts again, and that behaviour is
+# the ground truth of experiment 1: the cross-predictor M2 is trained on M1''s train-task behaviour, and both
+# trained predictors are scored against M1''s test-task behaviour. Every run is repeated per finetuning seed.
+def trained_model_name(target: str, seed: int) -> str:
+    """The name of ``target``'s self-trained version of finetuning seed ``seed`` (M1'), e.g.
+    ``smollm2-135m+self-s0``: the ``object_model`` of every row scored against it."""
+    return f"{target}+self-s{seed}"
+
+
 @dataclass(frozen=True)
 class TrainingRun:
-    """One finetune: ``predictor`` trained on ``target``'s behaviour (self when they are the same model)."""
+    """One finetune: ``predictor`` trained on the behaviour of ``target`` (self when they are the same model)
+    with finetuning seed ``seed``. Self runs learn the base target's behaviour, cross runs the self-trained
+    target's (:func:`trained_model_name`)."""
 
     predictor: str
     target: str
-    n_examples: int | None  # None: every pair (up to finetune.max_examples); an int: a scaling-sweep run
+    seed: int
+    n_examples: int | None = None  # None: every pair (up to finetune.max_examples); an int: a scaling-sweep run
 
     @property
     def kind(self) -> str:
         return "self" if self.predictor == self.target else "cross"
 
     @property
+    def trained_on(self) -> str:
+        """The exact behaviour the training pairs describe."""
+        return self.target if self.kind == "self" else trained_model_name(self.target, self.seed)
+
+    @property
     def name(self) -> str:
         size = "" if self.n_examples is None else f"__n{self.n_examples}"
-        return f"{self.predictor}__on__{self.target}{size}"
+        return f"{self.predictor}__on__{self.target}__s{self.seed}{size}"
 
 
-def training_runs(plan: Plan, n_pairs: dict[str, int]) -> list[TrainingRun]:
-    """Self and cross in both directions, plus cross-prediction on each smaller scaling size."""
+def self_runs(plan: Plan) -> list[TrainingRun]:
+    """One self-training run per model and finetuning seed."""
+    return [TrainingRun(r.name, r.name, s) for s in _finetune_params(plan).seeds for r in plan.refs]
+
+
+def cross_runs(plan: Plan, n_pairs: dict[tuple[str, int], int]) -> list[TrainingRun]:
+    """Every other model trained on each self-trained target, per seed; plus, for the first seed, the
+    scaling sweep (the smaller sizes of ``finetune.scaling_sizes`` that are below the number of pairs)."""
+    cfg = _finetune_params(plan)
     names = [r.name for r in plan.refs]
-    runs = [TrainingRun(p, t, None) for t in names for p in names]
+    runs = [TrainingRun(p, t, s) for s in cfg.seeds for t in names for p in names if p != t]
     for t in names:
-        for size in plan.profile.finetune.scaling_sizes:
-            if size < n_pairs[t]:
-                runs += [TrainingRun(p, t, size) for p in names if p != t]
+        for size in cfg.scaling_sizes:
+            if size < n_pairs[(t, cfg.seeds[0])]:
+                runs += [TrainingRun(p, t, cfg.seeds[0], size) for p in names if p != t]
     return runs
 
 
@@ -363,37 +438,120 @@ def _finetune_params(plan: Plan):
     return plan.profile.finetune
 
 
-def run_finetune(plan: Plan, object_dir: Path = DATA / "object_level", out: Path = DATA / "finetuned",
-                 curves: Path = DATA / "training_curves", work: Path = WORK) -> list[dict]:
-    """Train every run; write ``out/<run>/`` (adapter, train_log.tsv, summary.json), the training pairs of each
-    target (``out/examples/<target>.parquet``) and an index ``out/runs.json``.
-
-    Training happens under ``work/finetune/<run>`` (checkpoints, and finished runs reused by fingerprint), out of
-    DVC's reach: DVC deletes a stage's outputs before re-running it, which would lose the checkpoints."""
-    from .finetune import finetune, training_examples
+def _train(plan: Plan, runs: list[TrainingRun], examples: dict[tuple[str, int], pd.DataFrame], out: Path,
+           curves: Path, work: Path) -> list[dict]:
+    """Train ``runs`` (each on ``examples[(target, seed)]``, its first ``n_examples`` for a sweep run) and
+    publish them under ``out``; returns the index written to ``out/runs.json``."""
+    from .finetune import finetune
 
     cfg = _finetune_params(plan)
-    _setup_torch(plan.profile)
-    objects = _objects(plan, object_dir)
-    examples = {t: training_examples(objects[t], plan.tasks, t, plan.profile.seed, cfg.max_examples) for t in objects}
-    for t, ex in examples.items():
-        atomic_write_parquet(out / "examples" / f"{t}.parquet", ex)
     refs = {r.name: r for r in plan.refs}
     index = []
-    for run in training_runs(plan, {t: len(ex) for t, ex in examples.items()}):
-        ex = examples[run.target] if run.n_examples is None else examples[run.target].head(run.n_examples)
+    for run in runs:
+        ex = examples[(run.target, run.seed)]
+        ex = ex if run.n_examples is None else ex.head(run.n_examples)
         lm = load(refs[run.predictor], dtype="float32", device=plan.profile.device)  # train in fp32, autocast
         trained = work / "finetune" / run.name
-        summary = finetune(lm, ex, cfg, trained, seed=plan.profile.seed, progress=f"finetune {run.name}")
+        summary = finetune(lm, ex, cfg, trained, seed=run.seed, progress=f"finetune {run.name}")
         _publish(trained, out / run.name)
         atomic_write_bytes(curves / f"{run.name}.tsv", (trained / "train_log.tsv").read_bytes())
         index.append({"run": run.name, "predictor": run.predictor, "target": run.target, "kind": run.kind,
-                      "n_examples": len(ex), "scaling": run.n_examples is not None, "steps": summary["steps"],
+                      "seed": run.seed, "trained_on": run.trained_on, "n_examples": len(ex),
+                      "scaling": run.n_examples is not None, "steps": summary["steps"],
                       "first_loss": summary["first_loss"], "final_loss": summary["final_loss"],
                       "mixed_precision": summary["mixed_precision"], "fingerprint": summary["fingerprint"]})
         del lm
     atomic_write_json(out / "runs.json", index)
     return index
+
+
+def run_finetune_self(plan: Plan, object_dir: Path = DATA / "object_level", out: Path = DATA / "finetuned" / "self",
+                      curves: Path = DATA / "training_curves" / "self", work: Path = WORK) -> list[dict]:
+    """Self-train every model on its own base behaviour, once per finetuning seed: ``out/<run>/`` (adapter,
+    train_log.tsv, summary.json), the training pairs in ``out/examples/<target>-s<seed>.parquet`` and an index
+    ``out/runs.json``.
+
+    Training happens under ``work/finetune/<run>`` (checkpoints, and finished runs reused by fingerprint), out of
+    DVC's reach: DVC deletes a stage's outputs before re-running it, which would lose the checkpoints."""
+    from .finetune import training_examples
+
+    cfg = _finetune_params(plan)
+    _setup_torch(plan.profile)
+    objects = _objects(plan, object_dir)
+    examples = {}
+    for seed in cfg.seeds:
+        for t in objects:
+            examples[(t, seed)] = training_examples(objects[t], plan.tasks, t, seed, cfg.max_examples)
+            atomic_write_parquet(out / "examples" / f"{t}-s{seed}.parquet", examples[(t, seed)])
+    return _train(plan, self_runs(plan), examples, out, curves, work)
+
+
+def _runs(trained: Path, stage: str = "finetune_self") -> list[dict]:
+    index_path = trained / "runs.json"
+    if not index_path.exists():
+        raise FileNotFoundError(f"{index_path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
+    return json.loads(index_path.read_text())
+
+
+def _self_run(plan: Plan, trained_self: Path, model: str, seed: int) -> dict:
+    for r in _runs(trained_self):
+        if r["predictor"] == model and r["kind"] == "self" and r["seed"] == seed:
+            return r
+    raise FileNotFoundError(f"no self-trained run of {model!r} with seed {seed} in {trained_self / 'runs.json'}; "
+                            "re-run the finetune_self stage with the same params")
+
+
+def run_object_level_trained(plan: Plan, trained_self: Path = DATA / "finetuned" / "self",
+                             out_dir: Path = DATA / "object_level_trained",
+                             samples_dir: Path = DATA / "object_samples_trained", work: Path = WORK) -> dict[str, Path]:
+    """Every self-trained model (M1', one per seed) answers the object-level prompts again, as the base models
+    did in ``object_level``: greedy on the train and test items, T=1 samples on the calibration subset. Tables
+    as ``object_level``'s, named and with ``model`` set to :func:`trained_model_name`, plus ``base_model`` and
+    ``seed``."""
+    _finetune_params(plan)
+    _setup_torch(plan.profile)
+    refs = {r.name: r for r in plan.refs}
+    written = {}
+    for run in self_runs(plan):
+        r = _self_run(plan, trained_self, run.predictor, run.seed)
+        name = trained_model_name(run.target, run.seed)
+        lm, engine = load_trained(plan, refs[run.predictor], [trained_self / r["run"] / "adapter"], name,
+                                  r["fingerprint"])
+        written[name] = _write_object_tables(plan, lm, engine, "object_level_trained", out_dir, samples_dir, work,
+                                             base_model=run.target, seed=run.seed)
+        del lm, engine
+    return written
+
+
+def _trained_objects(plan: Plan, object_dir: Path) -> dict[tuple[str, int], pd.DataFrame]:
+    """Every self-trained model's object-level table, keyed by (target, seed)."""
+    out = {}
+    for seed in _finetune_params(plan).seeds:
+        for ref in plan.refs:
+            path = object_dir / f"{trained_model_name(ref.name, seed)}.parquet"
+            if not path.exists():
+                raise FileNotFoundError(f"{path} is missing; run the object_level_trained stage first "
+                                        "(`dvc repro object_level_trained`)")
+            out[(ref.name, seed)] = pd.read_parquet(path)
+    return out
+
+
+def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_trained",
+                       out: Path = DATA / "finetuned" / "cross", curves: Path = DATA / "training_curves" / "cross",
+                       work: Path = WORK) -> list[dict]:
+    """Train every other model on each self-trained target's train-task behaviour (cross-prediction), per
+    seed, and the scaling sweep on the first seed; outputs as :func:`run_finetune_self`'s."""
+    from .finetune import training_examples
+
+    cfg = _finetune_params(plan)
+    _setup_torch(plan.profile)
+    objects = _trained_objects(plan, object_dir)
+    examples = {}
+    for (t, seed), obj in objects.items():
+        name = trained_model_name(t, seed)
+        examples[(t, seed)] = training_examples(obj, plan.tasks, name, seed, cfg.max_examples)
+        atomic_write_parquet(out / "examples" / f"{name}.parquet", examples[(t, seed)])
+    return _train(plan, cross_runs(plan, {k: len(v) for k, v in examples.items()}), examples, out, curves, work)
 
 
 def _publish(trained: Path, dest: Path) -> None:
@@ -421,30 +579,37 @@ def load_trained(plan: Plan, ref: ModelRef, adapters: list[Path], name: str, fin
     return lm, _engine(profile, lm)
 
 
-def _runs(trained: Path) -> list[dict]:
-    index_path = trained / "runs.json"
-    if not index_path.exists():
-        raise FileNotFoundError(f"{index_path} is missing; run the finetune stage first (`dvc repro finetune`)")
-    return json.loads(index_path.read_text())
-
-
-def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level", trained: Path = DATA / "finetuned",
+def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
+                     trained_object_dir: Path = DATA / "object_level_trained",
+                     trained_self: Path = DATA / "finetuned" / "self", trained_cross: Path = DATA / "finetuned" / "cross",
                      out: Path = DATA / "meta_trained.parquet", work: Path = WORK) -> Path:
-    """Every trained predictor's hypothetical answers on the held-out test tasks, about its own target."""
+    """Every trained predictor's hypothetical answers on the held-out test tasks, about its own target.
+
+    Each run's answers are scored twice: against the self-trained target of the run's seed (``ground_truth =
+    trained``, the original study's protocol and the main result) and against the untrained target
+    (``ground_truth = base``, a sensitivity variant)."""
     _finetune_params(plan)
     _setup_torch(plan.profile)
     objects = _objects(plan, object_dir)
+    trained_objects = _trained_objects(plan, trained_object_dir)
     refs = {r.name: r for r in plan.refs}
     frames = []
-    for run in _runs(trained):
+    for trained, run in [(trained_self, r) for r in _runs(trained_self)] + \
+                        [(trained_cross, r) for r in _runs(trained_cross, "finetune_cross")]:
         lm, engine = load_trained(plan, refs[run["predictor"]], [trained / run["run"] / "adapter"], run["run"],
                                   run["fingerprint"])
-        meta = meta_predictions(plan, lm, engine, "meta_trained", work)
-        joined = join_targets(meta.assign(predictor=run["predictor"]), {run["target"]: objects[run["target"]]})
-        frames.append(joined.assign(run=run["run"], n_examples=run["n_examples"], scaling=run["scaling"],
-                                    mixed_precision=run["mixed_precision"]))
+        meta = meta_predictions(plan, lm, engine, "meta_trained", work).assign(predictor=run["predictor"])
         del lm, engine
-    atomic_write_parquet(out, pd.concat(frames, ignore_index=True))
+        t, seed = run["target"], run["seed"]
+        for joined in (join_targets(meta, {t: trained_objects[(t, seed)]}, "trained", {t: trained_model_name(t, seed)}),
+                       join_targets(meta, {t: objects[t]}, "base")):
+            frames.append(joined.assign(seed=seed, run=run["run"], trained_on=run["trained_on"],
+                                        n_examples=run["n_examples"], scaling=run["scaling"],
+                                        mixed_precision=run["mixed_precision"]))
+    table = pd.concat(frames, ignore_index=True)
+    seed_col = table.pop("seed")
+    table.insert(table.columns.get_loc("ground_truth") + 1, "seed", seed_col.astype("Int64"))
+    atomic_write_parquet(out, table)
     return out
 
 
@@ -468,42 +633,57 @@ def object_distribution(samples: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _read_samples(paths: list[Path], stage: str) -> pd.DataFrame:
+    frames = []
+    for path in paths:
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
+        frames.append(pd.read_parquet(path))
+    return pd.concat(frames, ignore_index=True)
+
+
 def run_calibration(plan: Plan, samples_dir: Path = DATA / "object_samples",
+                    trained_samples_dir: Path = DATA / "object_samples_trained",
                     meta_untrained: Path = DATA / "meta_untrained.parquet",
                     meta_trained: Path = DATA / "meta_trained.parquet", out: Path = DATA / "calibration.parquet") -> Path:
-    """Experiment 2's table: on the calibration subset, each target's object-level T=1 distribution of every
-    closed property next to the meta-level option distribution of each predictor about it, untrained and
-    trained (the full self- and cross-prediction runs; the scaling sweep is left out).
+    """Experiment 2's table: on the calibration subset, the object-level T=1 distribution of every closed
+    property next to the meta-level option distribution of each predictor about it. Untrained predictors
+    are paired with the base target's samples; trained predictors (the full self- and cross-prediction runs of
+    every seed; the scaling sweep is left out) with the samples of the self-trained target of their seed, the
+    behaviour they are scored against in experiment 1.
 
-    One row per condition x predictor x target x item x property: ``condition (untrained|trained), run,
-    predictor, target, kind, task, split, family, item_id, property, options, n_samples, n_compliant, n_other,
-    object_counts, object_probs, object_value, meta_value, meta_probs, p_outside``. Open-set properties
-    (words) have no option distribution and are not part of it."""
+    One row per condition x predictor x target x seed x item x property: ``condition (untrained|trained), run,
+    seed, predictor, target, object_model, kind, task, split, family, item_id, property, options, n_samples,
+    n_compliant, n_other, object_counts, object_probs, object_value, meta_value, meta_probs, p_outside``.
+    ``meta_probs`` is the option distribution renormalised over the options and ``p_outside`` the mass the
+    predictor put elsewhere. Open-set properties (words) have no option distribution and are not part of it."""
     for path, stage in ((meta_untrained, "meta_untrained"), (meta_trained, "meta_trained")):
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
-    frames = []
-    for ref in plan.refs:
-        path = samples_dir / f"{ref.name}.parquet"
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing; run the object_level stage first (`dvc repro object_level`)")
-        frames.append(pd.read_parquet(path))
-    dist = object_distribution(pd.concat(frames, ignore_index=True)).rename(columns={"model": "target"})
+    seeds = _finetune_params(plan).seeds
+    samples = pd.concat([
+        _read_samples([samples_dir / f"{r.name}.parquet" for r in plan.refs], "object_level"),
+        _read_samples([trained_samples_dir / f"{trained_model_name(r.name, s)}.parquet" for s in seeds
+                       for r in plan.refs], "object_level_trained")], ignore_index=True)
+    dist = object_distribution(samples).rename(columns={"model": "object_model"})
     if dist.empty:
         raise ValueError("no temperature-1 samples of a closed property; raise sampling.items_per_task or "
                          "sampling.n_samples in params.yaml")
     untrained = pd.read_parquet(meta_untrained).assign(condition="untrained", run=None)
     trained = pd.read_parquet(meta_trained)
-    trained = trained[~trained["scaling"].astype(bool)].assign(condition="trained")
+    trained = trained[~trained["scaling"].astype(bool) & (trained["ground_truth"] == "trained")].assign(
+        condition="trained")
     meta = pd.concat([untrained, trained], ignore_index=True).drop(columns=["options"])
-    table = meta.merge(dist, on=["target", "task", "item_id", "property"], how="inner", validate="many_to_one")
+    table = meta.merge(dist, on=["object_model", "task", "item_id", "property"], how="inner", validate="many_to_one")
     table = table.rename(columns={"option_probs": "meta_probs"}).sort_values(
-        ["condition", "target", "predictor", "task", "item_id", "property"], ascending=[False, True, True, True, True, True],
-        kind="stable")
-    cols = ["condition", "run", "predictor", "target", "kind", "task", "split", "family", "item_id", "property",
-            "options", "n_samples", "n_compliant", "n_other", "object_counts", "object_probs", "object_value",
-            "meta_value", "meta_probs", "p_outside"]
-    atomic_write_parquet(out, table[cols].reset_index(drop=True))
+        ["condition", "target", "seed", "predictor", "task", "item_id", "property"],
+        ascending=[False, True, True, True, True, True, True], kind="stable")
+    cols = ["condition", "run", "seed", "predictor", "target", "object_model", "kind", "task", "split", "family",
+            "item_id", "property", "options", "n_samples", "n_compliant", "n_other", "object_counts", "object_probs",
+            "object_value", "meta_value", "meta_probs", "p_outside"]
+    table = table[cols].reset_index(drop=True)
+    table["seed"] = table["seed"].astype("Int64")
+    atomic_write_parquet(out, table)
     return out
 
 
@@ -537,37 +717,41 @@ def behaviour_change_plan(plan: Plan) -> tuple:
     return bc, tasks, n_eval
 
 
-def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level", trained: Path = DATA / "finetuned",
+def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
+                         trained_object_dir: Path = DATA / "object_level_trained",
+                         trained_self: Path = DATA / "finetuned" / "self",
                          meta_trained: Path = DATA / "meta_trained.parquet", out: Path = DATA / "behaviour_change.parquet",
                          adapters: Path = DATA / "behaviour_change", curves: Path = DATA / "behaviour_change_curves",
                          work: Path = WORK) -> Path:
-    """Experiment 3. Each model's self-trained version is finetuned further on the next model's object-level
-    answers (``behaviour_change.train_items`` items per task, right after the ``eval_items`` evaluated ones),
-    then answers the evaluated items again, at the object level and hypothetically.
+    """Experiment 3, on the first finetuning seed. Each model's self-trained version M1' is finetuned further on
+    the next model's object-level answers (``behaviour_change.train_items`` items per task, right after the
+    ``eval_items`` evaluated ones), then answers the evaluated items again, at the object level and
+    hypothetically.
 
-    Writes ``out``: one row per model x evaluated item x property: ``model, source, run, task, split, family,
-    item_id, property, base_value`` (the untrained model's behaviour), ``source_value`` (the taught model's),
-    ``old_response, old_value, old_compliant`` (the self-trained model, before the change), ``new_response,
-    new_value, new_compliant`` (after it), ``changed`` (both compliant and different), ``meta_old_value,
-    meta_old_compliant`` (the self-trained model's prediction, from meta_trained), ``meta_value,
-    meta_compliant, options, option_probs, p_outside`` (the changed model's prediction), ``p_old, p_new``
-    (the probability it gives the old and the new behaviour) and ``matches_old, matches_new``.
+    Writes ``out``: one row per model x evaluated item x property: ``model, source, run, seed, task, split,
+    family, item_id, property, base_value`` (the untrained model's behaviour), ``source_value`` (the taught
+    model's), ``old_response, old_value, old_compliant`` (M1', before the change: its ``object_level_trained``
+    answers), ``new_response, new_value, new_compliant`` (after it), ``changed`` (both compliant and
+    different), ``meta_old_value, meta_old_compliant`` (M1''s prediction, from meta_trained), ``meta_value,
+    meta_compliant, options, option_probs, p_outside`` (the changed model's prediction), ``p_old, p_new`` (the
+    probability it gives the old and the new behaviour) and ``matches_old, matches_new``.
     Beside it: ``adapters/<run>/`` (adapter, train_log.tsv, summary.json), the training pairs in
     ``adapters/examples/<model>.parquet`` and the loss curves in ``curves/``."""
     from .finetune import behaviour_examples, finetune
 
     bc, tasks, n_eval = behaviour_change_plan(plan)
-    cfg = _finetune_params(plan).model_copy(update={"learning_rate": bc.learning_rate, "epochs": bc.epochs,
-                                                    "max_examples": None, "scaling_sizes": []})
+    ft = _finetune_params(plan)
+    seed = ft.seeds[0]
+    cfg = ft.model_copy(update={"learning_rate": bc.learning_rate, "epochs": bc.epochs, "max_examples": None,
+                                "scaling_sizes": []})
     _setup_torch(plan.profile)
     objects = _objects(plan, object_dir)
-    self_runs = {r["predictor"]: r for r in _runs(trained) if r["kind"] == "self" and not r["scaling"]}
-    missing = [r.name for r in plan.refs if r.name not in self_runs]
-    if missing:
-        raise FileNotFoundError(f"no self-trained run of {missing} in {trained / 'runs.json'}; re-run the finetune stage")
+    trained_objects = _trained_objects(plan, trained_object_dir)
+    runs = {r.name: _self_run(plan, trained_self, r.name, seed) for r in plan.refs}
     if not meta_trained.exists():
         raise FileNotFoundError(f"{meta_trained} is missing; run the meta_trained stage first (`dvc repro meta_trained`)")
     meta_old = pd.read_parquet(meta_trained)
+    meta_old = meta_old[meta_old["ground_truth"] == "trained"]
 
     sources = {}  # every model's answers on the training items: the behaviour another model is taught
     for ref in plan.refs:
@@ -576,26 +760,26 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level", t
                                                         "behaviour_source", work) for t in tasks], ignore_index=True)
         del lm, engine
 
+    evaluated = pd.DataFrame([(t.name, it["item_id"]) for t in tasks for it in t.items[:n_eval]],
+                             columns=["task", "item_id"])
     frames = []
     for i, ref in enumerate(plan.refs):
         source = plan.refs[(i + 1) % len(plan.refs)].name
-        self_run = self_runs[ref.name]
-        self_adapter = trained / self_run["run"] / "adapter"
-        name = f"{ref.name}__bc__{source}"
-        examples = behaviour_examples(sources[source], tasks, plan.profile.seed)
+        self_run = runs[ref.name]
+        self_adapter = trained_self / self_run["run"] / "adapter"
+        name = f"{ref.name}__bc__{source}__s{seed}"
+        examples = behaviour_examples(sources[source], tasks, seed)
         atomic_write_parquet(adapters / "examples" / f"{ref.name}.parquet", examples)
 
         lm, _ = load_trained(plan, ref, [self_adapter], self_run["run"], self_run["fingerprint"], dtype="float32")
-        summary = finetune(lm, examples, cfg, work / "behaviour_change" / name, seed=plan.profile.seed,
+        summary = finetune(lm, examples, cfg, work / "behaviour_change" / name, seed=seed,
                            progress=f"behaviour change {name}")
         del lm
         _publish(work / "behaviour_change" / name, adapters / name)
         atomic_write_bytes(curves / f"{name}.tsv", (adapters / name / "train_log.tsv").read_bytes())
 
-        lm, engine = load_trained(plan, ref, [self_adapter], self_run["run"], self_run["fingerprint"])
-        old = pd.concat([object_behaviour(plan, lm, engine, t, t.items[:n_eval], "behaviour_eval", work) for t in tasks],
-                        ignore_index=True)
-        del lm, engine
+        # before the change: M1''s own answers, computed once by object_level_trained
+        old = trained_objects[(ref.name, seed)].merge(evaluated, on=["task", "item_id"], validate="many_to_one")
         lm, engine = load_trained(plan, ref, [self_adapter, adapters / name / "adapter"], name,
                                   f"{self_run['fingerprint']}:{summary['fingerprint']}")
         new = pd.concat([object_behaviour(plan, lm, engine, t, t.items[:n_eval], "behaviour_eval", work) for t in tasks],
@@ -604,8 +788,10 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level", t
         del lm, engine
         frames.append(_behaviour_table(
             ref.name, source, name, objects[ref.name], objects[source], old, new,
-            meta_old[meta_old["run"] == self_run["run"]], meta_new))
-    atomic_write_parquet(out, pd.concat(frames, ignore_index=True))
+            meta_old[meta_old["run"] == self_run["run"]], meta_new).assign(seed=seed))
+    table = pd.concat(frames, ignore_index=True)
+    table.insert(table.columns.get_loc("run") + 1, "seed", table.pop("seed"))
+    atomic_write_parquet(out, table)
     return out
 
 

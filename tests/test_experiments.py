@@ -1,5 +1,6 @@
-"""Experiments 1-3 as stages on the real embedded models (tiny profile): self- and cross-prediction
-finetunes and their held-out predictions, the calibration table, and behaviour change."""
+"""Experiments 1-3 as stages on the real embedded models (tiny profile), with the original study's protocol:
+self-training, the self-trained models' new object-level behaviour (the ground truth), cross-prediction
+trained on that behaviour, held-out predictions scored against it, the calibration table, and behaviour change."""
 
 import json
 import shutil
@@ -10,66 +11,115 @@ import pytest
 from conftest import tiny_profile
 from reproduce.properties import get_property
 from reproduce.stages import (Plan, behaviour_change_plan, object_distribution, run_behaviour_change,
-                              run_calibration, run_finetune, run_meta_trained)
+                              run_calibration, run_finetune_cross, run_finetune_self, run_meta_trained,
+                              run_object_level_trained, trained_model_name)
 
 MODELS = ("smollm2-135m", "gemma3-270m")
+SEEDS = (0, 1)
 FINETUNE = {"lora_rank": 4, "lora_alpha": 8, "learning_rate": 1e-3, "epochs": 1, "batch_size": 4, "max_examples": 8,
-            "mixed_precision": "no", "checkpoint_every": 1, "scaling_sizes": [4, 100]}
+            "mixed_precision": "no", "checkpoint_every": 1, "scaling_sizes": [4, 100], "seeds": list(SEEDS)}
 BEHAVIOUR = {"tasks": None, "eval_items": None, "train_items": 8, "learning_rate": 3e-3, "epochs": 3}
+KEY = ["task", "item_id", "property"]
 
 
 @pytest.fixture(scope="module")
 def trained(run, tmp_path_factory):
-    """The finetune and meta_trained stages after the shared foundation run."""
+    """finetune_self, object_level_trained, finetune_cross and meta_trained after the shared foundation run."""
     root = tmp_path_factory.mktemp("trained")
     plan = Plan(tiny_profile(finetune=FINETUNE, behaviour_change=BEHAVIOUR))
-    obj = run["root"] / "object_level"
-    index = run_finetune(plan, obj, root / "ft", root / "curves", root / "work")
-    meta = pd.read_parquet(run_meta_trained(plan, obj, root / "ft", root / "mt.parquet", root / "work"))
-    return {"plan": plan, "root": root, "obj": obj, "index": index, "meta": meta}
+    obj, work = run["root"] / "object_level", root / "work"
+    self_index = run_finetune_self(plan, obj, root / "ft_self", root / "curves_self", work)
+    run_object_level_trained(plan, root / "ft_self", root / "obj_t", root / "samples_t", work)
+    cross_index = run_finetune_cross(plan, root / "obj_t", root / "ft_cross", root / "curves_cross", work)
+    meta = pd.read_parquet(run_meta_trained(plan, obj, root / "obj_t", root / "ft_self", root / "ft_cross",
+                                            root / "mt.parquet", work))
+    obj_t = {(m, s): pd.read_parquet(root / "obj_t" / f"{trained_model_name(m, s)}.parquet")
+             for m in MODELS for s in SEEDS}
+    return {"plan": plan, "root": root, "obj": obj, "self_index": self_index, "cross_index": cross_index,
+            "index": self_index + cross_index, "meta": meta, "obj_t": obj_t}
 
 
-def test_finetune_runs_self_and_cross_in_both_directions_on_train_tasks_only(run, trained):
-    index, root = trained["index"], trained["root"]
-    assert index == json.loads((root / "ft" / "runs.json").read_text())
+def _values(df: pd.DataFrame) -> pd.Series:
+    return df.set_index(KEY)["value"]
+
+
+def test_self_training_learns_each_models_own_base_behaviour_once_per_seed(run, trained):
+    index, root = trained["self_index"], trained["root"]
+    assert index == json.loads((root / "ft_self" / "runs.json").read_text())
+    assert {(r["predictor"], r["target"], r["kind"], r["seed"], r["trained_on"]) for r in index} == {
+        (m, m, "self", s, m) for m in MODELS for s in SEEDS}
+    for m in MODELS:
+        ours = _values(run["object"][m])
+        orders = []
+        for s in SEEDS:
+            ex = pd.read_parquet(root / "ft_self" / "examples" / f"{m}-s{s}.parquet")
+            assert set(ex["task"]) == {"numbers"} and len(ex) == 8  # train tasks only
+            assert all(ours[(r.task, r.item_id, r.property)] == r.answer for r in ex.itertuples())
+            orders.append(list(zip(ex.item_id, ex.property)))
+        assert orders[0] != orders[1]  # the seed orders (and picks) the pairs
+    assert len(list((root / "curves_self").glob("*.tsv"))) == len(index)
+
+
+def test_self_trained_models_answer_the_object_level_again(run, trained):
+    for (m, s), t in trained["obj_t"].items():
+        base = run["object"][m]
+        assert set(t["model"]) == {trained_model_name(m, s)} and set(t["base_model"]) == {m} and set(t["seed"]) == {s}
+        assert len(t) == len(base) and set(map(tuple, t[KEY].to_numpy())) == set(map(tuple, base[KEY].to_numpy()))
+        samples = pd.read_parquet(trained["root"] / "samples_t" / f"{trained_model_name(m, s)}.parquet")
+        assert len(samples) and set(samples["model"]) == {trained_model_name(m, s)}
+    # self-training changed what the models do at the object level (the reason for this stage)
+    assert any((t.set_index(KEY)["response"] != run["object"][m].set_index(KEY)["response"]).any()
+               for (m, s), t in trained["obj_t"].items())
+
+
+def test_cross_prediction_learns_the_self_trained_targets_behaviour(trained):
+    index, root = trained["cross_index"], trained["root"]
     full = [r for r in index if not r["scaling"]]
-    assert {(r["predictor"], r["target"], r["kind"]) for r in full} == {
-        ("smollm2-135m", "smollm2-135m", "self"), ("gemma3-270m", "smollm2-135m", "cross"),
-        ("gemma3-270m", "gemma3-270m", "self"), ("smollm2-135m", "gemma3-270m", "cross")}
-    sweep = [r for r in index if r["scaling"]]  # size 4 only: 100 is not smaller than the 8 pairs there are
-    assert {(r["kind"], r["n_examples"]) for r in sweep} == {("cross", 4)} and len(sweep) == 2
-    for target in MODELS:
-        ex = pd.read_parquet(root / "ft" / "examples" / f"{target}.parquet")
-        assert set(ex["task"]) == {"numbers"} and len(ex) == 8  # train tasks only
-        ours = run["object"][target].set_index(["task", "item_id", "property"])["value"]
+    assert {(r["predictor"], r["target"], r["seed"], r["trained_on"]) for r in full} == {
+        (p, t, s, trained_model_name(t, s)) for p in MODELS for t in MODELS if p != t for s in SEEDS}
+    sweep = [r for r in index if r["scaling"]]  # size 4, first seed only: 100 is not below the 8 pairs there are
+    assert {(r["kind"], r["n_examples"], r["seed"]) for r in sweep} == {("cross", 4, 0)} and len(sweep) == 2
+    for (m, s), t in trained["obj_t"].items():
+        ex = pd.read_parquet(root / "ft_cross" / "examples" / f"{trained_model_name(m, s)}.parquet")
+        assert len(ex) and set(ex["task"]) == {"numbers"}
+        ours = _values(t[t["compliant"]])
         assert all(ours[(r.task, r.item_id, r.property)] == r.answer for r in ex.itertuples())
-    assert len(list((root / "curves").glob("*.tsv"))) == len(index)
 
 
 def test_finished_finetunes_are_reused_after_dvc_deletes_the_outputs(trained, tmp_path, monkeypatch):
     from reproduce import finetune as ft
 
-    out = tmp_path / "ft"
-    shutil.copytree(trained["root"] / "ft", out)
-    shutil.rmtree(out)  # what DVC does before re-running a stage
     monkeypatch.setattr(ft, "answer_loss", lambda *a, **k: pytest.fail("a finished run was trained again"))
-    index = run_finetune(trained["plan"], trained["obj"], out, tmp_path / "curves", trained["root"] / "work")
-    assert index == trained["index"]
+    index = run_finetune_self(trained["plan"], trained["obj"], tmp_path / "ft", tmp_path / "curves",
+                              trained["root"] / "work")
+    assert index == trained["self_index"]
 
 
-def test_meta_trained_evaluates_every_run_on_held_out_tasks_about_its_target(trained):
+def test_meta_trained_scores_every_run_against_the_self_trained_target_and_the_base(run, trained):
     meta = trained["meta"]
     assert set(meta["run"]) == {r["run"] for r in trained["index"]}
     assert set(meta["task"]) == {"animals", "survival_instinct"}
     for r in trained["index"]:
         rows = meta[meta.run == r["run"]]
         assert set(rows["target"]) == {r["target"]} and set(rows["kind"]) == {r["kind"]}
-        assert len(rows) == 3 * 7 + 3 * 1
+        assert set(rows["seed"]) == {r["seed"]}
+        for truth, behaviour, name in (("trained", trained["obj_t"][(r["target"], r["seed"])],
+                                        trained_model_name(r["target"], r["seed"])),
+                                       ("base", run["object"][r["target"]], r["target"])):
+            g = rows[rows.ground_truth == truth]
+            assert len(g) == 3 * 7 + 3 * 1 and set(g["object_model"]) == {name}
+            ref = behaviour.set_index(KEY).loc[list(zip(g.task, g.item_id, g.property))]
+            assert (ref["compliant"].to_numpy() == g["object_compliant"].to_numpy()).all()
+            ok = g["object_compliant"].to_numpy()
+            assert (ref["value"].to_numpy()[ok] == g["object_value"].to_numpy()[ok]).all()
+        # one set of predictions, scored twice
+        a, b = (rows[rows.ground_truth == t].set_index(KEY).sort_index() for t in ("trained", "base"))
+        assert (a["meta_response"] == b["meta_response"]).all()
 
 
-def test_finetune_stage_needs_finetune_params(run):
+def test_finetune_stages_need_finetune_params(run):
     with pytest.raises(ValueError, match="no `finetune:` section"):
-        run_finetune(Plan(tiny_profile()), run["root"] / "object_level")
+        run_finetune_self(Plan(tiny_profile()), run["root"] / "object_level")
 
 
 # ------------------------------------------------------------------------------------ calibration
@@ -86,60 +136,75 @@ def test_object_distribution_counts_compliant_samples_over_the_options():
     assert list(r.object_probs) == pytest.approx([2 / 3, 1 / 3])
 
 
-def test_calibration_table_puts_object_distributions_beside_every_predictor(run, trained):
+@pytest.fixture(scope="module")
+def calibration(run, trained):
     root = trained["root"]
-    cal = pd.read_parquet(run_calibration(trained["plan"], run["root"] / "object_samples", run["root"] / "meta.parquet",
-                                          root / "mt.parquet", root / "cal.parquet"))
+    return pd.read_parquet(run_calibration(trained["plan"], run["root"] / "object_samples", root / "samples_t",
+                                           run["root"] / "meta.parquet", root / "mt.parquet", root / "cal.parquet"))
+
+
+def test_calibration_pairs_trained_predictors_with_the_self_trained_targets_samples(run, trained, calibration):
+    cal = calibration
     assert set(cal["condition"]) == {"untrained", "trained"}
-    for condition in ("untrained", "trained"):
-        c = cal[cal.condition == condition]
-        assert set(zip(c.predictor, c.target)) == {(a, b) for a in MODELS for b in MODELS}
-        # the calibration subset (2 items per test task) x the closed properties (4 for animals, 1 for A/B)
-        assert c.groupby(["predictor", "target"]).size().eq(2 * 4 + 2 * 1).all()
-    assert not cal.loc[cal.condition == "trained", "run"].str.contains("__n").any()  # no scaling runs
-    samples = pd.concat(run["samples"].values())
+    u, t = cal[cal.condition == "untrained"], cal[cal.condition == "trained"]
+    assert set(zip(u.predictor, u.target)) == {(a, b) for a in MODELS for b in MODELS}
+    assert (u.object_model == u.target).all() and u.seed.isna().all()
+    assert set(zip(t.predictor, t.target, t.seed)) == {(a, b, s) for a in MODELS for b in MODELS for s in SEEDS}
+    assert (t.object_model == [trained_model_name(a, s) for a, s in zip(t.target, t.seed)]).all()
+    # the calibration subset (2 items per test task) x the closed properties (4 for animals, 1 for A/B)
+    assert u.groupby(["predictor", "target"]).size().eq(2 * 4 + 2 * 1).all()
+    assert t.groupby(["predictor", "target", "seed"]).size().eq(2 * 4 + 2 * 1).all()
+    assert not t["run"].str.contains("__n").any()  # no scaling runs
+    root = trained["root"]
+    samples = pd.concat([*run["samples"].values()] + [
+        pd.read_parquet(root / "samples_t" / f"{trained_model_name(m, s)}.parquet") for m in MODELS for s in SEEDS])
     for r in cal.itertuples():
-        s = samples[(samples.model == r.target) & (samples.task == r.task) & (samples.item_id == r.item_id)
+        s = samples[(samples.model == r.object_model) & (samples.task == r.task) & (samples.item_id == r.item_id)
                     & (samples.property == r.property) & samples.compliant]
         assert list(r.object_counts) == [int((s.value == o).sum()) for o in get_property(r.property).options]
         assert sum(r.object_counts) + r.n_other == r.n_compliant == len(s)
         assert abs(sum(r.meta_probs) - 1) < 1e-5
-    u = cal[cal.condition == "untrained"].merge(run["meta"], on=["predictor", "target", "task", "item_id", "property"])
-    assert all(list(a) == list(b) for a, b in zip(u.meta_probs, u.option_probs)) and len(u) == (cal.condition == "untrained").sum()
+    m = u.merge(run["meta"], on=["predictor", "target", "task", "item_id", "property"])
+    assert all(list(a) == list(b) for a, b in zip(m.meta_probs, m.option_probs)) and len(m) == len(u)
 
 
 # ------------------------------------------------------------------------------------ behaviour change
 @pytest.fixture(scope="module")
-def changed(trained):
+def changed(run, trained):
     root = trained["root"]
-    out = run_behaviour_change(trained["plan"], trained["obj"], root / "ft", root / "mt.parquet", root / "bc.parquet",
-                               root / "bc", root / "bc_curves", root / "work")
+    out = run_behaviour_change(trained["plan"], trained["obj"], root / "obj_t", root / "ft_self", root / "mt.parquet",
+                               root / "bc.parquet", root / "bc", root / "bc_curves", root / "work")
     return pd.read_parquet(out)
 
 
 def test_behaviour_change_trains_on_the_other_models_answers_to_held_out_items(trained, changed):
     root = trained["root"]
     assert set(zip(changed.model, changed.source)) == {("smollm2-135m", "gemma3-270m"), ("gemma3-270m", "smollm2-135m")}
+    assert set(changed["seed"]) == {SEEDS[0]}
     for model, source in set(zip(changed.model, changed.source)):
         ex = pd.read_parquet(root / "bc" / "examples" / f"{model}.parquet")
         assert set(ex["target"]) == {source}  # the other model's answers
         evaluated = set(changed.loc[changed.model == model, "item_id"])
         assert evaluated.isdisjoint(ex["item_id"])  # evaluated items are held out
         assert len(ex) == 2 * 8 and ex["answer"].str.len().gt(0).all()
-        assert (root / "bc" / f"{model}__bc__{source}" / "adapter").is_dir()
-        assert (root / "bc_curves" / f"{model}__bc__{source}.tsv").exists()
+        assert (root / "bc" / f"{model}__bc__{source}__s0" / "adapter").is_dir()
+        assert (root / "bc_curves" / f"{model}__bc__{source}__s0.tsv").exists()
 
 
 def test_behaviour_change_records_old_and_new_behaviour_and_the_new_prediction(trained, changed):
     for model in MODELS:
         rows = changed[changed.model == model]
         assert len(rows) == 3 * 7 + 3 * 1
+        # the behaviour before the change is the self-trained model's (seed 0), from object_level_trained
+        old = trained["obj_t"][(model, SEEDS[0])].set_index(KEY)
+        assert all(old.loc[(r.task, r.item_id, r.property), "response"] == r.old_response for r in rows.itertuples())
         # the model's object-level behaviour changed on at least some items
         assert (rows.old_response != rows.new_response).any()
         assert rows.changed.any()
         # the prediction before the change is the self-trained run's, from meta_trained
-        self_run = trained["meta"][trained["meta"].run == f"{model}__on__{model}"]
-        m = rows.merge(self_run, on=["task", "item_id", "property"])
+        meta = trained["meta"]
+        self_run = meta[(meta.run == f"{model}__on__{model}__s0") & (meta.ground_truth == "trained")]
+        m = rows.merge(self_run, on=KEY)
         assert len(m) == len(rows) and (m.meta_old_value.fillna("-") == m.meta_value_y.fillna("-")).all()
     expected = changed.old_compliant & changed.new_compliant & (changed.old_value != changed.new_value)
     assert (changed.changed == expected).all()
@@ -181,7 +246,7 @@ def analysed(run, trained, changed, tmp_path_factory):
     shutil.copy(run["root"] / "meta.parquet", data / "meta_untrained.parquet")
     shutil.copy(root / "mt.parquet", data / "meta_trained.parquet")
     shutil.copy(root / "bc.parquet", data / "behaviour_change.parquet")
-    run_calibration(trained["plan"], run["root"] / "object_samples", data / "meta_untrained.parquet",
+    run_calibration(trained["plan"], run["root"] / "object_samples", root / "samples_t", data / "meta_untrained.parquet",
                     data / "meta_trained.parquet", data / "calibration.parquet")
     profile = trained["plan"].profile.model_copy(update={"analysis": Analysis(draws=1000, tune=1000)})
     metrics = run_analysis(profile, data, tmp / "analysis")

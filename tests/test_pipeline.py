@@ -105,6 +105,22 @@ def test_an_interrupted_stage_resumes_without_lost_or_duplicated_rows(run, tmp_p
     assert sorted(first3["response"]) == sorted(ref["response"])  # resumed rows equal uninterrupted ones
 
 
+def test_a_changed_item_selection_gets_its_own_rows_from_the_same_work_folder(models, tmp_path):
+    """Shards are keyed by the items they hold: evaluating other items (e.g. a changed
+    behaviour_change.eval_items) in the same work folder never returns rows of the items evaluated before."""
+    from reproduce.stages import object_behaviour
+
+    lm, engine = models["smollm2-135m"]
+    plan = Plan(tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]}))
+    task = plan.tasks["animals"]
+    first = object_behaviour(plan, lm, engine, task, task.items[0:3], "behaviour_eval", tmp_path / "work")
+    shifted = object_behaviour(plan, lm, engine, task, task.items[2:5], "behaviour_eval", tmp_path / "work")
+    fresh = object_behaviour(plan, lm, engine, task, task.items[2:5], "behaviour_eval", tmp_path / "fresh")
+    assert list(dict.fromkeys(first["item_id"])) == [it["item_id"] for it in task.items[0:3]]
+    assert list(dict.fromkeys(shifted["item_id"])) == [it["item_id"] for it in task.items[2:5]]
+    pd.testing.assert_frame_equal(shifted, fresh)
+
+
 @pytest.mark.parametrize("overrides,error,match", [
     ({"models": ["smollm2-135m", "no-org/no-model"]}, ModelError, "not in the local Hugging Face cache"),
     ({"properties": ["second_letter"]}, PropertyError, "unknown response property"),
