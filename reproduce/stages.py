@@ -551,6 +551,11 @@ def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_train
         name = trained_model_name(t, seed)
         examples[(t, seed)] = training_examples(obj, plan.tasks, name, seed, cfg.max_examples)
         atomic_write_parquet(out / "examples" / f"{name}.parquet", examples[(t, seed)])
+        if cfg.max_examples and len(examples[(t, seed)]) < cfg.max_examples:
+            print(f"warning: {name} gave only {len(examples[(t, seed)])} compliant training pairs (finetune."
+                  f"max_examples is {cfg.max_examples}): its cross-predictors train on fewer pairs than the "
+                  "self-predictor did; runs.json records n_examples. Raise items_per_task.train to even them.",
+                  file=sys.stderr)
     return _train(plan, cross_runs(plan, {k: len(v) for k, v in examples.items()}), examples, out, curves, work)
 
 
