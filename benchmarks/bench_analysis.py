@@ -4,8 +4,9 @@ where the time goes, and (``--compare``) the advantage model on counts vs rows a
     python benchmarks/bench_analysis.py [--profile default] [--seed 0] [--keep DIR]
     python benchmarks/bench_analysis.py --compare [--items 60] [--draws 1000]
 
-The tables come from :func:`analysis.simulate.simulate_stage_tables` (2 models, the 6 test tasks with every
-property, 60 items, self/cross runs both ways plus the scaling runs, calibration and behaviour change), and
+The tables come from :func:`analysis.simulate.simulate_stage_tables` in the profile's shape (its test tasks
+with every property, its test items, seeds, training-set and scaling sizes and calibration subset; 2 models,
+self/cross runs both ways plus the scaling runs, calibration and behaviour change), and
 :func:`analysis.stage.run_analysis` runs on them unmodified with the profile's ``analysis`` settings (draws,
 tune, chains, target_accept, bootstrap). The breakdown times the stage's calls into :mod:`analysis.models`
 and :mod:`analysis.frequentist` (sampling includes JAX compilation); "other" is everything else (reading and
@@ -73,7 +74,13 @@ def stage(profile_name: str, seed: int, keep: Path | None, report_gate: bool = F
     print(f"profile {profile_name}: {a.sampler} NUTS, {a.chains} chains x ({a.tune} tune + {a.draws} draws), "
           f"target_accept {a.target_accept}, {a.bootstrap} bootstrap resamples")
     root = keep or Path(tempfile.mkdtemp(prefix="bench_analysis_"))
-    data = write_stage_tables(simulate_stage_tables(seed=seed), root / "data")
+    ft = profile.finetune
+    shape = dict(tasks=tuple(profile.tasks.test), items=profile.items_per_task.test,
+                 calibration_items=profile.sampling.items_per_task, n_samples=profile.sampling.n_samples)
+    if ft is not None:
+        shape.update(full_examples=ft.max_examples or 480, scaling_sizes=tuple(ft.scaling_sizes), seeds=tuple(ft.seeds))
+    print("tables shaped as the profile: " + ", ".join(f"{k} {v}" for k, v in shape.items()))
+    data = write_stage_tables(simulate_stage_tables(seed=seed, **shape), root / "data")
     records: dict = {}
     originals = {(mod, n): getattr(mod, n) for mod, names in TIMED.items() for n in names}
     for (mod, n), fn in originals.items():
