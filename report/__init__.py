@@ -60,7 +60,10 @@ def fmt(value: float, digits: int = 1) -> str:
 
 
 def fmt_prob(p: float) -> str:
-    """A posterior probability: two decimals, with the ends stated as bounds (never '1.00')."""
+    """A posterior probability: two decimals, with the ends stated as bounds (never '1.00'); 'n/a' when the
+    analysis had nothing to compute it from (a missing value)."""
+    if p is None or p != p:
+        return "n/a"
     if p > 0.995:
         return "> 0.99"
     if p < 0.005:
@@ -91,7 +94,10 @@ def format_key(key: str, value: Any) -> str:
 
 def _ci(estimate: float, low: float, high: float, scale: float = 1.0) -> str:
     """An estimate with its interval, ``"4.2 [3.0, 5.8]"``; ``scale=100`` turns shares into percentages."""
-    return f"{fmt(scale * estimate)} [{fmt(scale * low)}, {fmt(scale * high)}]"
+    def scaled(v):  # a missing value (a cross-check that could not be computed) stays missing: fmt says n/a
+        return None if v is None else scale * v
+
+    return f"{fmt(scaled(estimate))} [{fmt(scaled(low))}, {fmt(scaled(high))}]"
 
 
 def _interval(d: dict, key: str = "mean", scale: float = 1.0) -> str:
@@ -352,7 +358,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                  "P(advantage > 0)": ""})
     rows.append({"estimate": "GLM, cluster-robust, average marginal effect", "self %": "", "cross %": "",
                  "advantage (points)": _ci(g["ame"], g["ame_low"], g["ame_high"], 100),
-                 "P(advantage > 0)": f"p = {g['p_value']:.2f} (two-sided)"})
+                 "P(advantage > 0)": (f"p = {g['p_value']:.2f} (two-sided)" if g['p_value'] is not None else "n/a (not estimable)")})
     out["advantage"] = _md_table(pd.DataFrame(rows),
                                  "Self-prediction advantage after training (self minus cross accuracy). Bayesian "
                                  "rows: posterior mean and 94% interval of the average marginal effect; "
