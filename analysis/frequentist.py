@@ -31,6 +31,15 @@ def wilson(k, n, alpha: float = 0.05):
     return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
 
 
+def cluster_weights(m: int, n_boot: int, seed: int) -> np.ndarray:
+    """``(n_boot, m)`` multiplicities of ``m`` clusters resampled with replacement, as floats: resample b is
+    the b-th ``rng.integers(0, m, m)`` call on the seeded stream (one ``(n_boot, m)`` call draws the same
+    numbers). Every cluster bootstrap of the analysis draws its resamples here."""
+    draws = np.random.default_rng(seed).integers(0, m, (n_boot, m))
+    w = np.bincount((draws + m * np.arange(n_boot)[:, None]).ravel(), minlength=n_boot * m).reshape(n_boot, m)
+    return w.astype(float)
+
+
 def cluster_bootstrap_difference(rows: pd.DataFrame, x: str = "self", y: str = "correct", cluster: str = "unit",
                                  n_boot: int = N_BOOT, seed: int = 0, alpha: float = 0.05) -> dict:
     """Difference in accuracy between ``x == 1`` and ``x == 0`` rows, with a percentile interval from
@@ -43,10 +52,7 @@ def cluster_bootstrap_difference(rows: pd.DataFrame, x: str = "self", y: str = "
     m = codes.max() + 1
     k1, n1 = np.bincount(codes[xs], ys[xs], m), np.bincount(codes[xs], minlength=m).astype(float)
     k0, n0 = np.bincount(codes[~xs], ys[~xs], m), np.bincount(codes[~xs], minlength=m).astype(float)
-    # resample b draws rng.integers(0, m, m), the b-th call on the stream; one (n_boot, m) call draws the same numbers
-    draws = np.random.default_rng(seed).integers(0, m, (n_boot, m))
-    w = np.bincount((draws + m * np.arange(n_boot)[:, None]).ravel(), minlength=n_boot * m).reshape(n_boot, m)
-    w = w.astype(float)
+    w = cluster_weights(m, n_boot, seed)
     boot = (w @ k1) / (w @ n1) - (w @ k0) / (w @ n0)
     est = k1.sum() / n1.sum() - k0.sum() / n0.sum()
     return {"estimate": float(est), "low": float(np.quantile(boot, alpha / 2)),
@@ -84,14 +90,6 @@ def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = (
 
 
 # ------------------------------------------------------------------------------------- behaviour change
-def _cluster_weights(m: int, n_boot: int, seed: int) -> np.ndarray:
-    """``(n_boot, m)`` multiplicities of ``m`` clusters resampled with replacement (resample b is the b-th
-    ``rng.integers(0, m, m)`` call on the stream, as in :func:`cluster_bootstrap_difference`)."""
-    draws = np.random.default_rng(seed).integers(0, m, (n_boot, m))
-    w = np.bincount((draws + m * np.arange(n_boot)[:, None]).ravel(), minlength=n_boot * m).reshape(n_boot, m)
-    return w.astype(float)
-
-
 def permutation_null(out: pd.DataFrame, n_perm: int = N_BOOT, seed: int = 0,
                      cell: tuple[str, ...] = ("model", "task", "property"), by: str = "model") -> pd.DataFrame:
     """Experiment 3's permutation null: the changed model's predictions shuffled among the changed items of
@@ -151,7 +149,7 @@ def difference_in_differences(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int
         raise ValueError(f"n_boot={n_boot}: use at least 2000 bootstrap resamples")
     codes, _ = pd.factorize(out[cluster], sort=True)
     m = int(codes.max()) + 1
-    w = _cluster_weights(m, n_boot, seed)
+    w = cluster_weights(m, n_boot, seed)
     n = np.bincount(codes, minlength=m).astype(float)
     parts = {"change_new": (out["match_new"] - out["before_new"]).to_numpy(float),
              "change_old": (out["match_old"] - out["before_old"]).to_numpy(float)}

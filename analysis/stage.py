@@ -105,10 +105,9 @@ def _units(pairs: pd.DataFrame) -> pd.Series:
 
 def _resample_weights(codes: np.ndarray, n_units: int, n_boot: int, seed: int):
     """One multiplicity per point for each of ``n_boot`` resamples of the answer units (an item's top
-    behaviours, and its self and cross points, move together)."""
-    rng = np.random.default_rng(seed)
-    for _ in range(n_boot):
-        yield np.bincount(rng.integers(0, n_units, n_units), minlength=n_units)[codes]
+    behaviours, and its self and cross points, move together), from :func:`analysis.frequentist.cluster_weights`."""
+    for w in freq.cluster_weights(n_units, n_boot, seed).astype(int):
+        yield w[codes]
 
 
 def mad_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_BINS) -> dict:

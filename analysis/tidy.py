@@ -42,11 +42,18 @@ def with_schema(df: pd.DataFrame) -> pd.DataFrame:
     target, i.e. the base model), ``ground_truth`` (default ``base``) and ``seed`` (nullable integer, NA when
     absent). Tables written before seeds and self-trained ground truth existed scored every row against the
     base model, which these defaults say."""
+    out = _scored_against(df)
+    if "ground_truth" not in out:
+        out["ground_truth"] = "base"
+    return out
+
+
+def _scored_against(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` with ``object_model`` (default: the target) and ``seed`` (nullable integer, NA when
+    absent): what :func:`with_schema` and the calibration tables share."""
     out = df.copy()
     if "object_model" not in out:
         out["object_model"] = out["target"]
-    if "ground_truth" not in out:
-        out["ground_truth"] = "base"
     out["seed"] = (out["seed"] if "seed" in out else pd.Series(pd.NA, index=out.index)).astype("Int64")
     return out
 
@@ -157,10 +164,7 @@ META_VARIANTS = ("raw", "renormalised")  # the paper's meta distribution first, 
 
 
 def _with_calibration_schema(cal: pd.DataFrame) -> pd.DataFrame:
-    out = cal.copy()
-    if "object_model" not in out:
-        out["object_model"] = out["target"]
-    out["seed"] = (out["seed"] if "seed" in out else pd.Series(pd.NA, index=out.index)).astype("Int64")
+    out = _scored_against(cal)
     if "p_outside" not in out:
         out["p_outside"] = np.nan
     return out

@@ -38,7 +38,7 @@ from .datasets import TaskData
 from .hardware import resolve_mixed_precision
 from .io import atomic_dir, atomic_write_bytes, atomic_write_json, short_hash
 from .models import LoadedModel
-from .versioning import code_version, runtime_versions
+from .versioning import chat_template_hash, code_version, runtime_versions
 
 
 class TrainingError(ValueError):
@@ -146,11 +146,9 @@ def fingerprint_fields(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, s
     """Everything that determines a run's adapter: the model and how its prompts are rendered, the examples
     in order, the seed, the training parameters, the resolved mixed precision, the device type, the code of
     this module (so a change to the loss retrains) and the library versions."""
-    template = getattr(lm.tokenizer, "chat_template", None)
     return {
         "model": lm.ref.spec, "weights": lm.ref.fingerprint, "format": lm.format.kind,
-        "system_prompt": lm.format.system_prompt,
-        "chat_template": None if template is None else short_hash(json.dumps(template, sort_keys=True)),
+        "system_prompt": lm.format.system_prompt, "chat_template": chat_template_hash(lm),
         "data": short_hash("\n".join(examples["prompt"] + "\x00" + examples["answer"])), "seed": seed,
         "params": {k: getattr(cfg, k) for k in TRAINING_PARAMS},
         "precision": resolve_mixed_precision(cfg.mixed_precision, lm.device), "device": lm.device.type,

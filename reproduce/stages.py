@@ -78,6 +78,7 @@ from .models import ModelRef, load, resolve
 from .properties import get_property
 from .shards import ShardStore
 from .tasks import DATASET_LICENCE, DATASET_SEED, GENERATOR_VERSION, MAX_NEW_TOKENS, TASKS, generate_items
+from .versioning import chat_template_hash, code_version, runtime_versions
 
 DATA = REPO_ROOT / "data"
 WORK = DATA / ".work"
@@ -155,17 +156,11 @@ def _fingerprint(stage: str, profile: Profile, lm, **extra) -> dict:
     """What determines a shard's rows. The dtype is the resolved one (``auto`` may pick either); ``code`` hashes
     the source of the modules that compute the rows, so editing any of them starts fresh shards; the chat
     template is hashed because a tokenizer update can change the rendered prompts without any code change."""
-    import json as _json
-
-    from .io import short_hash as _short_hash
-    from .versioning import code_version, runtime_versions
-
-    template = getattr(lm.tokenizer, "chat_template", None)
     return {
         "stage": stage, "package": __version__, "engine": ENGINE_VERSION, "model": lm.ref.spec, "weights": lm.ref.fingerprint,
         "dtype": lm.dtype_name, "device": lm.device.type, "batch_size": profile.batch_size,
         "format": lm.format.kind, "system_prompt": profile.system_prompt,
-        "chat_template": None if template is None else _short_hash(_json.dumps(template, sort_keys=True)),
+        "chat_template": chat_template_hash(lm),
         "code": code_version("reproduce.engine", "reproduce.models", "reproduce.properties", "reproduce.tasks"),
         "runtime": runtime_versions(), **extra,
     }
@@ -315,12 +310,13 @@ def meta_predictions(plan: Plan, lm, engine: Engine, stage: str, work: Path = WO
 
 
 def join_targets(meta: pd.DataFrame, objects: dict[str, pd.DataFrame], ground_truth: str = "base",
-                 object_models: dict[str, str] | None = None) -> pd.DataFrame:
+                 object_models: dict[str, str] | None = None, seed: int | None = None) -> pd.DataFrame:
     """Pair one predictor's meta answers with each target's object-level values.
 
     ``objects`` maps a target (a base model's name) to the object-level table the answers are scored against;
     ``object_models`` names that behaviour exactly (default: the target itself, i.e. the untrained model) and
-    ``ground_truth`` labels it: ``base`` (the untrained target) or ``trained`` (the self-trained target)."""
+    ``ground_truth`` labels it: ``base`` (the untrained target) or ``trained`` (the self-trained target);
+    ``seed`` is the finetuning seed of a trained predictor (missing before training)."""
     frames = []
     for target, obj in objects.items():
         o = obj[["task", "item_id", "property", "value", "compliant"]].rename(
@@ -333,11 +329,12 @@ def join_targets(meta: pd.DataFrame, objects: dict[str, pd.DataFrame], ground_tr
         j["target"] = target
         j["object_model"] = (object_models or {}).get(target, target)
         j["ground_truth"] = ground_truth
+        j["seed"] = pd.array([seed] * len(j), dtype="Int64")
         j["kind"] = ["self" if p == target else "cross" for p in j["predictor"]]
         j["p_object_value"] = _prob_of(j["option_probs"], j["options"], j["object_value"])
         j["correct"] = j["object_compliant"].astype(bool) & j["meta_compliant"] & (j["meta_value"] == j["object_value"])
         frames.append(j)
-    cols = ["predictor", "dtype", "target", "object_model", "ground_truth", "kind", "task", "split", "family", "item_id",
+    cols = ["predictor", "dtype", "target", "object_model", "ground_truth", "seed", "kind", "task", "split", "family", "item_id",
             "property", "meta_prompt_hash",
             "meta_response", "meta_value", "meta_compliant", "options", "option_probs", "p_outside", "option_position",
             "object_value", "object_compliant", "p_object_value", "correct"]
@@ -351,15 +348,16 @@ def _prob_of(probs: Iterable, options: Iterable, values: Iterable) -> list[float
             for p, o, v in zip(probs, options, values)]
 
 
+def _read_table(path: Path, stage: str) -> pd.DataFrame:
+    """A stage's table, or a clear error naming the stage to run first."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
+    return pd.read_parquet(path)
+
+
 def _objects(plan: Plan, object_dir: Path) -> dict[str, pd.DataFrame]:
-    """Every model's object-level table, or a clear error naming the stage to run first."""
-    out = {}
-    for ref in plan.refs:
-        path = object_dir / f"{ref.name}.parquet"
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing; run the object_level stage first (`dvc repro object_level`)")
-        out[ref.name] = pd.read_parquet(path)
-    return out
+    """Every model's object-level table."""
+    return {ref.name: _read_table(object_dir / f"{ref.name}.parquet", "object_level") for ref in plan.refs}
 
 
 def run_meta_untrained(plan: Plan, object_dir: Path = DATA / "object_level",
@@ -371,9 +369,7 @@ def run_meta_untrained(plan: Plan, object_dir: Path = DATA / "object_level",
         lm, engine = _load(plan.profile, ref)
         frames.append(join_targets(meta_predictions(plan, lm, engine, "meta_untrained", work), objects))
         del lm, engine
-    table = pd.concat(frames, ignore_index=True)
-    table.insert(table.columns.get_loc("ground_truth") + 1, "seed", pd.array([pd.NA] * len(table), dtype="Int64"))
-    atomic_write_parquet(out, table)
+    atomic_write_parquet(out, pd.concat(frames, ignore_index=True))
     return out
 
 
@@ -493,8 +489,9 @@ def _runs(trained: Path, stage: str = "finetune_self") -> list[dict]:
     return json.loads(index_path.read_text())
 
 
-def _self_run(plan: Plan, trained_self: Path, model: str, seed: int) -> dict:
-    for r in _runs(trained_self):
+def _self_run(index: list[dict], trained_self: Path, model: str, seed: int) -> dict:
+    """The self-trained run of ``model`` and ``seed`` in ``index`` (``trained_self``'s runs.json)."""
+    for r in index:
         if r["predictor"] == model and r["kind"] == "self" and r["seed"] == seed:
             return r
     raise FileNotFoundError(f"no self-trained run of {model!r} with seed {seed} in {trained_self / 'runs.json'}; "
@@ -511,9 +508,10 @@ def run_object_level_trained(plan: Plan, trained_self: Path = DATA / "finetuned"
     _finetune_params(plan)
     _setup_torch(plan.profile)
     refs = {r.name: r for r in plan.refs}
+    index = _runs(trained_self)
     written = {}
     for run in self_runs(plan):
-        r = _self_run(plan, trained_self, run.predictor, run.seed)
+        r = _self_run(index, trained_self, run.predictor, run.seed)
         name = trained_model_name(run.target, run.seed)
         lm, engine = load_trained(plan, refs[run.predictor], [trained_self / r["run"] / "adapter"], name,
                                   r["fingerprint"])
@@ -525,15 +523,9 @@ def run_object_level_trained(plan: Plan, trained_self: Path = DATA / "finetuned"
 
 def _trained_objects(plan: Plan, object_dir: Path) -> dict[tuple[str, int], pd.DataFrame]:
     """Every self-trained model's object-level table, keyed by (target, seed)."""
-    out = {}
-    for seed in _finetune_params(plan).seeds:
-        for ref in plan.refs:
-            path = object_dir / f"{trained_model_name(ref.name, seed)}.parquet"
-            if not path.exists():
-                raise FileNotFoundError(f"{path} is missing; run the object_level_trained stage first "
-                                        "(`dvc repro object_level_trained`)")
-            out[(ref.name, seed)] = pd.read_parquet(path)
-    return out
+    return {(ref.name, seed): _read_table(object_dir / f"{trained_model_name(ref.name, seed)}.parquet",
+                                          "object_level_trained")
+            for seed in _finetune_params(plan).seeds for ref in plan.refs}
 
 
 def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_trained",
@@ -606,15 +598,12 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
         meta = meta_predictions(plan, lm, engine, "meta_trained", work).assign(predictor=run["predictor"])
         del lm, engine
         t, seed = run["target"], run["seed"]
-        for joined in (join_targets(meta, {t: trained_objects[(t, seed)]}, "trained", {t: trained_model_name(t, seed)}),
-                       join_targets(meta, {t: objects[t]}, "base")):
-            frames.append(joined.assign(seed=seed, run=run["run"], trained_on=run["trained_on"],
-                                        n_examples=run["n_examples"], scaling=run["scaling"],
-                                        mixed_precision=run["mixed_precision"]))
-    table = pd.concat(frames, ignore_index=True)
-    seed_col = table.pop("seed")
-    table.insert(table.columns.get_loc("ground_truth") + 1, "seed", seed_col.astype("Int64"))
-    atomic_write_parquet(out, table)
+        for joined in (join_targets(meta, {t: trained_objects[(t, seed)]}, "trained",
+                                    {t: trained_model_name(t, seed)}, seed),
+                       join_targets(meta, {t: objects[t]}, "base", seed=seed)):
+            frames.append(joined.assign(run=run["run"], trained_on=run["trained_on"], n_examples=run["n_examples"],
+                                        scaling=run["scaling"], mixed_precision=run["mixed_precision"]))
+    atomic_write_parquet(out, pd.concat(frames, ignore_index=True))
     return out
 
 
@@ -638,15 +627,6 @@ def object_distribution(samples: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _read_samples(paths: list[Path], stage: str) -> pd.DataFrame:
-    frames = []
-    for path in paths:
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
-        frames.append(pd.read_parquet(path))
-    return pd.concat(frames, ignore_index=True)
-
-
 def run_calibration(plan: Plan, samples_dir: Path = DATA / "object_samples",
                     trained_samples_dir: Path = DATA / "object_samples_trained",
                     meta_untrained: Path = DATA / "meta_untrained.parquet",
@@ -662,20 +642,17 @@ def run_calibration(plan: Plan, samples_dir: Path = DATA / "object_samples",
     n_compliant, n_other, object_counts, object_probs, object_value, meta_value, meta_probs, p_outside``.
     ``meta_probs`` is the option distribution renormalised over the options and ``p_outside`` the mass the
     predictor put elsewhere. Open-set properties (words) have no option distribution and are not part of it."""
-    for path, stage in ((meta_untrained, "meta_untrained"), (meta_trained, "meta_trained")):
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
+    untrained = _read_table(meta_untrained, "meta_untrained").assign(condition="untrained", run=None)
+    trained = _read_table(meta_trained, "meta_trained")
     seeds = _finetune_params(plan).seeds
-    samples = pd.concat([
-        _read_samples([samples_dir / f"{r.name}.parquet" for r in plan.refs], "object_level"),
-        _read_samples([trained_samples_dir / f"{trained_model_name(r.name, s)}.parquet" for s in seeds
-                       for r in plan.refs], "object_level_trained")], ignore_index=True)
+    samples = pd.concat(
+        [_read_table(samples_dir / f"{r.name}.parquet", "object_level") for r in plan.refs]
+        + [_read_table(trained_samples_dir / f"{trained_model_name(r.name, s)}.parquet", "object_level_trained")
+           for s in seeds for r in plan.refs], ignore_index=True)
     dist = object_distribution(samples).rename(columns={"model": "object_model"})
     if dist.empty:
         raise ValueError("no temperature-1 samples of a closed property; raise sampling.items_per_task or "
                          "sampling.n_samples in params.yaml")
-    untrained = pd.read_parquet(meta_untrained).assign(condition="untrained", run=None)
-    trained = pd.read_parquet(meta_trained)
     trained = trained[~trained["scaling"].astype(bool) & (trained["ground_truth"] == "trained")].assign(
         condition="trained")
     meta = pd.concat([untrained, trained], ignore_index=True).drop(columns=["options"])
@@ -752,10 +729,9 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
     _setup_torch(plan.profile)
     objects = _objects(plan, object_dir)
     trained_objects = _trained_objects(plan, trained_object_dir)
-    runs = {r.name: _self_run(plan, trained_self, r.name, seed) for r in plan.refs}
-    if not meta_trained.exists():
-        raise FileNotFoundError(f"{meta_trained} is missing; run the meta_trained stage first (`dvc repro meta_trained`)")
-    meta_old = pd.read_parquet(meta_trained)
+    index = _runs(trained_self)
+    runs = {r.name: _self_run(index, trained_self, r.name, seed) for r in plan.refs}
+    meta_old = _read_table(meta_trained, "meta_trained")
     meta_old = meta_old[meta_old["ground_truth"] == "trained"]
 
     sources = {}  # every model's answers on the training items: the behaviour another model is taught

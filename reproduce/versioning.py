@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
+import json
 from types import ModuleType
 
 from .io import short_hash
@@ -41,3 +42,10 @@ def runtime_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return versions
+
+
+def chat_template_hash(lm) -> str | None:
+    """A short hash of a loaded model's chat template (None for a model without one): a tokenizer update can
+    change the rendered prompts without any change to the code or the weights."""
+    template = getattr(lm.tokenizer, "chat_template", None)
+    return None if template is None else short_hash(json.dumps(template, sort_keys=True))
