@@ -71,10 +71,13 @@ def main() -> None:
     for spec in args.models:
         out = subprocess.run([sys.executable, __file__, "--child", spec, "--steps", str(args.steps),
                               "--mixed-precision", args.mixed_precision, "--profile", args.profile],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True)
+        if out.returncode:
+            print(f"{spec}: failed\n{out.stderr[-4000:]}")
+            continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{r['model']:<13} {r['device']}: {r['examples_per_s']:6.2f} examples/s ({r['examples']} examples, "
-              f"{r['steps']} steps of {r['batch_size']}, LoRA rank {r['lora_rank']}, {r['mixed_precision']}) | "
+              f"{r['steps']} steps of {r['batch_size']}, {r['steps'] / r['seconds']:.2f} steps/s, LoRA rank {r['lora_rank']}, {r['mixed_precision']}) | "
               f"peak {'GPU' if r['device'] != 'CPU' else 'RSS'} {r['peak_gib']:.2f} GiB")
 
 

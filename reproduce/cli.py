@@ -159,9 +159,11 @@ def record_timing(stage: str, seconds: float, path: Path = TIMINGS) -> None:
     from .io import atomic_write_json
 
     data = json.loads(path.read_text()) if path.exists() else {}
-    data.setdefault("stages", {})[stage] = {
-        "seconds": round(seconds, 1), "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "hardware": describe("cuda" if torch.cuda.is_available() else "cpu")}
+    entry = {"seconds": round(seconds, 1), "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+             "hardware": describe("cuda" if torch.cuda.is_available() else "cpu")}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        entry["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    data.setdefault("stages", {})[stage] = entry
     atomic_write_json(path, data)
 
 
@@ -172,14 +174,15 @@ def cmd_timings(args) -> None:
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist yet; it is written by each stage of `dvc repro`")
     stages = json.loads(path.read_text()).get("stages", {})
-    order = ["object-level", "meta-untrained", "finetune", "meta-trained", "calibration", "behaviour-change",
-             "analysis", "figures", "report"]
+    order = ["datasets", "object-level", "meta-untrained", "finetune-self", "object-level-trained", "finetune-cross",
+             "meta-trained", "calibration", "behaviour-change", "analysis", "figures", "report"]
     total = 0.0
     for name in sorted(stages, key=lambda n: (order.index(n) if n in order else len(order), n)):
         t = stages[name]
         total += t["seconds"]
-        print(f"{name:<18} {t['seconds'] / 60:7.1f} min   {t['finished']}   {t['hardware']}")
-    print(f"{'total':<18} {total / 60:7.1f} min")
+        peak = f"   peak GPU {t['peak_gpu_gib']:.1f} GiB" if "peak_gpu_gib" in t else ""
+        print(f"{name:<20} {t['seconds'] / 60:7.1f} min   {t['finished']}   {t['hardware']}{peak}")
+    print(f"{'total':<20} {total / 60:7.1f} min")
 
 
 def cmd_hardware(args) -> None:

@@ -40,6 +40,7 @@ and the decoding work, for the benchmark's roofline figure.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import time
@@ -283,8 +284,29 @@ class Engine:
         self.stats.logit_rows += len(tokens)
         return out
 
+    def attention_backends(self):
+        """The attention kernels the engine allows: on CUDA every SDPA backend but cuDNN's, which builds a plan
+        per new shape; a stage meets a new shape at almost every batch and decoding step, and on an H100
+        (random-weights Llama-3.1-8B shape, bf16, ``benchmarks/bench_inference.py``) those plans made the
+        first call on a workload 6x slower for the meta level and 5x for sampling. Elsewhere, torch's choice."""
+        if self.lm.device.type != "cuda":
+            return contextlib.nullcontext()
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+
+    def generate(self, prompts: Sequence[str], max_new_tokens: int | Sequence[int], **kwargs) -> list[list[Generation]]:
+        """Generate for each prompt: greedy (``temperature=None``) or ``n`` samples at ``temperature``.
+
+        ``max_new_tokens`` is one limit for all prompts or one per prompt. ``options[i]`` (greedy only) asks
+        for the option distribution of prompt ``i``. Returns one list of ``n`` generations per prompt, in
+        input order. Sample ``j`` of a prompt is drawn with a generator seeded by ``(seed, prompt, j)``: the
+        same prompt, seed and index give the same sample whatever else is in the call."""
+        with self.attention_backends():
+            return self._generate(prompts, max_new_tokens, **kwargs)
+
     @torch.inference_mode()
-    def generate(
+    def _generate(
         self,
         prompts: Sequence[str],
         max_new_tokens: int | Sequence[int],
@@ -295,12 +317,7 @@ class Engine:
         options: Sequence[Sequence[str] | None] | None = None,
         progress: str | None = None,
     ) -> list[list[Generation]]:
-        """Generate for each prompt: greedy (``temperature=None``) or ``n`` samples at ``temperature``.
-
-        ``max_new_tokens`` is one limit for all prompts or one per prompt. ``options[i]`` (greedy only) asks
-        for the option distribution of prompt ``i``. Returns one list of ``n`` generations per prompt, in
-        input order. Sample ``j`` of a prompt is drawn with a generator seeded by ``(seed, prompt, j)``: the
-        same prompt, seed and index give the same sample whatever else is in the call."""
+        """The body of :meth:`generate`."""
         limits = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
         if len(limits) != len(prompts):
             raise ValueError("max_new_tokens must be one int or one per prompt")
@@ -409,7 +426,8 @@ class Engine:
             if sample:
                 probs = torch.softmax(logits / temperature, dim=-1).double()
                 cdf = probs.cumsum(-1)
-                u = torch.cat([torch.rand(1, generator=gens[r], dtype=torch.float64) for r in active])
+                # uniforms drawn on the CPU (the same numbers on every device), then moved to the logits' device
+                u = torch.cat([torch.rand(1, generator=gens[r], dtype=torch.float64) for r in active]).to(cdf.device)
                 nxt = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
                 nxt = nxt.clamp_max(logits.shape[-1] - 1)
             else:

@@ -8,6 +8,14 @@ Spec forms (``alias=`` may prefix any of them to set the name used in tables, e.
 - a Hugging Face id (``org/name``) already in the local Hugging Face cache; nothing is ever downloaded.
 - a local directory holding ``config.json`` and weights.
 - a ``.gguf`` file.
+- ``random:<shape>[@<tokenizer>]``: a model of a real architecture and size with random weights (seeded, so
+  the same spec gives the same weights), to run the pipeline at real shapes without the weights: memory,
+  throughput and the multi-GPU paths can be proven, the numbers it produces mean nothing. ``<shape>`` is one
+  of :data:`RANDOM_SHAPES` (``random:llama-1b``, ``random:qwen2-7b``, ``random:llama-8b``, ``random:tiny`` for
+  tests) or a directory / cached Hugging Face id whose ``config.json`` gives the architecture
+  (``random:meta-llama/Llama-3.1-70B``). The tokenizer is an embedded model's (``smollm2-135m`` unless
+  ``@<spec or tokenizer directory>`` names another); the vocabulary is the larger of the config's and the
+  tokenizer's.
 
 GGUF weights are dequantised to float once and saved as a safetensors cache
 (``$LOOKING_INWARD_CACHE``, default ``~/.cache/looking-inward/models``); later loads read the cache.
@@ -47,9 +55,94 @@ class ModelRef:
 
     name: str
     spec: str
-    kind: str  # embedded | hf | local | gguf
-    path: Path  # directory (hf snapshot / local) or GGUF file
+    kind: str  # embedded | hf | local | gguf | random
+    path: Path  # directory (hf snapshot / local) or GGUF file; for random: the tokenizer's spec or directory
     fingerprint: str  # changes when the weights change
+    config: str = ""  # random: the architecture's config, as JSON
+
+
+#: Named shapes for ``random:`` specs: the published configurations of real models (layer count, widths,
+#: attention heads, vocabulary), so memory and throughput are those of the real model. ``tiny`` is for tests.
+RANDOM_SHAPES: dict[str, dict] = {
+    "tiny": dict(model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, vocab_size=0, max_position_embeddings=2048),
+    "qwen2-0.5b": dict(model_type="qwen2", hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                       num_attention_heads=14, num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True,
+                       max_position_embeddings=32768, rope_theta=1e6),
+    "llama-1b": dict(model_type="llama", hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                     num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True,
+                     max_position_embeddings=131072, rope_theta=5e5),
+    "llama-3b": dict(model_type="llama", hidden_size=3072, intermediate_size=8192, num_hidden_layers=28,
+                     num_attention_heads=24, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True,
+                     max_position_embeddings=131072, rope_theta=5e5),
+    "qwen2-7b": dict(model_type="qwen2", hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
+                     num_attention_heads=28, num_key_value_heads=4, vocab_size=152064, tie_word_embeddings=False,
+                     max_position_embeddings=32768, rope_theta=1e6),
+    "llama-8b": dict(model_type="llama", hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                     num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False,
+                     max_position_embeddings=131072, rope_theta=5e5),
+    "llama-70b": dict(model_type="llama", hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
+                      num_attention_heads=64, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False,
+                      max_position_embeddings=131072, rope_theta=5e5),
+}
+RANDOM_TOKENIZER = "smollm2-135m"
+RANDOM_SEED = 0
+
+
+def _random_ref(spec: str, alias: str, body: str) -> ModelRef:
+    import json
+
+    shape, _, tok = body.removeprefix("random:").partition("@")
+    shape, tok = shape.strip(), (tok.strip() or RANDOM_TOKENIZER)
+    if shape in RANDOM_SHAPES:
+        config = dict(RANDOM_SHAPES[shape])
+    else:
+        p = Path(shape).expanduser()
+        cfg_file = p / "config.json" if p.is_dir() else None
+        if cfg_file is None and re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", shape):
+            snap = _hf_cached_snapshot(shape)
+            cfg_file = snap / "config.json" if snap else None
+        if cfg_file is None or not cfg_file.exists():
+            raise ModelError(f"random model shape {shape!r} is not one of {sorted(RANDOM_SHAPES)} and not a "
+                             f"directory or cached Hugging Face id with a config.json")
+        config = json.loads(cfg_file.read_text())
+    tp = Path(tok).expanduser()
+    if tp.is_dir():
+        if not ((tp / "tokenizer.json").exists() or (tp / "tokenizer_config.json").exists()):
+            raise ModelError(f"tokenizer directory {tok!r} has no tokenizer.json / tokenizer_config.json")
+        tok_path, tok_fp = tp.resolve(), short_hash(str(tp.resolve()))
+    else:
+        tref = resolve(tok)
+        if tref.kind == "random":
+            raise ModelError("a random model's tokenizer must come from a real model or tokenizer directory")
+        tok_path, tok_fp = Path(tref.spec), tref.fingerprint
+    cfg = json.dumps(config, sort_keys=True)
+    name = alias or _safe_name(f"random-{Path(shape).name if '/' in shape else shape}")
+    return ModelRef(name, spec, "random", tok_path, short_hash(f"random:{cfg}:{tok_fp}:{RANDOM_SEED}"), cfg)
+
+
+def _load_random(ref: ModelRef, dtype: torch.dtype, dev: torch.device):
+    """Build a ``random:`` model from its config on ``dev`` at ``dtype``, seeded; the tokenizer from its source."""
+    import json
+
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    if ref.path.is_dir():
+        tok = AutoTokenizer.from_pretrained(ref.path, local_files_only=True)
+    else:
+        tok = AutoTokenizer.from_pretrained(weights_dir(resolve(str(ref.path))), local_files_only=True)
+    config = json.loads(ref.config)
+    config["vocab_size"] = max(int(config.get("vocab_size") or 0), len(tok))
+    for k in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        config[k] = getattr(tok, k, None)
+    model_type = config.pop("model_type")
+    cfg = AutoConfig.for_model(model_type, **{k: v for k, v in config.items()
+                                              if k not in ("architectures", "transformers_version", "torch_dtype", "dtype")})
+    with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
+        torch.manual_seed(RANDOM_SEED)
+        with dev:  # initialise on the device (an 8B model built on the CPU first takes minutes)
+            model = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
+    return model, tok
 
 
 def cache_root() -> Path:
@@ -107,6 +200,8 @@ def resolve(spec: str) -> ModelRef:
     alias, body = alias.strip(), body.strip()
     if not body:
         raise ModelError(f"empty model spec {spec!r}")
+    if body.startswith("random:"):
+        return _random_ref(spec, alias, body)
     if body in EMBEDDED:
         path = _embedded_gguf(body)
         fp = short_hash(f"{body}:{path.stat().st_size}")
@@ -228,10 +323,13 @@ def load(spec: str | ModelRef, dtype: str = "float32", device: str = "auto",
     dev = pick_device(device)
     choice = resolve_dtype(dtype, dev)
     dtype = choice.dtype
-    path = weights_dir(ref)
+    path = ref.path if ref.kind == "random" else weights_dir(ref)
     try:
-        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True)
+        if ref.kind == "random":
+            model, tok = _load_random(ref, DTYPES[dtype], dev)
+        else:
+            tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True)
     except OSError as exc:
         raise ModelError(f"could not load model {ref.spec!r} from {path} offline: {exc}") from exc
     model.to(dev).eval()

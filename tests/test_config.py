@@ -83,3 +83,10 @@ def test_timings_without_a_run_is_a_clear_error(tmp_path):
     from reproduce.cli import main
 
     assert main(["timings", "--file", str(tmp_path / "none.json")]) == 2
+
+
+def test_the_random_weights_gpu_params_file_is_valid():
+    from reproduce.config import REPO_ROOT, load_params
+
+    name, p = load_params(REPO_ROOT / "benchmarks" / "random-gpu.params.yaml")
+    assert name == "random-gpu" and all("random:" in m for m in p.models)

@@ -54,3 +54,35 @@ def test_system_prompt_can_be_set():
             return "|".join(f"{m['role']}:{m['content']}" for m in messages)
 
     assert PromptFormat("chat", Tok(), "Be brief.").render("hi") == "system:Be brief.|user:hi"
+
+
+def test_random_specs_build_real_shapes_seeded_with_an_embedded_tokenizer():
+    import torch
+
+    from reproduce.engine import Engine
+    from reproduce.models import RANDOM_SHAPES, load
+
+    ref = resolve("tiny=random:tiny")
+    assert (ref.kind, ref.name) == ("random", "tiny")
+    assert resolve("random:llama-8b").fingerprint != resolve("random:qwen2-7b").fingerprint
+    a, b = load("random:tiny", dtype="float32", device="cpu"), load("random:tiny", dtype="float32", device="cpu")
+    assert all(torch.equal(x, y) for x, y in zip(a.model.parameters(), b.model.parameters()))
+    cfg = a.model.config
+    assert (cfg.hidden_size, cfg.num_hidden_layers) == (RANDOM_SHAPES["tiny"]["hidden_size"], 2)
+    assert cfg.vocab_size >= len(a.tokenizer) and a.format.kind == "chat"  # SmolLM2's tokenizer and template
+    out = Engine(a).generate(["Name an animal."], 3, options=[("true", "false")])
+    assert out[0][0].n_new_tokens >= 1 and abs(sum(out[0][0].option_probs) - 1) < 1e-6
+
+
+def test_random_spec_from_a_config_directory_and_bad_random_specs(tmp_path):
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 32,
+                                                       "intermediate_size": 64, "num_hidden_layers": 1,
+                                                       "num_attention_heads": 2, "vocab_size": 10}))
+    ref = resolve(f"random:{tmp_path}")
+    assert ref.kind == "random" and json.loads(ref.config)["hidden_size"] == 32
+    with pytest.raises(ModelError, match="not one of"):
+        resolve("random:llama-9000b")
+    with pytest.raises(ModelError, match="tokenizer"):
+        resolve(f"random:tiny@{tmp_path}")
