@@ -21,7 +21,7 @@ contrast = 0)``. Intervals are equal-tailed 94% posterior intervals.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")  # one device per chain
 
@@ -54,57 +54,122 @@ def _sigmoid(x):
 
 
 # ------------------------------------------------------------------------------- the contrast model
+@dataclass(frozen=True)
+class Priors:
+    """Prior scales (logit): ``alpha ~ Normal(0, alpha)``, ``beta ~ Normal(0, beta)``, ``sigma_g ~
+    HalfNormal(sigma)``, ``tau_g ~ HalfNormal(tau)``, ``sigma_unit ~ HalfNormal(unit)``, each fixed effect
+    ``~ Normal(0, fixed)``, each fixed slope deviation ``~ Normal(0, gamma)`` (wide: a slope deviation enters a
+    cell's log-odds times 1/4, and a tight prior on it would pull the directions' difference towards zero
+    and, where one target has more trials, delta towards that target's direction). :meth:`scaled` multiplies every scale (the prior-sensitivity refits)."""
+
+    alpha: float = 1.5
+    beta: float = 1.0
+    sigma: float = 1.0
+    tau: float = 0.5
+    unit: float = 1.0
+    fixed: float = 1.0
+    gamma: float = 2.5
+
+    def scaled(self, factor: float) -> "Priors":
+        return Priors(*(factor * getattr(self, f) for f in ("alpha", "beta", "sigma", "tau", "unit", "fixed", "gamma")))
+
+
+#: the advantage model's priors: with the contrast coded -1/2, +1/2 and these scales, a cell's prior log-odds
+#: has a standard deviation near 1.4 (about the largest for which the implied accuracy is not U-shaped;
+#: :func:`prior_cell_accuracy`), where the scales of the module docstring gave about 2.7
+ADVANTAGE_PRIORS = Priors(alpha=0.75, beta=1.5, sigma=0.35, tau=0.5, unit=0.35, fixed=1.0, gamma=2.5)
+
+
 @dataclass
 class ContrastData:
-    """Binomial cells: ``k`` successes of ``n`` trials, one row per distinct (groups, unit, x)."""
+    """Binomial cells: ``k`` successes of ``n`` trials, one row per distinct (groups, fixed, unit, x).
+
+    ``fixed``: factors with a fixed effect per level (treatment-coded: the first level is the reference),
+    e.g. target and predictor in the advantage model. ``centered``: the contrast enters the linear predictor
+    as ``x - 1/2`` (so both arms get the same prior variance), else as ``x``."""
 
     cells: pd.DataFrame
     x: str
     groups: list[str]
     unit: str | None
+    fixed: list[str] = field(default_factory=list)
+    centered: bool = False
+    priors: Priors = Priors()
+    slope_by: str | None = None  # a factor whose levels get fixed contrast-slope deviations (sum to zero)
+
+
+def slope_contrasts(levels: int) -> np.ndarray:
+    """The coding of fixed slope deviations per level (levels x free parameters), summing to zero over the
+    levels: with two levels one parameter, coded +1/2 and -1/2 (so it is the difference between the two
+    levels' slopes); with more, effects coding (the last level is minus the sum of the others)."""
+    if levels == 2:
+        return np.array([[0.5], [-0.5]])
+    return np.vstack([np.eye(levels - 1), -np.ones((1, levels - 1))])
 
 
 def to_cells(rows: pd.DataFrame, x: str, groups: list[str], unit: str | None = None, y: str = "correct",
-             aggregate: bool = True) -> ContrastData:
+             aggregate: bool = True, fixed: list[str] | None = None, centered: bool = False,
+             priors: Priors = Priors(), slope_by: str | None = None, keep: list[str] | None = None) -> ContrastData:
     """Aggregate 0/1 observations to binomial counts per distinct linear predictor (``aggregate=False``
-    keeps one Bernoulli cell per observation: the same model, slower; for the benchmark)."""
-    keys = groups + ([unit] if unit else []) + [x]
+    keeps one Bernoulli cell per observation: the same model, slower; for the benchmark). ``keep``: columns
+    carried into the cells that the linear predictor does not use (each a function of the other keys)."""
+    fixed = list(fixed or [])
+    keys = groups + fixed + ([slope_by] if slope_by and slope_by not in fixed else []) + ([unit] if unit else []) + [x]
+    keys += [k for k in (keep or []) if k not in keys]  # carried along (a function of the other keys)
     if not aggregate:
         cells = rows[keys].assign(k=rows[y].astype(int).to_numpy(), n=1).reset_index(drop=True)
-        return ContrastData(cells, x, groups, unit)
-    cells = rows.groupby(keys, sort=True, observed=True)[y].agg(k="sum", n="size").reset_index()
-    return ContrastData(cells, x, groups, unit)
+    else:
+        cells = rows.groupby(keys, sort=True, observed=True)[y].agg(k="sum", n="size").reset_index()
+    return ContrastData(cells, x, groups, unit, fixed, centered, priors, slope_by)
 
 
-def _coords(frame: pd.DataFrame, groups: list[str], unit: str | None) -> dict[str, list]:
-    coords = {g: sorted(frame[g].unique()) for g in groups}
+def _coords(frame: pd.DataFrame, groups: list[str], unit: str | None, fixed: list[str] = ()) -> dict[str, list]:
+    coords = {g: sorted(frame[g].unique()) for g in [*groups, *fixed]}
     if unit:
         coords["unit"] = sorted(frame[unit].unique())
     return coords
 
 
-def _design_matrix(frame: pd.DataFrame, x: str, groups: list[str], coords: dict) -> tuple[np.ndarray, np.ndarray]:
+def _fixed_levels(fixed: list[str], coords: dict) -> list[str]:
+    """The free fixed-effect parameters: every level of every fixed factor but its first (the reference)."""
+    return [f"{f}={v}" for f in fixed for v in coords[f][1:]]
+
+
+def _design_matrix(frame: pd.DataFrame, x: str, groups: list[str], coords: dict, fixed: list[str] = (),
+                   centered: bool = False, slope_by: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The fixed-plus-random-effects part of the linear predictor as a dense design over the *distinct*
-    (groups, x) combinations of ``frame``: ``X`` (combinations x parameters), with columns in the order
-    ``alpha, beta, a_<g>..., b_<g>...`` (levels in ``coords`` order), and the combination of every row.
+    (groups, fixed, x) combinations of ``frame``: ``X`` (combinations x parameters), with columns in the
+    order ``alpha, beta, a_<g>..., b_<g>..., f_<fixed>...`` (levels in ``coords`` order; the fixed factors'
+    reference levels have no column), and the combination of every row. The contrast column is ``x - 1/2``
+    when ``centered``.
 
     Why: the same ``eta`` written as one gather per grouping factor (``a_g[idx] + b_g[idx] * x``) costs a
     scatter-add per factor in the gradient, over thousands of rows into a handful of levels, which is slow
     on a CPU; a small matrix product on the few distinct combinations followed by one gather is not."""
+    factors = [*groups, *fixed, *([slope_by] if slope_by else [])]
     xs = frame[x].to_numpy(dtype=float)
-    codes = [pd.Categorical(frame[g], categories=coords[g]).codes for g in groups]
+    codes = [pd.Categorical(frame[g], categories=coords[g]).codes for g in factors]
     combo, uniq = pd.factorize(pd.MultiIndex.from_arrays(codes + [xs]), sort=True)
-    levels = np.array(list(uniq), dtype=float).reshape(len(uniq), len(groups) + 1)
-    cx = levels[:, -1]
+    levels = np.array(list(uniq), dtype=float).reshape(len(uniq), len(factors) + 1)
+    cx = levels[:, -1] - (0.5 if centered else 0.0)
     blocks = [np.ones((len(uniq), 1)), cx[:, None]]
     onehots = [np.eye(len(coords[g]))[levels[:, j].astype(int)] for j, g in enumerate(groups)]
-    X = np.concatenate(blocks + onehots + [h * cx[:, None] for h in onehots], axis=1)
+    fixed_hots = [np.eye(len(coords[f]))[levels[:, len(groups) + j].astype(int)][:, 1:] for j, f in enumerate(fixed)]
+    slope_cols = []
+    if slope_by:
+        C = slope_contrasts(len(coords[slope_by]))
+        slope_cols = [C[levels[:, len(factors) - 1].astype(int)] * cx[:, None]]
+    X = np.concatenate(blocks + onehots + [h * cx[:, None] for h in onehots] + fixed_hots + slope_cols, axis=1)
     return X, combo
 
 
-def _linear_predictor(frame: pd.DataFrame, x: str, groups: list[str], unit: str | None, coords: dict):
-    """``alpha + beta * x`` plus, per grouping factor, a random intercept and a random ``x`` slope, and an
-    intercept per unit; created inside the caller's model (the priors of the module docstring).
+def _linear_predictor(frame: pd.DataFrame, x: str, groups: list[str], unit: str | None, coords: dict,
+                      fixed: list[str] = (), centered: bool = False, priors: Priors = Priors(),
+                      slope_by: str | None = None):
+    """``alpha + beta * x`` plus, per grouping factor, a random intercept and a random ``x`` slope, an
+    intercept per unit, and a fixed effect per non-reference level of each ``fixed`` factor (``f``, with
+    ``f_<factor>`` deterministics that hold 0 for the reference); created inside the caller's model, with
+    ``priors`` (the defaults are the scales of the module docstring).
 
     The scales of all factors are one vector each (``sigma``, ``tau`` over ``factor``) and the standardised
     effects of all their levels too (``z``, ``w`` over ``level``); ``a_<g> = sigma[g] * z[levels of g]`` and
@@ -120,18 +185,34 @@ def _linear_predictor(frame: pd.DataFrame, x: str, groups: list[str], unit: str 
     model.add_coord("level", [f"{g}={v}" for g in groups for v in coords[g]])
     owner = np.repeat(np.arange(len(groups)), [len(coords[g]) for g in groups])
     bounds = np.cumsum([0] + [len(coords[g]) for g in groups])
-    alpha, beta = pm.Normal("alpha", 0.0, 1.5), pm.Normal("beta", 0.0, 1.0)
-    sigma, tau = pm.HalfNormal("sigma", 1.0, dims="factor"), pm.HalfNormal("tau", 0.5, dims="factor")
+    alpha, beta = pm.Normal("alpha", 0.0, priors.alpha), pm.Normal("beta", 0.0, priors.beta)
+    sigma, tau = pm.HalfNormal("sigma", priors.sigma, dims="factor"), pm.HalfNormal("tau", priors.tau, dims="factor")
     a = sigma[owner] * pm.Normal("z", 0.0, 1.0, dims="level")
     b = tau[owner] * pm.Normal("w", 0.0, 1.0, dims="level")
     for j, g in enumerate(groups):
         pm.Deterministic(f"a_{g}", a[bounds[j]:bounds[j + 1]], dims=g)
         pm.Deterministic(f"b_{g}", b[bounds[j]:bounds[j + 1]], dims=g)
-    X, combo = _design_matrix(frame, x, groups, coords)
-    eta = pt.dot(X, pt.concatenate([pt.stack([alpha, beta]), a, b]))[combo]
+    parts = [pt.stack([alpha, beta]), a, b]
+    if fixed:
+        model.add_coord("fixed_level", _fixed_levels(fixed, coords))
+        f = pm.Normal("f", 0.0, priors.fixed, dims="fixed_level")
+        parts.append(f)
+        start = 0
+        for g in fixed:
+            m = len(coords[g]) - 1
+            pm.Deterministic(f"f_{g}", pt.concatenate([pt.zeros(1), f[start:start + m]]), dims=g)
+            start += m
+    if slope_by:
+        C = slope_contrasts(len(coords[slope_by]))
+        model.add_coord("slope_level", [f"{slope_by}:{j}" for j in range(C.shape[1])])
+        gamma = pm.Normal("gamma", 0.0, priors.gamma, dims="slope_level")
+        parts.append(gamma)
+        pm.Deterministic(f"s_{slope_by}", pt.dot(C, gamma), dims=slope_by)
+    X, combo = _design_matrix(frame, x, groups, coords, fixed, centered, slope_by)
+    eta = pt.dot(X, pt.concatenate(parts))[combo]
     if unit:
         idx = pd.Categorical(frame[unit], categories=coords["unit"]).codes
-        sigma_u = pm.HalfNormal("sigma_unit", 1.0)
+        sigma_u = pm.HalfNormal("sigma_unit", priors.unit)
         eta = eta + sigma_u * pm.Normal("z_unit", 0.0, 1.0, dims="unit")[idx]
     return eta
 
@@ -161,9 +242,11 @@ def contrast_model(data: ContrastData):
     import pymc as pm
 
     c = data.cells
-    coords = _coords(c, data.groups, data.unit)
+    coords = _coords(c, data.groups, data.unit, [*data.fixed, *([data.slope_by] if data.slope_by and
+                                                              data.slope_by not in data.fixed else [])])
     with pm.Model(coords=coords) as model:
-        eta = _linear_predictor(c, data.x, data.groups, data.unit, coords)
+        eta = _linear_predictor(c, data.x, data.groups, data.unit, coords, data.fixed, data.centered, data.priors,
+                                data.slope_by)
         _binomial_logit("y", c["n"].to_numpy(), eta, c["k"].to_numpy())
     return model
 
@@ -175,9 +258,10 @@ def _draws(idata, name: str) -> np.ndarray:
 
 
 def _linear_draws(idata, data: ContrastData, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior draws of the linear predictor of every row of ``frame`` (its groups [+ unit]) at contrast 0,
-    and of its contrast slope: arrays (rows, samples), from the posterior's ``alpha, beta, a_<g>, b_<g>,
-    z_unit, sigma_unit``."""
+    """Posterior draws of the linear predictor of every row of ``frame`` (its groups, the fixed factors it
+    has columns for [+ unit]) at contrast 0 (``x = 0``, whatever the coding), and of its contrast slope:
+    arrays (rows, samples), from the posterior's ``alpha, beta, a_<g>, b_<g>, f_<fixed>, z_unit,
+    sigma_unit``."""
     alpha = _draws(idata, "alpha")
     eta = np.broadcast_to(alpha, (len(frame), alpha.shape[-1])).copy()
     slope = np.broadcast_to(_draws(idata, "beta"), eta.shape).copy()
@@ -187,10 +271,19 @@ def _linear_draws(idata, data: ContrastData, frame: pd.DataFrame) -> tuple[np.nd
         idx = pd.Categorical(frame[g], categories=levels).codes
         eta += _draws(idata, f"a_{g}")[idx]
         slope += _draws(idata, f"b_{g}")[idx]
+    for g in data.fixed:
+        if g in frame:
+            levels = list(post[f"f_{g}"].coords[g].to_numpy())
+            eta += _draws(idata, f"f_{g}")[pd.Categorical(frame[g], categories=levels).codes]
+    if data.slope_by:
+        levels = list(post[f"s_{data.slope_by}"].coords[data.slope_by].to_numpy())
+        slope += _draws(idata, f"s_{data.slope_by}")[pd.Categorical(frame[data.slope_by], categories=levels).codes]
     if data.unit:
         levels = list(post["z_unit"].coords["unit"].to_numpy())
         idx = pd.Categorical(frame[data.unit], categories=levels).codes
         eta += _draws(idata, "z_unit")[idx] * _draws(idata, "sigma_unit")
+    if data.centered:
+        eta -= 0.5 * slope
     return eta, slope
 
 
@@ -229,6 +322,101 @@ def marginal_effects(idata, data: ContrastData, by: list[str] | None = None, pro
                      "accuracy_0_low": np.quantile(a0, Q_LOW), "accuracy_0_high": np.quantile(a0, Q_HIGH),
                      "n": int(design["n"][mask].sum())})
     return pd.DataFrame(rows)
+
+
+def _summ(d: np.ndarray, scale: float = 100.0) -> dict:
+    return {"mean": scale * float(d.mean()), "low": scale * float(np.quantile(d, Q_LOW)),
+            "high": scale * float(np.quantile(d, Q_HIGH)), "p_positive": float((d > 0).mean())}
+
+
+def advantage_data(rows: pd.DataFrame, groups: list[str], unit: str | None = "unit") -> ContrastData:
+    """The cells of :func:`advantage_model`: fixed target effects and fixed per-target self-slope deviations
+    (``slope_by="target"``), plus fixed predictor effects when there are three or more models (with two
+    they are the same parameter as the slope deviation), the self contrast coded -1/2, +1/2, and
+    :data:`ADVANTAGE_PRIORS`."""
+    models = sorted(set(rows["target"]) | set(rows["predictor"]))
+    fixed = ["target"] + (["predictor"] if len(models) >= 3 else [])
+    return to_cells(rows, "self", groups, unit, fixed=fixed, centered=True, priors=ADVANTAGE_PRIORS,
+                    slope_by="target", keep=["predictor"])
+
+
+def advantage_model(data: ContrastData):
+    """The self-prediction advantage with an identified estimand (cells from :func:`advantage_data`).
+
+    The log-odds of a correct prediction of target ``t``'s behaviour by predictor ``p`` is ``alpha + f_t
+    [+ g_p] + (self - 1/2) * (delta + s_t + slopes) + random effects``, with the fixed per-target self-slope
+    deviations ``s_t`` summing to zero and random intercepts and self slopes (task, property, cell, ...)
+    that vary around them. The self-minus-cross log-odds in direction (target ``t``, cross-predictor ``p``)
+    is ``delta + s_t [+ g_t - g_p]``.
+
+    With two models this is the parametrisation ``delta + s_t * gamma``, ``s_t = +/- 1/2``: ``gamma`` is the
+    difference between the two directions, which is twice the difference in the models' general predicting
+    skill if predicting skill does not depend on the target (the two cannot be told apart with two models).
+    Because ``s_t`` is fixed, the random slopes of one target's cells are not shrunk towards the other
+    target's, so delta (the mean of the two directions' log-odds) does not lean towards the target with more
+    trials. With three or more models every ordered pair is a direction, and the predictor effects ``g_p``
+    (general predicting skill) are identified from the cross-predictions alongside the ``s_t``."""
+    if "target" not in data.fixed or data.slope_by != "target" or not data.centered:
+        raise ValueError("the advantage model needs target fixed effects, per-target self slopes "
+                         "(slope_by='target') and centred coding: build its cells with advantage_data")
+    return contrast_model(data)
+
+
+def advantage_quantities(idata, data: ContrastData) -> dict:
+    """Per posterior draw, from :func:`advantage_model`'s fit:
+
+    * ``probs``: (P(correct) of the self-predictor, of the cross-predictor(s) averaged, design) per design row
+      (groups + target + unit), the triple :func:`marginal_effects` takes (trial-weighted, observed design);
+    * ``directions``: per (target, cross-predictor) the advantage in points, self minus that cross-predictor,
+      on the target's design rows (trial-weighted);
+    * ``delta``: the advantage without the fixed per-target slope deviations and, with three or more models,
+      with both arms at the mean predicting skill: the AME of delta on each target's rows, averaged over the
+      directions with equal weights, in points; ``delta_logit`` is the log-odds ``beta``;
+    * two models: ``gamma_logit`` (the difference between the directions' self slopes) and ``gamma`` (points,
+      the first direction's advantage minus the second's); three or more: ``skill``, each predictor's effect
+      ``g_p`` centred over predictors (log-odds)."""
+    c = data.cells
+    keys = data.groups + ["target"] + ([data.unit] if data.unit else [])
+    design = c.groupby(keys, sort=True, observed=True)["n"].sum().reset_index()
+    eta0, slope = _linear_draws(idata, data, design)  # target effect and slope deviation in, predictor not
+    mid = eta0 + 0.5 * slope
+    post = idata.posterior
+    t_levels = [str(v) for v in post["s_target"].coords["target"].to_numpy()]
+    dev = _draws(idata, "s_target")[pd.Categorical(design["target"], categories=t_levels).codes]
+    if "predictor" in data.fixed:
+        preds = [str(v) for v in post["f_predictor"].coords["predictor"].to_numpy()]
+        g = _draws(idata, "f_predictor")
+        g = g - g.mean(axis=0, keepdims=True)
+    else:
+        preds = sorted(c["predictor"].unique())
+        g = np.zeros((len(preds), mid.shape[1]))
+    at = {p: i for i, p in enumerate(preds)}
+    targets = sorted(design["target"].unique())
+    cross = {t: sorted(c.loc[(c["target"] == t) & (c[data.x] == 0), "predictor"].unique()) for t in targets}
+    p_self = _sigmoid(mid + g[[at[t] for t in design["target"]]] + 0.5 * slope)
+    p_cross = np.empty_like(p_self)
+    w = design["n"].to_numpy(dtype=float)
+    directions, delta_parts = {}, []
+    for t in targets:
+        m = (design["target"] == t).to_numpy()
+        ww = w[m] / w[m].sum()
+        pc = {p: _sigmoid(mid[m] + g[at[p]] - 0.5 * slope[m]) for p in cross[t]}
+        p_cross[m] = np.mean(list(pc.values()), axis=0)
+        for p, q in pc.items():
+            directions[(t, p)] = ww @ (p_self[m] - q)
+        s_eq = slope[m] - dev[m]
+        d_equal = ww @ (_sigmoid(mid[m] + 0.5 * s_eq) - _sigmoid(mid[m] - 0.5 * s_eq))
+        delta_parts += [d_equal] * len(pc)
+    out = {"probs": (p_self, p_cross, design), "directions": directions,
+           "delta": np.mean(delta_parts, axis=0), "delta_logit": _draws(idata, "beta")}
+    if "predictor" in data.fixed:
+        out["skill"] = dict(zip(preds, g))
+    if len(t_levels) == 2 and len(directions) == 2:
+        (d1, a1), (d2, a2) = sorted(directions.items())
+        out["gamma_logit"] = _draws(idata, "gamma")[0] * (1 if t_levels[0] == d1[0] else -1)
+        out["gamma"] = a1 - a2
+        out["gamma_order"] = (d1[0], d2[0])
+    return out
 
 
 def accuracy_draws(idata, data: ContrastData, level: int, by: list[str], probs: tuple | None = None
@@ -367,21 +555,34 @@ def _sample_numpyro(model, settings: SamplerSettings):
                         coords=coords, dims=dims)
 
 
-def diagnostics(idata) -> dict:
-    """r_hat (max), bulk ESS (min) over every free parameter, and the number of divergences.
+#: deterministic quantities of the models (functions of the free variables, not checked on their own)
+DETERMINISTIC = ("a_", "b_", "f_", "s_")
+DETERMINISTIC_NAMES = ("p",)
+BFMI_MIN = 0.3
 
-    The values are ArviZ's rank-normalised split r_hat and bulk ESS, rounded as ``az.summary`` rounds them
-    (r_hat to 2 decimals, ESS to an integer), so the gate reads the numbers a summary table shows; computed
-    directly because ``az.summary`` also computes MCSEs and tail ESS for ~900 parameters, which the gate
-    does not use."""
+
+def free_variables(idata) -> list[str]:
+    """Every free random variable of a posterior: all but the deterministics (:data:`DETERMINISTIC`)."""
+    return [v for v in idata.posterior.data_vars
+            if not v.startswith(DETERMINISTIC) and v not in DETERMINISTIC_NAMES]
+
+
+def diagnostics(idata) -> dict:
+    """r_hat (max), bulk and tail ESS (min) over every free variable (:func:`free_variables`, precision
+    parameters such as ``phi`` included), the number of divergences and the smallest E-BFMI of a chain.
+
+    The values are ArviZ's rank-normalised split r_hat and bulk / tail ESS, rounded as ``az.summary`` rounds
+    them (r_hat to 2 decimals, ESS to an integer), so the gate reads the numbers a summary table shows;
+    computed directly because ``az.summary`` also computes MCSEs for ~900 parameters."""
     import arviz as az
 
-    free = [v for v in idata.posterior.data_vars if not v.startswith(("a_", "b_", "p"))]
-    post = idata.posterior[free]
+    post = idata.posterior[free_variables(idata)]
     r_hat, ess = _worst(az.rhat(post).round(2), max), _worst(az.ess(post, method="bulk").round(0), min)
+    tail = _worst(az.ess(post, method="tail").round(0), min)
     div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
-    return {"r_hat_max": r_hat[0], "ess_bulk_min": ess[0], "divergences": div,
-            "worst_r_hat": r_hat[1], "worst_ess": ess[1],
+    bfmi = float(np.min(az.bfmi(idata))) if "energy" in idata.sample_stats else float("nan")
+    return {"r_hat_max": r_hat[0], "ess_bulk_min": ess[0], "ess_tail_min": tail[0], "divergences": div,
+            "bfmi_min": round(bfmi, 3), "worst_r_hat": r_hat[1], "worst_ess": ess[1], "worst_ess_tail": tail[1],
             "draws": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"])}
 
 
@@ -403,14 +604,19 @@ def _worst(stats, pick) -> tuple[float, str]:
 
 
 def check_convergence(idata, name: str, rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN) -> dict:
-    """The convergence gate: r_hat <= 1.01, bulk ESS >= 400 and no divergences, or a ConvergenceError that
-    says what failed and what to change. Returns the diagnostics when the fit passes."""
+    """The convergence gate: r_hat <= 1.01, bulk and tail ESS >= 400, no divergences and E-BFMI >= 0.3 in
+    every chain, over every free variable, or a ConvergenceError that says what failed and what to change.
+    Returns the diagnostics when the fit passes."""
     d = diagnostics(idata)
     problems = []
     if not d["r_hat_max"] <= rhat_max:
         problems.append(f"r_hat {d['r_hat_max']:.3f} > {rhat_max} (worst: {d['worst_r_hat']})")
     if not d["ess_bulk_min"] >= ess_min:
         problems.append(f"bulk ESS {d['ess_bulk_min']:.0f} < {ess_min} (worst: {d['worst_ess']})")
+    if not d["ess_tail_min"] >= ess_min:
+        problems.append(f"tail ESS {d['ess_tail_min']:.0f} < {ess_min} (worst: {d['worst_ess_tail']})")
+    if d["bfmi_min"] < BFMI_MIN:  # NaN (no energy recorded) passes: nothing to check
+        problems.append(f"E-BFMI {d['bfmi_min']:.2f} < {BFMI_MIN} in at least one chain")
     if d["divergences"]:
         problems.append(f"{d['divergences']} divergent transitions")
     if problems:
@@ -432,6 +638,24 @@ def prior_predictive_accuracy(model, data: ContrastData, samples: int = 500, see
     acc = y.sum(axis=0) / data.cells["n"].sum()
     return {"q05": float(np.quantile(acc, 0.05)), "q50": float(np.quantile(acc, 0.5)),
             "q95": float(np.quantile(acc, 0.95)), "extreme_share": float(((acc < 0.01) | (acc > 0.99)).mean())}
+
+
+def prior_cell_accuracy(model, data: ContrastData, samples: int = 500, seed: int = 0, extreme: float = 0.02) -> dict:
+    """The accuracy of each observed cell implied by the priors alone: its quantiles, the share of (cell,
+    draw) pairs below ``extreme`` or above ``1 - extreme`` (a U-shaped prior piles up there), and a
+    20-bin histogram of the implied accuracies (the prior-predictive figure)."""
+    import types
+
+    import pymc as pm
+
+    with model:
+        prior = pm.sample_prior_predictive(draws=samples, random_seed=seed)
+    eta0, slope = _linear_draws(types.SimpleNamespace(posterior=prior.prior), data, data.cells)
+    p = _sigmoid(eta0 + slope * data.cells[data.x].to_numpy(float)[:, None])
+    hist, edges = np.histogram(p, bins=20, range=(0, 1), density=True)
+    return {"q05": float(np.quantile(p, 0.05)), "q50": float(np.quantile(p, 0.5)), "q95": float(np.quantile(p, 0.95)),
+            "extreme_share": float(((p < extreme) | (p > 1 - extreme)).mean()), "extreme": extreme,
+            "density": [float(h) for h in hist], "edges": [float(e) for e in edges]}
 
 
 def posterior_predictive_check(idata, data: ContrastData, seed: int = 0, chunk: int = 500) -> pd.DataFrame:

@@ -40,6 +40,57 @@ def simulate_predictions(seed: int = 0, beta: float = 0.6, targets: int = 2, tas
     return df, float(np.mean(effects))
 
 
+def simulate_directions(seed: int = 0, delta: float = 0.4, skill: tuple[float, ...] = (0.0, 0.0),
+                        tasks: int = 3, properties: int = 3, items: int = 30, alpha: float = -0.2,
+                        sigma: float = 0.3, tau: float = 0.2, sigma_unit: float = 0.3,
+                        weights: tuple[float, ...] | None = None) -> tuple[pd.DataFrame, dict]:
+    """Experiment-1 rows for every ordered pair of ``len(skill)`` models, from the generative model of
+    :func:`analysis.models.advantage_model`: the log-odds that predictor ``p`` gets target ``t``'s property
+    right is ``alpha + a_task + a_property + unit + skill[p] + (self - 1/2) * (delta + b_task + b_property)``.
+    Every target's answers (one unit per target, task and item) are predicted by every model. ``weights``
+    (one per model) scales each target's item count, so the targets carry unequal shares of the trials.
+
+    Returns the rows and the truth in accuracy points over the simulated design: ``delta`` (the advantage
+    at the mean skill, directions weighted equally: what :func:`analysis.models.advantage_quantities` calls
+    delta), ``directions`` ({(target, cross-predictor): self minus cross}), ``gamma`` (two models: the first
+    direction's advantage minus the second's) and ``trial_weighted`` (the pooled self minus cross
+    difference, weighting targets by their trials: the confounded estimand)."""
+    rng = np.random.default_rng(seed)
+    k = len(skill)
+    names = [f"m{i}" for i in range(k)]
+    g = np.asarray(skill, dtype=float) - np.mean(skill)
+    weights = weights or (1.0,) * k
+    a_task, b_task = rng.normal(0, sigma, tasks), rng.normal(0, tau, tasks)
+    a_prop, b_prop = rng.normal(0, sigma, properties), rng.normal(0, tau, properties)
+    sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+    rows, dirs, equal = [], {}, {}
+    for ti, t in enumerate(names):
+        for kk in range(tasks):
+            for i in range(int(round(items * weights[ti]))):
+                unit = f"{t}/task{kk}/item{i:03d}"
+                u = rng.normal(0, sigma_unit)
+                for pp in range(properties):
+                    mid = alpha + a_task[kk] + a_prop[pp] + u
+                    slope = delta + b_task[kk] + b_prop[pp]
+                    equal.setdefault(t, []).append(sig(mid + 0.5 * slope) - sig(mid - 0.5 * slope))
+                    p_self = sig(mid + g[ti] + 0.5 * slope)
+                    rows.append((t, t, f"task{kk}", f"prop{pp}", unit, 1, "self", int(rng.random() < p_self)))
+                    for pi, pname in enumerate(names):
+                        if pi == ti:
+                            continue
+                        p_cross = sig(mid + g[pi] - 0.5 * slope)
+                        dirs.setdefault((t, pname), []).append(p_self - p_cross)
+                        rows.append((t, pname, f"task{kk}", f"prop{pp}", unit, 0, "cross", int(rng.random() < p_cross)))
+    df = pd.DataFrame(rows, columns=["target", "predictor", "task", "property", "unit", "self", "kind", "correct"])
+    directions = {d: float(np.mean(v)) for d, v in dirs.items()}
+    truth = {"delta": float(np.mean([np.mean(equal[t]) for t, _ in directions])), "directions": directions,
+             "trial_weighted": float(sum(np.sum(v) for v in dirs.values()) / sum(len(v) for v in dirs.values()))}
+    if k == 2:
+        (_, a1), (_, a2) = sorted(directions.items())
+        truth["gamma"] = a1 - a2
+    return df, truth
+
+
 # ------------------------------------------------------------------------------- whole stage tables
 DEFAULT_MODELS = ("smollm2-135m", "gemma3-270m")
 DEFAULT_TEST_TASKS = ("animals", "english_words", "years", "categories", "myopic_reward", "survival_instinct")

@@ -31,6 +31,7 @@ from reproduce.io import atomic_path, atomic_write_json, atomic_write_parquet
 from . import frequentist as freq
 from . import models as M
 from . import tidy
+from .verdicts import headline, verdict
 
 DATA = REPO_ROOT / "data"
 OUT = DATA / "analysis"
@@ -219,6 +220,56 @@ def _contrast(rows: pd.DataFrame, x: str, name: str, profile: Profile, seed_offs
             "effects": pd.concat(effects, ignore_index=True), "ppc": ppc}
 
 
+def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
+    """Experiment 1's identified estimand (:func:`analysis.models.advantage_model`): fit, gate, and summarise
+    delta (equal predicting skill, directions weighted equally), every direction's advantage, gamma (two
+    models), the trial-weighted and equal-task-weighted observed advantages, and the verdicts (ROPE)."""
+    rope = profile.analysis.rope
+    data = M.advantage_data(_with_cell(trained), groups)
+    model = M.advantage_model(data)
+    prior = M.prior_predictive_accuracy(model, data, seed=profile.seed)
+    cells = M.prior_cell_accuracy(model, data, seed=profile.seed)
+    prior["cell"] = {k: cells[k] for k in ("q05", "q50", "q95", "extreme_share", "extreme")}
+    prior_table = pd.DataFrame({"low": cells["edges"][:-1], "high": cells["edges"][1:], "density": cells["density"]})
+    idata = M.sample(model, _settings(profile, 0))
+    diag = M.check_convergence(idata, "self-prediction advantage")
+    q = M.advantage_quantities(idata, data)
+    probs = q["probs"]
+    by = [["target"], ["task"], ["property"], ["target", "task"], ["target", "property"]]
+    effects = [M.marginal_effects(idata, data, probs=probs).assign(by="overall")]
+    effects += [M.marginal_effects(idata, data, b, probs=probs).assign(by="+".join(b)) for b in by]
+    delta = M._summ(q["delta"])
+    effects.append(pd.DataFrame([{"mean": delta["mean"] / 100, "low": delta["low"] / 100,
+                                  "high": delta["high"] / 100, "p_positive": delta["p_positive"], "by": "delta"}]))
+    # equal weight per held-out task: the per-task observed advantages, averaged per draw
+    p1, p0, design = probs
+    per_task = [ww @ (p1[m] - p0[m]) for _, m, ww in M._groups(design, ["task"])]
+    directions = []
+    for (t, p), d in sorted(q["directions"].items()):
+        sm = M._summ(d)
+        directions.append({"target": t, "cross_predictor": p, **sm,
+                           "verdict": verdict(sm["low"], sm["high"], rope)})
+    d_all = np.all(np.stack(list(q["directions"].values())) > 0, axis=0)
+    metrics = {
+        "overall": {**delta, "verdict": verdict(delta["low"], delta["high"], rope)},
+        "delta_logit": M._summ(q["delta_logit"], 1.0),
+        "trial_weighted": _summary(effects[0].iloc[0]),
+        "equal_task": M._summ(np.mean(per_task, axis=0)),
+        "directions": directions,
+        "p_every_direction": float(d_all.mean()),
+        "skill_logit": {k: M._summ(v, 1.0) for k, v in q.get("skill", {}).items()},
+        "rope": rope,
+    }
+    if "gamma" in q:
+        metrics["gamma"] = {**M._summ(q["gamma"]), "first": q["gamma_order"][0], "second": q["gamma_order"][1]}
+        metrics["gamma_logit"] = M._summ(q["gamma_logit"], 1.0)
+    metrics["headline"] = headline(metrics["overall"]["verdict"], [d["verdict"] for d in directions])
+    ppc = M.posterior_predictive_check(idata, data, seed=profile.seed)
+    return {"data": data, "idata": idata, "probs": probs, "diagnostics": diag, "prior": prior,
+            "effects": pd.concat(effects, ignore_index=True), "ppc": ppc, "metrics": metrics,
+            "directions": pd.DataFrame(directions), "prior_cells": prior_table}
+
+
 def _summary(row: pd.Series, scale: float = 100.0) -> dict:
     return {"mean": scale * row["mean"], "low": scale * row["low"], "high": scale * row["high"],
             "p_positive": row["p_positive"]}
@@ -229,10 +280,11 @@ def _by_target(effects: pd.DataFrame) -> dict:
 
 
 def _advantage_groups(trained: pd.DataFrame) -> list[str]:
-    """The advantage model's grouping factors: target, task, property and their cell, plus, with two or more
-    finetune seeds, the self-trained object model (``<target>+self-s<seed>``): one finetune run of a target,
-    whose intercept and self slope carry the seed-to-seed variation of M1''s behaviour and of the advantage."""
-    groups = GROUPS + [CELL]
+    """The advantage model's random grouping factors (target and predictor are its fixed effects): task,
+    property and the target x task x property cell, plus, with two or more finetune seeds, the self-trained
+    object model (``<target>+self-s<seed>``): one finetune run of a target, whose intercept and self slope
+    carry the seed-to-seed variation of M1''s behaviour and of the advantage."""
+    groups = ["task", "property", CELL]
     if trained["seed"].nunique() >= 2:
         groups.append("object_model")
     return groups
@@ -366,15 +418,15 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
 
     # 1. self-prediction advantage (trained, held-out tasks), scored against M1'
     groups = _advantage_groups(trained)
-    adv = _contrast(trained, "self", "self-prediction advantage", profile, 0,
-                    [["target"], ["task"], ["property"], ["target", "task"], ["target", "property"]], groups)
+    adv = _advantage(trained, profile, groups)
     posteriors["advantage"] = adv["idata"]
     tables["advantage"] = adv["effects"]
+    tables["advantage_directions"] = adv["directions"]
+    tables["prior_cell_accuracy"] = adv["prior_cells"]
     tables["ppc_advantage"] = adv["ppc"]
-    overall = adv["effects"].iloc[0]
-    metrics["advantage"] = {"overall": _summary(overall),
+    metrics["advantage"] = {**adv["metrics"],
                             "by_target": _by_target(adv["effects"]),
-                            "groups": groups,
+                            "groups": groups, "fixed": adv["data"].fixed + ["self x target"],
                             "diagnostics": adv["diagnostics"], "prior_predictive_accuracy": adv["prior"],
                             "ppc_coverage": float(adv["ppc"]["covered"].mean())}
     metrics["advantage_frequentist"] = {
@@ -392,6 +444,10 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
                          "difference": d.mean(), "low": np.quantile(d, M.Q_LOW), "high": np.quantile(d, M.Q_HIGH),
                          "p_above_baseline": float((d > 0).mean())})
     tables["vs_baseline"] = pd.DataFrame(rows)
+    metrics["vs_baseline"] = [{"target": r["target"], "kind": r["kind"], "mean": 100 * r["difference"],
+                               "low": 100 * r["low"], "high": 100 * r["high"], "mode_baseline": 100 * r["mode_baseline"],
+                               "verdict": verdict(100 * r["low"], 100 * r["high"], profile.analysis.rope)}
+                              for r in rows]
 
     # 2. the effect of self-prediction training (self-predictors before, against the base model, vs after,
     # against M1')
@@ -475,7 +531,13 @@ def _numbers(metrics: dict, tables: dict, pred: pd.DataFrame) -> dict:
             elif isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, bool):
                 n[f"{prefix}_{k}"] = float(v)
 
-    put("advantage", {k: v for k, v in metrics["advantage"].items() if k in ("overall", "by_target")})
+    a = metrics["advantage"]
+    put("advantage", {k: v for k, v in a.items()
+                      if k in ("overall", "by_target", "trial_weighted", "equal_task", "gamma", "delta_logit",
+                               "gamma_logit", "p_every_direction", "rope")})
+    for d in a["directions"]:
+        put(f"advantage_direction_{d['target']}_from_{d['cross_predictor']}",
+            {k: d[k] for k in ("mean", "low", "high", "p_positive")})
     put("advantage_bootstrap", {k: 100 * metrics["advantage_frequentist"]["bootstrap"][k] for k in ("estimate", "low", "high")})
     g = metrics["advantage_frequentist"]["glm_cluster"]
     put("advantage_glm", {"ame": 100 * g["ame"], "ame_low": 100 * g["ame_low"], "ame_high": 100 * g["ame_high"],

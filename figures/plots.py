@@ -263,16 +263,23 @@ def seeds(o: Outputs):
     return fig
 
 
+def _prob(p: float) -> str:
+    """A posterior probability as the manuscript writes it: the ends as bounds, never 0.00 or 1.00."""
+    return "> 0.99" if p > 0.995 else "< 0.01" if p < 0.005 else f"= {p:.2f}"
+
+
 def advantage_forest(o: Outputs):
-    """Forest plot of the posterior self-prediction advantage (self minus cross accuracy, percentage points)
-    overall, per target, per held-out task and per property, with 94% intervals and P(advantage > 0)."""
+    """Forest plot of the posterior self-prediction advantage (self minus cross accuracy, percentage points):
+    delta (equal predicting skill, directions weighted equally), the pooled trial-weighted difference, per
+    target, per held-out task and per property, with 94% intervals and P(advantage > 0)."""
     adv = o.table("advantage")
     parts = []
-    for by, label in (("overall", lambda r: "overall"), ("target", lambda r: f"target: {r['target']}"),
+    for by, label in (("delta", lambda r: "delta (equal skill)"), ("overall", lambda r: "pooled, trial-weighted"),
+                      ("target", lambda r: f"target: {r['target']}"),
                       ("task", lambda r: f"task: {r['task']}"), ("property", lambda r: f"property: {r['property']}")):
         d = adv[adv["by"] == by].copy()
         d["label"] = [label(r) for _, r in d.iterrows()]
-        parts.append(d.sort_values("mean") if by != "overall" else d)
+        parts.append(d.sort_values("mean") if by not in ("overall", "delta") else d)
     d = pd.concat(parts, ignore_index=True).iloc[::-1].reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(5.6, 0.26 * len(d) + 1.2))
     y = np.arange(len(d))
@@ -280,7 +287,7 @@ def advantage_forest(o: Outputs):
     ax.axvline(0, color=COLOURS["baseline"], lw=0.8)
     ax.set_yticks(y, d["label"])
     right = ax.secondary_yaxis("right")
-    right.set_yticks(y, [f"P>0 = {p:.2f}" for p in d["p_positive"]])
+    right.set_yticks(y, [f"P>0 {_prob(p)}" for p in d["p_positive"]])
     right.tick_params(length=0)
     ax.set_xlabel("self minus cross accuracy (percentage points)")
     ax.set_title("Posterior self-prediction advantage (94% intervals)")
@@ -324,6 +331,21 @@ def compliance(o: Outputs):
     return fig
 
 
+def prior_predictive(o: Outputs):
+    """The accuracy of a cell implied by the advantage model's priors alone (prior-predictive density over
+    the observed cells): weakly informative means spread over (0, 1) without piling up at 0 and 1."""
+    d = o.table("prior_cell_accuracy")
+    fig, ax = plt.subplots(figsize=(4.8, 2.8))
+    if len(d):
+        ax.bar(100 * d["low"], d["density"], width=100 * (d["high"] - d["low"]), align="edge",
+               color=COLOURS["self"], alpha=0.6, edgecolor="white")
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("prior accuracy of a cell (%)")
+    ax.set_ylabel("density")
+    ax.set_title("Advantage model: prior-predictive cell accuracy")
+    return fig
+
+
 def posterior_predictive(o: Outputs):
     """Posterior-predictive check of the advantage and training-effect models: each cell's observed count of
     correct predictions against its replicated 94% interval, cells sorted by the replicated mean."""
@@ -359,4 +381,5 @@ FIGURES = {
     "advantage_forest": advantage_forest,
     "compliance": compliance,
     "posterior_predictive": posterior_predictive,
+    "prior_predictive": prior_predictive,
 }

@@ -80,7 +80,7 @@ def format_key(key: str, value: Any) -> str:
     ``p_value``, ``model_p_*``) as probabilities, counts (``_k``, ``_n``, ``n_*``, ``evaluated``, ``changed``) as integers,
     shares (``_share``/``_low``/``_high`` of a share) as percentages, everything else (already percentage points)
     with one decimal."""
-    if key.endswith("p_positive") or key.endswith("p_value"):
+    if key.endswith(("p_positive", "p_value", "p_every_direction")):
         return fmt_prob(value)
     if key.startswith("behaviour_model_p_"):
         return fmt(100 * value)
@@ -116,8 +116,38 @@ def _diagnostics(metrics: dict) -> dict[str, dict]:
             if "diagnostics" in metrics.get(key, {})}
 
 
-def _verdict(low: float, high: float, positive: str, negative: str, null: str) -> str:
-    return positive if low > 0 else negative if high < 0 else null
+def _verdict(low: float, high: float, rope: float, positive: str, negative: str, null: str,
+             inconclusive: str) -> str:
+    """One of four phrases, chosen by :func:`analysis.verdicts.verdict` from the interval and the ROPE."""
+    from analysis.verdicts import NEGATIVE, NULL, POSITIVE, verdict
+
+    return {POSITIVE: positive, NEGATIVE: negative, NULL: null}.get(verdict(low, high, rope), inconclusive)
+
+
+#: the headline verdict (:func:`analysis.verdicts.headline`) as the abstract and results state it
+HEADLINES = {
+    "advantage in every direction": (
+        "self-prediction beats cross-prediction in every direction, the original study's criterion (each "
+        "direction's 94% interval lies above the region of practical equivalence)",
+        "evidence for the self-prediction advantage the original study reports, by its own criterion"),
+    "advantage on average, not in every direction": (
+        "self-prediction beats cross-prediction at equal predicting skill on average, but not in every "
+        "direction",
+        "evidence for a self-prediction advantage on average, short of the original study's criterion of an "
+        "advantage in every direction"),
+    "reverse advantage": (
+        "cross-prediction beats self-prediction (the 94% interval of the advantage at equal skill lies below "
+        "the region of practical equivalence)",
+        "evidence against the self-prediction advantage the original study reports"),
+    "practically null": (
+        "the self-prediction advantage at equal skill is practically null (its 94% interval lies inside the "
+        "region of practical equivalence)",
+        "evidence that the self-prediction advantage the original study reports is practically absent here"),
+    "inconclusive": (
+        "the data do not decide whether self-prediction beats cross-prediction (the 94% interval of the "
+        "advantage at equal skill reaches beyond the region of practical equivalence without clearing it)",
+        "no decisive evidence for or against the self-prediction advantage the original study reports"),
+}
 
 
 def _by_model(values: dict) -> str:
@@ -136,7 +166,9 @@ def _sensitivity_text(metrics: dict) -> dict:
     if "trained" not in sens or "base" not in sens:
         return {}
     a, b = sens["trained"]["advantage"], sens["base"]["advantage"]
-    verdict = lambda d: _verdict(d["low"], d["high"], "positive", "negative", "indistinguishable from zero")  # noqa: E731
+    rope = metrics["advantage"].get("rope", 0.0)
+    verdict = lambda d: _verdict(d["low"], d["high"], rope, "positive", "negative", "practically null",  # noqa: E731
+                                 "inconclusive")
     same = verdict(a) == verdict(b)
     return {"sensitivity_verdict": (
         f"the sign of the conclusion does not depend on which behaviour is the ground truth (the advantage is "
@@ -158,7 +190,7 @@ def _seed_text(metrics: dict) -> dict:
     return {"seed_spread": "; ".join(parts) or "n/a"}
 
 
-def _behaviour_text(behaviour: dict) -> dict:
+def _behaviour_text(behaviour: dict, rope: float) -> dict:
     """Experiment 3's verdicts against the baselines: the pooled match rates beside their mode baselines and
     the permutation null, and the difference in differences."""
     out = {}
@@ -175,9 +207,10 @@ def _behaviour_text(behaviour: dict) -> dict:
     d = behaviour.get("did", {}).get("did")
     if d:
         out["behaviour_did_verdict"] = _verdict(
-            d["low"], d["high"], "moved towards the new behaviour more than towards the old",
+            d["low"], d["high"], rope, "moved towards the new behaviour more than towards the old",
             "moved towards the old behaviour more than towards the new",
-            "did not move towards the new behaviour more than towards the old")
+            "moved towards the new and the old behaviour practically equally",
+            "moved towards the new and the old behaviour by amounts the data cannot tell apart")
     return out
 
 
@@ -186,47 +219,66 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     settings of the run that produced them) and ``text`` (qualitative statements derived from the numbers,
     so that no sentence can contradict them)."""
     n = {k: format_key(k, v) for k, v in numbers.items()}
-    adv, tr = metrics["advantage"]["overall"], metrics["training_effect"]["overall"]
+    a = metrics["advantage"]
+    rope = a.get("rope", 0.0)
+    adv, tr = a["overall"], metrics["training_effect"]["overall"]
     text = {
-        "advantage_verdict": _verdict(
-            adv["low"], adv["high"],
-            "self-prediction beats cross-prediction (the 94% interval lies above zero)",
-            "cross-prediction beats self-prediction (the 94% interval lies below zero)",
-            "there is no overall self-prediction advantage (the 94% interval includes zero)"),
-        "training_verdict": _verdict(tr["low"], tr["high"], "raised", "lowered", "did not clearly change"),
+        "advantage_verdict": HEADLINES[a["headline"]][0],
+        "conclusion": HEADLINES[a["headline"]][1],
+        "rope": fmt(rope),
+        "training_verdict": _verdict(tr["low"], tr["high"], rope, "raised", "lowered", "left practically unchanged",
+                                     "changed, by an uncertain amount,"),
     }
-    by_t = metrics["advantage"]["by_target"]
-    signs = {t: _verdict(v["low"], v["high"], "self better", "cross better", "no clear difference")
-             for t, v in by_t.items()}
-    text["advantage_by_target"] = "; ".join(f"predicting {t}: {_interval(v)} points ({signs[t]})"
-                                            for t, v in sorted(by_t.items()))
-    vsb = [v for k, v in numbers.items() if k.startswith("vs_baseline_") and not k.endswith(("_low", "_high"))]
-    text["baseline_verdict"] = ("every trained predictor is below the mode baseline" if vsb and max(vsb) < 0 else
-                                "every trained predictor is above the mode baseline" if vsb and min(vsb) > 0 else
-                                "trained predictors fall on both sides of the mode baseline")
-    text["conclusion"] = ("evidence consistent with the self-prediction advantage the original study reports"
-                          if adv["low"] > 0 else
-                          "no evidence for the self-prediction advantage the original study reports")
+    word = {"positive": "self better", "negative": "cross better", "practically null": "practically equal",
+            "inconclusive": "inconclusive"}
+    dirs = a.get("directions", [])
+    text["advantage_by_direction"] = "; ".join(
+        f"predicting {d['target']} (cross-predictor {d['cross_predictor']}): {_interval(d)} points "
+        f"({word[d['verdict']]})" for d in dirs) or "n/a"
+    kinds = {d["verdict"] for d in dirs}
+    text["direction_pattern"] = (
+        "opposite effects in the two directions" if {"positive", "negative"} <= kinds else
+        "the same verdict in every direction" if len(kinds) == 1 else "different verdicts by direction")
+    dl = a.get("delta_logit")
+    text["delta_logit_verdict"] = (
+        "the data do not show that the advantage would carry to a new task (the interval includes zero)"
+        if dl and dl["low"] <= 0 <= dl["high"] else
+        "the advantage would carry to a new task as well (the interval excludes zero)" if dl else "n/a")
+    g = a.get("gamma")
+    text["gamma_sentence"] = (
+        f"The two directions differ by gamma = {_interval(g)} points (the advantage predicting {g['first']} minus "
+        f"the advantage predicting {g['second']}), which is twice the two models' difference in general "
+        f"predicting skill if that skill does not depend on the target, and which the pooled trial-weighted "
+        f"difference ({_interval(a['trial_weighted'])} points) mixes into its estimate." if g else
+        "With more than two models every ordered pair is a direction and each model's general predicting "
+        "skill is a separate term of the model.")
+    # the frequentist checks against the Bayesian trial-weighted estimate: same verdict or not
+    tw = a["trial_weighted"]
+    boot = metrics["advantage_frequentist"]["bootstrap"]
+    bv = _verdict(100 * boot["low"], 100 * boot["high"], rope, "p", "n", "0", "?")
+    tv = _verdict(tw["low"], tw["high"], rope, "p", "n", "0", "?")
+    text["frequentist_agreement"] = ("reaches the same verdict as" if bv == tv else "reaches a different verdict from")
+    vs = [r for r in metrics.get("vs_baseline", [])]
+    text["baseline_verdict"] = _baseline_text(vs, rope)
     untrained = [v for k, v in metrics.get("compliance", {}).items() if k.startswith("untrained_")]
     text["untrained_compliance_range"] = (f"{fmt(100 * min(untrained), 0)}-{fmt(100 * max(untrained), 0)}"
                                           if untrained else "n/a")
     cal = metrics.get("calibration", {})
     mad = cal.get("mad", {})
-    if "trained_self" in mad and "trained_cross" in mad:
-        s, c = mad["trained_self"]["mad"], mad["trained_cross"]["mad"]
-        text["mad_verdict"] = ("lower (better) for self- than for cross-prediction" if s < c else
-                               "higher (worse) for self- than for cross-prediction")
     e = cal.get("error_self_minus_cross")
     if e:
         text["calibration_error_verdict"] = _verdict(
-            e["low"], e["high"], "self-prediction has the larger error", "self-prediction has the smaller error",
-            "self- and cross-prediction errors cannot be told apart")
+            e["low"], e["high"], rope, "self-prediction has the larger error", "self-prediction has the smaller error",
+            "self- and cross-prediction errors are practically equal",
+            "the data cannot tell which of self- and cross-prediction has the larger error")
     dif = cal.get("mad_difference", {}).get("pooled")
     if dif:
         text["mad_difference_verdict"] = _verdict(
-            dif["low"], dif["high"], "cross-prediction is better calibrated than self-prediction",
+            dif["low"], dif["high"], rope, "cross-prediction is better calibrated than self-prediction",
             "self-prediction is better calibrated than cross-prediction",
-            "self- and cross-prediction calibration cannot be told apart")
+            "self- and cross-prediction are practically equally calibrated",
+            "the data cannot tell whether self- or cross-prediction is better calibrated")
+        text["mad_verdict"] = text["mad_difference_verdict"]
     text["mad_by_target"] = "; ".join(
         f"{t}: self {fmt(v['trained_self']['mad'])}, cross {fmt(v['trained_cross']['mad'])}"
         for t, v in sorted(cal.get("mad_by_target", {}).items()) if "trained_self" in v and "trained_cross" in v) or "n/a"
@@ -236,10 +288,11 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     b = behaviour.get("model")
     if b:
         d = b["new_minus_old"]
-        text["behaviour_verdict"] = _verdict(d["low"], d["high"], "the new behaviour more often than the old",
+        text["behaviour_verdict"] = _verdict(d["low"], d["high"], rope, "the new behaviour more often than the old",
                                              "the old behaviour more often than the new",
-                                             "the new and the old behaviour about equally often")
-    text.update(_behaviour_text(behaviour))
+                                             "the new and the old behaviour practically equally often",
+                                             "the new and the old behaviour at rates the data cannot tell apart")
+    text.update(_behaviour_text(behaviour, rope))
     diag = _diagnostics(metrics)
     ft = profile.finetune
     run = {
@@ -271,6 +324,8 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "ppc_coverage": fmt(100 * metrics["advantage"].get("ppc_coverage", float("nan")), 0),
         "prior_q05": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q05"], 0),
         "prior_q95": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q95"], 0),
+        "prior_cell_extreme": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"].get("cell", {}).get(
+            "extreme_share", float("nan")), 1),
     }
     seeds = metrics.get("seeds", {}).get("seeds", [])
     run["seeds"] = ", ".join(str(x) for x in seeds) or "n/a"
@@ -284,6 +339,34 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         run.update(bc_train_items=str(bc.train_items), bc_learning_rate=f"{bc.learning_rate:g}",
                    bc_epochs=f"{bc.epochs:g}")
     return {"n": n, "run": run, "text": text}
+
+
+def _baseline_text(rows: list[dict], rope: float) -> str:
+    """How many trained predictors are above, below or indistinguishable from the mode baseline, by their
+    94% intervals against the ROPE."""
+    if not rows:
+        return "the mode-baseline comparison is not available"
+    from analysis.verdicts import verdict
+
+    counts = {}
+    for r in rows:
+        v = verdict(r["low"], r["high"], rope)
+        counts[v] = counts.get(v, 0) + 1
+    parts = [f"{counts[k]} {'is' if counts[k] == 1 else 'are'} {label}"
+             for k, label in (("positive", "above the mode baseline"), ("negative", "below it"),
+                              ("practically null", "practically at it"), ("inconclusive", "inconclusive"))
+             if counts.get(k)]
+    return f"of the {len(rows)} trained predictor-target pairs, " + ", ".join(parts) + f" (94% intervals against +/- {fmt(rope)} points)"
+
+
+def _markdown_safe(meta):
+    """Metadata values are read as Markdown (by Quarto and by pandoc's ``--metadata-file``): a value that
+    starts with ``>`` (``"> 0.99"``) would become a block quote and lose its sign, so it is escaped."""
+    if isinstance(meta, dict):
+        return {k: _markdown_safe(v) for k, v in meta.items()}
+    if isinstance(meta, str) and meta.startswith((">", "<")):
+        return "\\" + meta
+    return meta
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -346,23 +429,48 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                    "scored against the self-trained target M1' (the original study's protocol, "
                                    "the main result) and against the untrained base model.", "tbl-sensitivity")
 
+    a = metrics["advantage"]
+    word = {"positive": "advantage", "negative": "reverse", "practically null": "practically null",
+            "inconclusive": "inconclusive"}
+    rows = [{"estimate": "Bayesian, delta: equal predicting skill, directions weighted equally",
+             "self %": "", "cross %": "", "advantage (points)": _interval(a["overall"]),
+             "P(advantage > 0)": fmt_prob(a["overall"]["p_positive"]), "verdict": word[a["overall"]["verdict"]]}]
+    by_dir = {(d["target"], d["cross_predictor"]): d for d in a.get("directions", [])}
     adv = t("advantage")
-    adv = adv[adv["by"].isin(["overall", "target"])]
-    rows = [{"estimate": "Bayesian, " + ("overall" if r.by == "overall" else f"target {r.target}"),
-             "self %": fmt(100 * r.accuracy_1), "cross %": fmt(100 * r.accuracy_0),
-             "advantage (points)": _ci(r.mean, r.low, r.high, 100),
-             "P(advantage > 0)": fmt_prob(r.p_positive)} for r in adv.itertuples()]
+    per_target = adv[adv["by"] == "target"].set_index("target")
+    for (tg, cp), d in sorted(by_dir.items()):
+        r = per_target.loc[tg] if tg in per_target.index and len(by_dir) == per_target.shape[0] else None
+        rows.append({"estimate": f"Bayesian, direction: predicting {tg}, cross-predictor {cp}",
+                     "self %": fmt(100 * r["accuracy_1"]) if r is not None else "",
+                     "cross %": fmt(100 * r["accuracy_0"]) if r is not None else "",
+                     "advantage (points)": _interval(d), "P(advantage > 0)": fmt_prob(d["p_positive"]),
+                     "verdict": word[d["verdict"]]})
+    if "gamma" in a:
+        g0 = a["gamma"]
+        rows.append({"estimate": f"Bayesian, gamma: direction {g0['first']} minus direction {g0['second']}",
+                     "self %": "", "cross %": "", "advantage (points)": _interval(g0), "P(advantage > 0)": "",
+                     "verdict": ""})
+    overall = adv[adv["by"] == "overall"].iloc[0]
+    rows.append({"estimate": "Bayesian, pooled and trial-weighted (confounded with skill)",
+                 "self %": fmt(100 * overall["accuracy_1"]), "cross %": fmt(100 * overall["accuracy_0"]),
+                 "advantage (points)": _interval(a["trial_weighted"]),
+                 "P(advantage > 0)": fmt_prob(a["trial_weighted"]["p_positive"]), "verdict": ""})
+    rows.append({"estimate": "Bayesian, every held-out task weighted equally", "self %": "", "cross %": "",
+                 "advantage (points)": _interval(a["equal_task"]),
+                 "P(advantage > 0)": fmt_prob(a["equal_task"]["p_positive"]), "verdict": ""})
     boot, g = metrics["advantage_frequentist"]["bootstrap"], metrics["advantage_frequentist"]["glm_cluster"]
-    rows.append({"estimate": f"cluster bootstrap ({boot['n_boot']:,} resamples), overall",
+    rows.append({"estimate": f"cluster bootstrap ({boot['n_boot']:,} resamples), pooled",
                  "self %": "", "cross %": "", "advantage (points)": _interval(boot, "estimate", 100),
-                 "P(advantage > 0)": ""})
-    rows.append({"estimate": "GLM, cluster-robust, average marginal effect", "self %": "", "cross %": "",
+                 "P(advantage > 0)": "", "verdict": ""})
+    rows.append({"estimate": "GLM, cluster-robust, average marginal effect, pooled", "self %": "", "cross %": "",
                  "advantage (points)": _ci(g["ame"], g["ame_low"], g["ame_high"], 100),
-                 "P(advantage > 0)": (f"p = {g['p_value']:.2f} (two-sided)" if g['p_value'] is not None else "n/a (not estimable)")})
+                 "P(advantage > 0)": (f"p = {g['p_value']:.2f} (two-sided)" if g['p_value'] is not None else "n/a (not estimable)"),
+                 "verdict": ""})
     out["advantage"] = _md_table(pd.DataFrame(rows),
-                                 "Self-prediction advantage after training (self minus cross accuracy). Bayesian "
-                                 "rows: posterior mean and 94% interval of the average marginal effect; "
-                                 "frequentist rows: 95% intervals.", "tbl-advantage")
+                                 "Self-prediction advantage after training (self minus cross accuracy, points). "
+                                 "Bayesian rows: posterior mean and 94% interval; frequentist rows: 95% intervals. "
+                                 f"Verdicts: the interval against +/- {fmt(a.get('rope', 0.0))} points of "
+                                 "practical equivalence.", "tbl-advantage")
 
     mad = t("mad")
     keys = ["target", "condition", "kind"]
@@ -414,11 +522,14 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             "the prediction of M1' before the change.", "tbl-behaviour")
 
     diag_rows = [{"model": name, "max r_hat": f"{d['r_hat_max']:.2f}", "min bulk ESS": _count(d["ess_bulk_min"]),
+                  "min tail ESS": _count(d["ess_tail_min"]) if "ess_tail_min" in d else "n/a",
+                  "min E-BFMI": f"{d['bfmi_min']:.2f}" if d.get("bfmi_min") is not None else "n/a",
                   "divergences": str(d["divergences"]), "draws x chains": f"{d['draws']} x {d['chains']}"}
                  for name, d in _diagnostics(metrics).items()]
     out["diagnostics"] = _md_table(pd.DataFrame(diag_rows),
-                                   "Sampler diagnostics of every Bayesian model (the stage refuses to publish a "
-                                   "fit with r_hat > 1.01, bulk ESS < 400 or any divergence).", "tbl-diagnostics")
+                                   "Sampler diagnostics of every Bayesian model, over every free variable (the "
+                                   "stage refuses to publish a fit with r_hat > 1.01, bulk or tail ESS < 400, "
+                                   "E-BFMI < 0.3 in a chain, or any divergence).", "tbl-diagnostics")
 
     out["comparison"] = _md_table(_comparison(acc, t("training"), metrics, reference),
                                   f"The original study's reported results ({reference['source']}; models: "
@@ -504,7 +615,8 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     reference = yaml.safe_load((Path(paper) / "reference_results.yml").read_text())
     gen = Path(paper) / "_generated"
     meta = build_numbers(numbers, metrics, profile, profile_name)
-    atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(meta, sort_keys=True, allow_unicode=True).encode())
+    atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(_markdown_safe(meta), sort_keys=True,
+                                                           allow_unicode=True).encode())
     for name in index:  # the figures travel with the manuscript, so that it renders from paper/ alone
         atomic_write_bytes(gen / "figures" / f"{name}.png", (Path(figures) / f"{name}.png").read_bytes())
     for name, md in build_tables(analysis, metrics, manifests, reference).items():

@@ -111,6 +111,9 @@ class Analysis(_Strict):
     chains: int = Field(default=4, ge=2, description="at least 2, for r_hat")
     target_accept: float = Field(default=0.98, gt=0.5, lt=1)
     bootstrap: int = Field(default=2000, ge=2000, description="cluster-bootstrap resamples")
+    rope: float = Field(default=2.0, ge=0, description=(
+        "region of practical equivalence, +/- this many accuracy points: a verdict is 'advantage' when the 94% "
+        "interval lies above it, 'practically null' inside it, 'inconclusive' otherwise"))
 
 
 class Profile(_Strict):

@@ -261,11 +261,27 @@ def test_the_gate_reads_the_diagnostics_az_summary_shows(recovery):
     import arviz as az
 
     df, truth, data, model, idata = recovery
-    free = [v for v in idata.posterior.data_vars if not v.startswith(("a_", "b_", "p"))]
+    free = M.free_variables(idata)
+    assert {"alpha", "beta", "sigma", "tau", "z", "w", "sigma_unit", "z_unit"} == set(free)
     s = az.summary(idata, var_names=free, kind="diagnostics")
     d = M.diagnostics(idata)
     assert d["r_hat_max"] == s["r_hat"].max() and d["ess_bulk_min"] == s["ess_bulk"].min()
     assert d["worst_r_hat"] == s["r_hat"].idxmax() and d["worst_ess"] == s["ess_bulk"].idxmin()
+    assert d["ess_tail_min"] == s["ess_tail"].min() and d["worst_ess_tail"] == s["ess_tail"].idxmin()
+    assert d["bfmi_min"] == pytest.approx(float(np.min(az.bfmi(idata))), abs=1e-3)
+
+
+def test_the_gate_covers_every_free_variable_and_trips_on_tail_ess_and_bfmi(recovery, monkeypatch):
+    df, truth, data, model, idata = recovery
+    from types import SimpleNamespace
+
+    fake = SimpleNamespace(posterior=SimpleNamespace(data_vars=["phi", "a_task", "f_target", "s_target", "p", "gamma"]))
+    assert M.free_variables(fake) == ["phi", "gamma"]  # precision and slope parameters are gated too
+    good = M.diagnostics(idata)
+    for patch, match in (({"ess_tail_min": 120.0}, "tail ESS 120"), ({"bfmi_min": 0.1}, "E-BFMI 0.10")):
+        monkeypatch.setattr(M, "diagnostics", lambda i, p=patch: {**good, **p})
+        with pytest.raises(M.ConvergenceError, match=match):
+            M.check_convergence(idata, "recovery")
 
 
 def test_the_cluster_bootstrap_resamples_as_one_call_per_resample():

@@ -1,0 +1,127 @@
+"""Checks of the advantage model and its verdict rule on simulated data (``looking-inward check-models``).
+
+* **Simulation-based calibration** (Talts et al. 2018): parameters drawn from the priors, data from the model,
+  a fit to each simulated dataset; the rank of each true scalar parameter among ``thin`` posterior draws is
+  uniform on 0..thin when the sampler and the model's implementation are right. Uniformity is tested per
+  parameter with a chi-square test over equal-width rank bins.
+* **Scenarios** with a known truth (:func:`analysis.simulate.simulate_directions`): a *null* (delta = 0, with
+  unequal skill and unequal target weights), in which the share of replicates that the verdict rule calls an
+  advantage is its false-positive rate; and an *effect with skill difference* (delta != 0, gamma != 0, unequal
+  weights), in which the bias of the delta estimate and the coverage of its interval are measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from . import models as M
+from .simulate import simulate_directions
+from .verdicts import POSITIVE, headline, verdict
+
+#: the scalar parameters whose ranks SBC checks (every element of each)
+SBC_PARAMETERS = ("alpha", "beta", "gamma", "f", "sigma", "tau", "sigma_unit")
+
+
+def _data(df: pd.DataFrame) -> M.ContrastData:
+    return M.advantage_data(df, ["task", "property"])
+
+
+def _flat(da) -> tuple[list[str], np.ndarray]:
+    """Labels and values (elements x samples) of a variable with dims (chain, draw, ...)."""
+    stacked = da.stack(sample=("chain", "draw"))
+    other = [d for d in stacked.dims if d != "sample"]
+    if not other:
+        return [da.name], stacked.to_numpy()[None, :]
+    values = stacked.transpose(*other, "sample").to_numpy().reshape(-1, stacked.sizes["sample"])
+    labels = [f"{da.name}[{', '.join(str(x) for x in ix)}]"
+              for ix in np.ndindex(*[stacked.sizes[d] for d in other])]
+    if len(other) == 1:
+        labels = [f"{da.name}[{v}]" for v in stacked[other[0]].to_numpy()]
+    return labels, values
+
+
+def sbc(reps: int = 100, seed: int = 0, settings: M.SamplerSettings | None = None, items: int = 6,
+        tasks: int = 2, properties: int = 2, thin: int = 99, progress=None) -> pd.DataFrame:
+    """SBC ranks of the advantage model on a small two-model design: one row per replicate and scalar
+    parameter, with ``rank`` in 0..``thin`` and the replicate's divergences."""
+    import pymc as pm
+
+    settings = settings or M.SamplerSettings(draws=500, tune=500, chains=2, target_accept=0.95)
+    df, _ = simulate_directions(seed=seed, items=items, tasks=tasks, properties=properties)
+    design = _data(df)
+    with M.advantage_model(design):
+        prior = pm.sample_prior_predictive(draws=reps, random_seed=seed)
+    rows = []
+    for r in range(reps):
+        k = prior.prior_predictive["y"].isel(chain=0, draw=r).to_numpy()
+        data = replace(design, cells=design.cells.assign(k=k))
+        idata = M.sample(M.advantage_model(data), replace(settings, seed=seed + 1 + r))
+        div = int(idata.sample_stats["diverging"].sum())
+        for name in SBC_PARAMETERS:
+            labels, post = _flat(idata.posterior[name])
+            _, true = _flat(prior.prior[name].isel(draw=[r]))
+            step = max(1, post.shape[1] // thin)
+            kept = post[:, ::step][:, :thin]
+            for lab, t, d in zip(labels, true[:, 0], kept):
+                rows.append({"rep": r, "parameter": lab, "rank": int((d < t).sum()), "thin": kept.shape[1],
+                             "divergences": div})
+        if progress:
+            progress(r + 1, reps)
+    return pd.DataFrame(rows)
+
+
+def rank_uniformity(ranks: pd.DataFrame, bins: int | None = None) -> pd.DataFrame:
+    """Per parameter: a chi-square test that the SBC ranks are uniform over ``bins`` equal-width bins
+    (default: about reps / 10, between 4 and 20), its p-value, and the largest deviation of the ranks' ECDF
+    from the uniform one."""
+    from scipy import stats
+
+    out = []
+    for name, g in ranks.groupby("parameter", sort=True):
+        n, L = len(g), int(g["thin"].iloc[0])
+        b = bins or int(np.clip(n // 10, 4, 20))
+        counts = np.histogram(g["rank"], bins=b, range=(0, L + 1))[0]
+        chi2, p = stats.chisquare(counts)
+        u = np.sort((g["rank"].to_numpy() + 0.5) / (L + 1))
+        ecdf = np.arange(1, n + 1) / n
+        out.append({"parameter": name, "reps": n, "bins": b, "chi2": float(chi2), "p_value": float(p),
+                    "ecdf_max_deviation": float(np.max(np.abs(ecdf - u)))})
+    return pd.DataFrame(out)
+
+
+def scenario(reps: int, delta: float, skill: tuple[float, ...], weights: tuple[float, ...] | None, rope: float,
+             seed: int = 0, settings: M.SamplerSettings | None = None, items: int = 20, tasks: int = 3,
+             properties: int = 3, progress=None) -> pd.DataFrame:
+    """Fit ``reps`` simulated datasets with a known delta and skill; one row per replicate with the truth,
+    the delta estimate and interval (points), its verdict and the headline verdict."""
+    settings = settings or M.SamplerSettings(draws=500, tune=500, chains=2, target_accept=0.95)
+    rows = []
+    for r in range(reps):
+        df, truth = simulate_directions(seed=seed + r, delta=delta, skill=skill, weights=weights, items=items,
+                                        tasks=tasks, properties=properties)
+        data = _data(df)
+        idata = M.sample(M.advantage_model(data), replace(settings, seed=seed + r))
+        q = M.advantage_quantities(idata, data)
+        d = M._summ(q["delta"])
+        dirs = [M._summ(v) for v in q["directions"].values()]
+        dv = verdict(d["low"], d["high"], rope)
+        rows.append({"rep": r, "true_delta": 100 * truth["delta"], "true_trial_weighted": 100 * truth["trial_weighted"],
+                     "delta": d["mean"], "low": d["low"], "high": d["high"], "verdict": dv,
+                     "headline": headline(dv, [verdict(x["low"], x["high"], rope) for x in dirs]),
+                     "covered": d["low"] <= 100 * truth["delta"] <= d["high"],
+                     "divergences": int(idata.sample_stats["diverging"].sum())})
+        if progress:
+            progress(r + 1, reps)
+    return pd.DataFrame(rows)
+
+
+def summarise_scenario(rows: pd.DataFrame) -> dict:
+    """False-positive / detection rate of the verdict rule, bias and coverage of delta."""
+    return {"reps": len(rows), "positive_rate": float((rows["verdict"] == POSITIVE).mean()),
+            "every_direction_rate": float((rows["headline"] == "advantage in every direction").mean()),
+            "bias": float((rows["delta"] - rows["true_delta"]).mean()),
+            "trial_weighted_bias": float((rows["true_trial_weighted"] - rows["true_delta"]).mean()),
+            "coverage": float(rows["covered"].mean()), "divergent_reps": int((rows["divergences"] > 0).sum())}

@@ -1,0 +1,95 @@
+"""The identified advantage estimand (delta, gamma, directions) and the verdict rules."""
+
+import numpy as np
+import pytest
+
+from analysis import models as M
+from analysis.simulate import simulate_directions
+from analysis.verdicts import headline, verdict
+
+FAST = M.SamplerSettings(draws=500, tune=500, chains=4, target_accept=0.95, seed=0)
+
+
+def _fit(df):
+    data = M.advantage_data(df, ["task", "property"])
+    idata = M.sample(M.advantage_model(data), FAST)
+    return data, idata, M.advantage_quantities(idata, data)
+
+
+def test_verdicts_come_from_the_interval_and_the_rope():
+    assert verdict(2.5, 9.0, 2.0) == "positive"
+    assert verdict(-9.0, -2.5, 2.0) == "negative"
+    assert verdict(-1.5, 1.9, 2.0) == "practically null"
+    assert verdict(-0.5, 6.0, 2.0) == "inconclusive"  # includes zero: not evidence of absence
+    assert verdict(1.0, 6.0, 2.0) == "inconclusive"  # above zero, not above the region
+    assert headline("positive", ["positive", "positive"]) == "advantage in every direction"
+    assert headline("positive", ["positive", "inconclusive"]) == "advantage on average, not in every direction"
+    assert headline("practically null", ["negative", "positive"]) == "practically null"
+    assert headline("inconclusive", []) == "inconclusive"
+
+
+def test_the_advantage_model_needs_its_fixed_effects():
+    df, _ = simulate_directions(items=4)
+    data = M.to_cells(df, "self", ["task", "property"], "unit")
+    with pytest.raises(ValueError, match="fixed effects"):
+        M.advantage_model(data)
+
+
+def test_delta_is_recovered_when_skill_differs_and_targets_carry_unequal_weights():
+    # model m0 is the better predictor of everyone (gamma != 0) and its answers carry 3x the trials: the
+    # pooled trial-weighted difference is pulled towards m0's direction, delta is not
+    df, truth = simulate_directions(seed=3, delta=0.4, skill=(0.5, -0.5), weights=(1.5, 0.5), items=30)
+    data, idata, q = _fit(df)
+    assert M.diagnostics(idata)["divergences"] == 0
+    d, g = q["delta"], q["gamma"]
+    assert np.quantile(d, M.Q_LOW) < truth["delta"] < np.quantile(d, M.Q_HIGH)
+    assert np.quantile(g, M.Q_LOW) < truth["gamma"] < np.quantile(g, M.Q_HIGH)
+    assert truth["trial_weighted"] > np.quantile(d, M.Q_HIGH)  # the confounded estimand misses delta
+    for key, draws in q["directions"].items():
+        assert np.quantile(draws, M.Q_LOW) < truth["directions"][key] < np.quantile(draws, M.Q_HIGH)
+    # the mode of reporting: one direction is an advantage, the other a reverse one
+    signs = {k: np.sign(v.mean()) for k, v in q["directions"].items()}
+    assert signs[("m0", "m1")] > 0 > signs[("m1", "m0")]
+
+
+def test_three_models_use_every_ordered_pair_and_identify_each_skill():
+    df, truth = simulate_directions(seed=5, delta=0.4, skill=(0.6, 0.0, -0.6), items=25)
+    data, idata, q = _fit(df)
+    assert set(q["directions"]) == {(t, p) for t in ("m0", "m1", "m2") for p in ("m0", "m1", "m2") if t != p}
+    assert "gamma" not in q
+    d = q["delta"]
+    assert np.quantile(d, M.Q_LOW) < truth["delta"] < np.quantile(d, M.Q_HIGH)
+    skill = {k: v.mean() for k, v in q["skill"].items()}
+    assert skill["m0"] > skill["m1"] > skill["m2"]
+    covered = [np.quantile(v, M.Q_LOW) < truth["directions"][k] < np.quantile(v, M.Q_HIGH)
+               for k, v in q["directions"].items()]
+    assert sum(covered) >= 5  # 94% intervals: one miss in six is within chance
+
+
+def test_the_rescaled_priors_do_not_pile_up_at_the_extremes():
+    df, _ = simulate_directions(seed=1, items=6)
+    data = M.advantage_data(df, ["task", "property"])
+    old = M.to_cells(df, "self", ["target", "task", "property"], "unit")
+    new_prior = M.prior_cell_accuracy(M.advantage_model(data), data)
+    old_prior = M.prior_cell_accuracy(M.contrast_model(old), old)
+    assert new_prior["extreme_share"] < 0.05 < old_prior["extreme_share"]
+    mid = lambda d: d["density"][9:11]  # noqa: E731
+    assert max(new_prior["density"][0], new_prior["density"][-1]) < min(mid(new_prior))  # hump, not U
+    assert min(old_prior["density"][0], old_prior["density"][-1]) > max(mid(old_prior))  # the old U
+
+
+def test_check_models_sbc_ranks_and_the_null_scenario():
+    from analysis import checks
+
+    st = M.SamplerSettings(draws=200, tune=200, chains=2, target_accept=0.95)
+    ranks = checks.sbc(3, seed=0, settings=st, thin=49)
+    assert set(ranks["rep"]) == {0, 1, 2} and ranks["rank"].between(0, 49).all()
+    assert {"alpha", "beta", "gamma[target:0]", "sigma_unit"} <= set(ranks["parameter"])
+    uni = checks.rank_uniformity(ranks)
+    assert len(uni) == ranks["parameter"].nunique() and uni["p_value"].between(0, 1).all()
+    # under the null, with a skill gap and 3:1 target weights, the rule calls no advantage, and delta is not
+    # pulled towards the heavier target's direction the way the trial-weighted difference is
+    rows = checks.scenario(3, 0.0, (0.5, -0.5), (1.5, 0.5), rope=2.0, settings=st, items=16)
+    s = checks.summarise_scenario(rows)
+    assert s["positive_rate"] == 0.0 and s["every_direction_rate"] == 0.0
+    assert abs(s["bias"]) < 0.5 * s["trial_weighted_bias"]
