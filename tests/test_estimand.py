@@ -78,7 +78,7 @@ def test_the_rescaled_priors_do_not_pile_up_at_the_extremes():
     assert min(old_prior["density"][0], old_prior["density"][-1]) > max(mid(old_prior))  # the old U
 
 
-def test_check_models_sbc_ranks_and_the_null_scenario():
+def test_check_models_sbc_ranks_and_the_null_scenario(tmp_path):
     from analysis import checks
 
     st = M.SamplerSettings(draws=200, tune=200, chains=2, target_accept=0.95)
@@ -87,9 +87,11 @@ def test_check_models_sbc_ranks_and_the_null_scenario():
     assert {"alpha", "beta", "gamma[target:0]", "sigma_unit"} <= set(ranks["parameter"])
     uni = checks.rank_uniformity(ranks)
     assert len(uni) == ranks["parameter"].nunique() and uni["p_value"].between(0, 1).all()
+    checks.plot_ranks(ranks, tmp_path / "ranks.png")
+    assert (tmp_path / "ranks.png").stat().st_size > 10_000
     # under the null, with a skill gap and 3:1 target weights, the rule calls no advantage, and delta is not
     # pulled towards the heavier target's direction the way the trial-weighted difference is
     rows = checks.scenario(3, 0.0, (0.5, -0.5), (1.5, 0.5), rope=2.0, settings=st, items=16)
-    s = checks.summarise_scenario(rows)
-    assert s["positive_rate"] == 0.0 and s["every_direction_rate"] == 0.0
+    s = checks.summarise_scenario(rows, rope=2.0)
+    assert s["false_positive_rate"] == 0.0 and s["every_direction_rate"] == 0.0
     assert abs(s["bias"]) < 0.5 * s["trial_weighted_bias"]
