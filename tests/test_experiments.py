@@ -367,7 +367,7 @@ def test_report_quotes_the_metrics(analysed, rendered):
     m = analysed["metrics"]
     html = re.sub(r"\s+", " ", rendered["html"].read_text())
     adv = m["advantage"]["overall"]
-    got = re.search(r"the posterior advantage of self- over cross-prediction is (\S+) points \[(\S+), (\S+)\]", html)
+    got = re.search(r"The advantage at equal predicting skill is (\S+) points \[(\S+), (\S+)\]", html)
     assert got, "the advantage sentence is missing"
     for value, key in zip(got.groups(), ("mean", "low", "high")):
         assert _number(value) == pytest.approx(adv[key], abs=0.051)
@@ -377,9 +377,15 @@ def test_report_quotes_the_metrics(analysed, rendered):
     b = m["behaviour"]
     got = re.search(r"changed the property on (\S+) of (\S+) evaluated", html)
     assert [_number(g) for g in got.groups()] == [b["changed"], b["evaluated"]]
-    # the verdict cannot contradict the interval
-    inside = adv["low"] <= 0 <= adv["high"]
-    assert ("there is no overall self-prediction advantage" in html) == inside
+    # the verdict is the rule's, from the intervals and the ROPE
+    from analysis.verdicts import headline, verdict
+    from report import HEADLINES
+
+    rope = m["advantage"]["rope"]
+    rule = headline(verdict(adv["low"], adv["high"], rope),
+                    [verdict(d["low"], d["high"], rope) for d in m["advantage"]["directions"]])
+    assert rule == m["advantage"]["headline"]
+    assert HEADLINES[rule][0].split("'")[0].split("(")[0].strip() in html
     # every dataset the run used is cited with its release hash
     from reproduce.citation import read_manifests
     from reproduce.config import REPO_ROOT
