@@ -17,6 +17,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from reproduce.io import atomic_path
+
 from . import models as M
 from .simulate import simulate_directions
 from .verdicts import POSITIVE, headline, verdict
@@ -122,8 +124,8 @@ def scenario(reps: int, delta: float, skill: tuple[float, ...], weights: tuple[f
         data = _data(df)
         idata = M.sample(M.advantage_model(data), replace(settings, seed=seed + r))
         q = M.advantage_quantities(idata, data)
-        d = M._summ(q["delta"])
-        dirs = [M._summ(v) for v in q["directions"].values()]
+        d = M.summarise_draws(q["delta"])
+        dirs = [M.summarise_draws(v) for v in q["directions"].values()]
         dv = verdict(d["low"], d["high"], rope)
         rows.append({"rep": r, "true_delta": 100 * truth["delta"], "true_trial_weighted": 100 * truth["trial_weighted"],
                      "delta": d["mean"], "low": d["low"], "high": d["high"], "verdict": dv,
@@ -180,5 +182,71 @@ def plot_ranks(ranks: pd.DataFrame, path, bins: int | None = None) -> None:
     fig.suptitle(f"SBC ranks of the advantage model ({ranks['rep'].nunique()} replicates; grey: 99% band "
                  "of a uniform histogram)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
+
+
+# ------------------------------------------------------------------------------- leave one task out
+def _predict_new_task(idata, data: M.ContrastData, rows: pd.DataFrame, rng: np.random.Generator,
+                      new: tuple[str, ...] = ("task", "cell")) -> np.ndarray:
+    """Replicated 0/1 outcomes (rows x draws) of a held-out task's predictions under a fit without that task:
+    the fitted fixed effects, the effects of observed levels (a property seen in other tasks keeps its
+    own), and, per draw, new levels drawn from their fitted scales for the factors in ``new``, for levels not
+    seen in the fit, and for answer units."""
+    post = idata.posterior
+    alpha = M._draws(idata, "alpha")
+    S = alpha.shape[0]
+    eta = np.broadcast_to(alpha, (len(rows), S)).copy()
+    slope = np.broadcast_to(M._draws(idata, "beta"), (len(rows), S)).copy()
+    for f in data.fixed:
+        eta += M._level_draws(idata, f"f_{f}", f, rows[f])
+    slope += M._level_draws(idata, f"s_{data.slope_by}", data.slope_by, rows[data.slope_by])
+    factors = [str(f) for f in post["sigma"].coords["factor"].to_numpy()]
+    sigma, tau = M._draws(idata, "sigma"), M._draws(idata, "tau")
+    for j, g in enumerate(factors):
+        seen = set(post[f"a_{g}"].coords[g].to_numpy())
+        codes, levels = pd.factorize(rows[g], sort=True)
+        fresh_a = sigma[j] * rng.standard_normal((len(levels), S))
+        fresh_b = tau[j] * rng.standard_normal((len(levels), S))
+        for i, level in enumerate(levels):
+            if g not in new and level in seen:
+                fresh_a[i] = M._level_draws(idata, f"a_{g}", g, [level])[0]
+                fresh_b[i] = M._level_draws(idata, f"b_{g}", g, [level])[0]
+        eta += fresh_a[codes]
+        slope += fresh_b[codes]
+    codes, levels = pd.factorize(rows[data.unit], sort=True)
+    eta += (M._draws(idata, "sigma_unit") * rng.standard_normal((len(levels), S)))[codes]
+    x = rows[data.x].to_numpy(float)[:, None] - (0.5 if data.centered else 0.0)
+    return (rng.random(eta.shape) < M._sigmoid(eta + slope * x)).astype(int)
+
+
+def leave_one_task_out(trained: pd.DataFrame, groups: list[str], settings: M.SamplerSettings, seed: int = 0,
+                       progress=None) -> pd.DataFrame:
+    """Refit the advantage model without each held-out task in turn and predict that task's self and cross
+    accuracy (a posterior-predictive interval that includes the new task's effects and the binomial noise);
+    one row per task x arm with the observed accuracy, the predictive mean and 94% interval, and whether the
+    interval covers the observation. ``trained``: the trained predictions with a ``cell`` column."""
+    tasks = sorted(trained["task"].unique())
+    if len(tasks) < 3:
+        raise ValueError(f"leave-one-task-out needs at least 3 held-out tasks, the run has {len(tasks)}")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, task in enumerate(tasks):
+        fit_rows, out = trained[trained["task"] != task], trained[trained["task"] == task].reset_index(drop=True)
+        data = M.advantage_data(fit_rows, groups)
+        idata = M.sample(M.advantage_model(data), replace(settings, seed=settings.seed + i))
+        rep = _predict_new_task(idata, data, out, rng)
+        for arm, level in (("self", 1), ("cross", 0)):
+            m = (out["self"] == level).to_numpy()
+            acc = rep[m].mean(axis=0)
+            obs = float(out.loc[m, "correct"].mean())
+            lo, hi = np.quantile(acc, [M.Q_LOW, M.Q_HIGH])
+            rows.append({"task": task, "arm": arm, "n": int(m.sum()), "observed": obs, "predicted": float(acc.mean()),
+                         "low": float(lo), "high": float(hi), "covered": bool(lo <= obs <= hi),
+                         "p_value": float((acc >= obs).mean())})
+        del idata
+        _release()
+        if progress:
+            progress(i + 1, len(tasks))
+    return pd.DataFrame(rows)

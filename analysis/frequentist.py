@@ -89,6 +89,86 @@ def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = (
             "clusters": int(codes.max() + 1)}
 
 
+def _directions(rows: pd.DataFrame) -> list[tuple[str, str]]:
+    """Every (target, cross-predictor) pair of the rows: a direction of Experiment 1."""
+    c = rows[rows["self"] == 0]
+    return sorted(set(zip(c["target"], c["predictor"])))
+
+
+def paired_directions(rows: pd.DataFrame, cluster: str = "unit", alpha: float = 0.05) -> dict:
+    """A McNemar-style paired estimate per direction: on the answers both the self-predictor and the
+    direction's cross-predictor were scored on (unit x property), the share where only the self-predictor is
+    right minus the share where only the cross-predictor is, which is self minus cross accuracy on the pairs.
+    Its standard error treats the answer units as clusters (an item's properties share one answer); the
+    interval is normal. ``delta``: the directions weighted equally (their estimates are independent when
+    every target's answers are its own units). Conditional on the observed tasks, like the Bayesian delta.
+
+    Returns ``directions`` ({"target|predictor": estimate, low, high, discordant, pairs}) and ``delta``."""
+    from scipy.stats import norm
+
+    z = norm.ppf(1 - alpha / 2)
+    key = [cluster, "property"]
+    out, ests, variances = {}, [], []
+    for t, p in _directions(rows):
+        s = rows[(rows["target"] == t) & (rows["self"] == 1)].set_index(key)["correct"]
+        c = rows[(rows["target"] == t) & (rows["self"] == 0) & (rows["predictor"] == p)].set_index(key)["correct"]
+        both = s.to_frame("s").join(c.to_frame("c"), how="inner")
+        d = (both["s"] - both["c"]).astype(float)
+        units = d.groupby(level=0)
+        n_u, s_u = units.size().to_numpy(float), units.sum().to_numpy(float)
+        n, m = n_u.sum(), len(n_u)
+        est = s_u.sum() / n
+        var = m / max(m - 1, 1) * np.sum((s_u - est * n_u) ** 2) / n**2  # ratio-estimator cluster variance
+        out[f"{t}|{p}"] = {"estimate": float(est), "low": float(est - z * np.sqrt(var)),
+                           "high": float(est + z * np.sqrt(var)), "self_only": int((d > 0).sum()),
+                           "cross_only": int((d < 0).sum()), "pairs": int(n), "clusters": m}
+        ests.append(est)
+        variances.append(var)
+    delta = float(np.mean(ests))
+    se = float(np.sqrt(np.sum(variances))) / len(ests)
+    return {"directions": out, "delta": {"estimate": delta, "low": delta - z * se, "high": delta + z * se}}
+
+
+def glm_cell_fixed(rows: pd.DataFrame, cell: str = "cell", cluster: str = "unit", alpha: float = 0.05) -> dict:
+    """Binomial GLM with a fixed effect per target x task x property cell and a self slope per target
+    (``correct ~ C(cell) + self:C(target)``), cluster-robust standard errors by answer unit. The frequentist
+    analogue of the advantage model's fixed structure: each target's average marginal effect of self on its
+    own rows, and ``delta``, their mean with the targets weighted equally (delta-method intervals). Cells
+    whose rows are all right or all wrong carry no information about the slopes and are dropped (their
+    fixed effect is infinite). Conditional on the observed cells."""
+    import statsmodels.api as sm
+    from scipy.stats import norm
+
+    g = rows.groupby(cell)["correct"].transform("mean")
+    rows = rows[(g > 0) & (g < 1)].reset_index(drop=True)
+    targets = sorted(rows["target"].unique())
+    X = pd.get_dummies(rows[cell].astype(str), dtype=float)  # one column per cell: no separate constant
+    slopes = [f"self:{t}" for t in targets]
+    for t, name in zip(targets, slopes):
+        X[name] = ((rows["target"] == t) & (rows["self"] == 1)).astype(float).to_numpy()
+    codes, _ = pd.factorize(rows[cluster], sort=True)
+    fit = sm.GLM(rows["correct"].astype(float).to_numpy(), X, family=sm.families.Binomial()).fit(
+        cov_type="cluster", cov_kwds={"groups": codes})
+    cov = fit.cov_params().to_numpy()
+    z = norm.ppf(1 - alpha / 2)
+    per, grads = {}, []
+    for t, name in zip(targets, slopes):
+        m = (rows["target"] == t).to_numpy()
+        X1, X0 = X[m].copy(), X[m].copy()
+        X1[name], X0[name] = 1.0, 0.0
+        p1, p0 = fit.predict(X1), fit.predict(X0)
+        ame = float(np.mean(p1 - p0))
+        grad = (X1.T.to_numpy() @ (p1 * (1 - p1)) - X0.T.to_numpy() @ (p0 * (1 - p0))) / m.sum()
+        se = float(np.sqrt(grad @ cov @ grad))
+        per[t] = {"ame": ame, "low": ame - z * se, "high": ame + z * se, "log_odds": float(fit.params[name])}
+        grads.append(grad)
+    gd = np.mean(grads, axis=0)
+    delta = float(np.mean([v["ame"] for v in per.values()]))
+    se = float(np.sqrt(gd @ cov @ gd))
+    return {"by_target": per, "delta": {"estimate": delta, "low": delta - z * se, "high": delta + z * se},
+            "cells_used": int(rows[cell].nunique()), "clusters": int(codes.max() + 1)}
+
+
 # ------------------------------------------------------------------------------------- behaviour change
 def permutation_null(out: pd.DataFrame, n_perm: int = N_BOOT, seed: int = 0,
                      cell: tuple[str, ...] = ("model", "task", "property"), by: str = "model") -> pd.DataFrame:
@@ -133,6 +213,26 @@ def permutation_null(out: pd.DataFrame, n_perm: int = N_BOOT, seed: int = 0,
                          "p_value": float((1 + np.sum(z >= obs[stat] - 1e-12)) / (1 + n_perm)),
                          "n": int(mask.sum()), "n_perm": n_perm})
     return pd.DataFrame(rows)
+
+
+def paired_vs_mode(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, cluster: str = "unit",
+                   alpha: float = 0.05) -> dict:
+    """Experiment 3's match rates against their mode baselines on the same changed items, as paired
+    differences with percentile intervals from resampling answer units: ``new`` = P(prediction = new) - the
+    new behaviour's mode baseline, ``old`` likewise (shares in [-1, 1])."""
+    if n_boot < 2000:
+        raise ValueError(f"n_boot={n_boot}: use at least 2000 bootstrap resamples")
+    codes, _ = pd.factorize(out[cluster], sort=True)
+    m = int(codes.max()) + 1
+    w = cluster_weights(m, n_boot, seed)
+    n = np.bincount(codes, minlength=m).astype(float)
+    res = {}
+    for side in ("new", "old"):
+        y = (out[f"match_{side}"].astype(float) - out[f"mode_{side}_correct"].astype(float)).to_numpy()
+        boot = (w @ np.bincount(codes, y, minlength=m)) / (w @ n)
+        res[side] = {"estimate": float(y.mean()), "low": float(np.quantile(boot, alpha / 2)),
+                     "high": float(np.quantile(boot, 1 - alpha / 2))}
+    return res
 
 
 def difference_in_differences(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, cluster: str = "unit",

@@ -98,6 +98,11 @@ class ContrastData:
     slope_by: str | None = None  # a factor whose levels get fixed contrast-slope deviations (sum to zero)
 
 
+def _fixed_factors(fixed: list[str], slope_by: str | None) -> list[str]:
+    """The factors with fixed parameters: the ``fixed`` intercept factors and the slope factor, once each."""
+    return [*fixed, *([slope_by] if slope_by and slope_by not in fixed else [])]
+
+
 def slope_contrasts(levels: int) -> np.ndarray:
     """The coding of fixed slope deviations per level (levels x free parameters), summing to zero over the
     levels: with two levels one parameter, coded +1/2 and -1/2 (so it is the difference between the two
@@ -114,7 +119,7 @@ def to_cells(rows: pd.DataFrame, x: str, groups: list[str], unit: str | None = N
     keeps one Bernoulli cell per observation: the same model, slower; for the benchmark). ``keep``: columns
     carried into the cells that the linear predictor does not use (each a function of the other keys)."""
     fixed = list(fixed or [])
-    keys = groups + fixed + ([slope_by] if slope_by and slope_by not in fixed else []) + ([unit] if unit else []) + [x]
+    keys = groups + _fixed_factors(fixed, slope_by) + ([unit] if unit else []) + [x]
     keys += [k for k in (keep or []) if k not in keys]  # carried along (a function of the other keys)
     if not aggregate:
         cells = rows[keys].assign(k=rows[y].astype(int).to_numpy(), n=1).reset_index(drop=True)
@@ -146,7 +151,7 @@ def _design_matrix(frame: pd.DataFrame, x: str, groups: list[str], coords: dict,
     Why: the same ``eta`` written as one gather per grouping factor (``a_g[idx] + b_g[idx] * x``) costs a
     scatter-add per factor in the gradient, over thousands of rows into a handful of levels, which is slow
     on a CPU; a small matrix product on the few distinct combinations followed by one gather is not."""
-    factors = [*groups, *fixed, *([slope_by] if slope_by else [])]
+    factors = [*groups, *_fixed_factors(fixed, slope_by)]
     xs = frame[x].to_numpy(dtype=float)
     codes = [pd.Categorical(frame[g], categories=coords[g]).codes for g in factors]
     combo, uniq = pd.factorize(pd.MultiIndex.from_arrays(codes + [xs]), sort=True)
@@ -158,7 +163,7 @@ def _design_matrix(frame: pd.DataFrame, x: str, groups: list[str], coords: dict,
     slope_cols = []
     if slope_by:
         C = slope_contrasts(len(coords[slope_by]))
-        slope_cols = [C[levels[:, len(factors) - 1].astype(int)] * cx[:, None]]
+        slope_cols = [C[levels[:, factors.index(slope_by)].astype(int)] * cx[:, None]]
     X = np.concatenate(blocks + onehots + [h * cx[:, None] for h in onehots] + fixed_hots + slope_cols, axis=1)
     return X, combo
 
@@ -242,8 +247,7 @@ def contrast_model(data: ContrastData):
     import pymc as pm
 
     c = data.cells
-    coords = _coords(c, data.groups, data.unit, [*data.fixed, *([data.slope_by] if data.slope_by and
-                                                              data.slope_by not in data.fixed else [])])
+    coords = _coords(c, data.groups, data.unit, _fixed_factors(data.fixed, data.slope_by))
     with pm.Model(coords=coords) as model:
         eta = _linear_predictor(c, data.x, data.groups, data.unit, coords, data.fixed, data.centered, data.priors,
                                 data.slope_by)
@@ -257,6 +261,12 @@ def _draws(idata, name: str) -> np.ndarray:
     return v.stack(sample=("chain", "draw")).transpose(..., "sample").to_numpy()
 
 
+def _level_draws(idata, name: str, dim: str, values) -> np.ndarray:
+    """Draws of the variable ``name`` (with dimension ``dim``) at each of ``values``' levels: (rows, samples)."""
+    levels = list(idata.posterior[name].coords[dim].to_numpy())
+    return _draws(idata, name)[pd.Categorical(values, categories=levels).codes]
+
+
 def _linear_draws(idata, data: ContrastData, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Posterior draws of the linear predictor of every row of ``frame`` (its groups, the fixed factors it
     has columns for [+ unit]) at contrast 0 (``x = 0``, whatever the coding), and of its contrast slope:
@@ -265,23 +275,16 @@ def _linear_draws(idata, data: ContrastData, frame: pd.DataFrame) -> tuple[np.nd
     alpha = _draws(idata, "alpha")
     eta = np.broadcast_to(alpha, (len(frame), alpha.shape[-1])).copy()
     slope = np.broadcast_to(_draws(idata, "beta"), eta.shape).copy()
-    post = idata.posterior
     for g in data.groups:
-        levels = list(post[f"a_{g}"].coords[g].to_numpy())
-        idx = pd.Categorical(frame[g], categories=levels).codes
-        eta += _draws(idata, f"a_{g}")[idx]
-        slope += _draws(idata, f"b_{g}")[idx]
+        eta += _level_draws(idata, f"a_{g}", g, frame[g])
+        slope += _level_draws(idata, f"b_{g}", g, frame[g])
     for g in data.fixed:
         if g in frame:
-            levels = list(post[f"f_{g}"].coords[g].to_numpy())
-            eta += _draws(idata, f"f_{g}")[pd.Categorical(frame[g], categories=levels).codes]
+            eta += _level_draws(idata, f"f_{g}", g, frame[g])
     if data.slope_by:
-        levels = list(post[f"s_{data.slope_by}"].coords[data.slope_by].to_numpy())
-        slope += _draws(idata, f"s_{data.slope_by}")[pd.Categorical(frame[data.slope_by], categories=levels).codes]
+        slope += _level_draws(idata, f"s_{data.slope_by}", data.slope_by, frame[data.slope_by])
     if data.unit:
-        levels = list(post["z_unit"].coords["unit"].to_numpy())
-        idx = pd.Categorical(frame[data.unit], categories=levels).codes
-        eta += _draws(idata, "z_unit")[idx] * _draws(idata, "sigma_unit")
+        eta += _level_draws(idata, "z_unit", "unit", frame[data.unit]) * _draws(idata, "sigma_unit")
     if data.centered:
         eta -= 0.5 * slope
     return eta, slope
@@ -306,6 +309,12 @@ def _groups(design: pd.DataFrame, by: list[str] | None):
         yield (key if isinstance(key, tuple) else (key,)), mask, w[mask] / w[mask].sum()
 
 
+def summarise_draws(d: np.ndarray, scale: float = 100.0) -> dict:
+    """Posterior mean, 94% interval (times ``scale``: accuracy points by default) and P(> 0) of draws ``d``."""
+    return {"mean": scale * float(d.mean()), "low": scale * float(np.quantile(d, Q_LOW)),
+            "high": scale * float(np.quantile(d, Q_HIGH)), "p_positive": float((d > 0).mean())}
+
+
 def marginal_effects(idata, data: ContrastData, by: list[str] | None = None, probs: tuple | None = None) -> pd.DataFrame:
     """Average marginal effect of the contrast in accuracy points, overall (``by`` empty) or per group:
     ``mean, low, high`` (94%), ``p_positive``, and the accuracies at contrast 1 and 0 (posterior means).
@@ -315,8 +324,7 @@ def marginal_effects(idata, data: ContrastData, by: list[str] | None = None, pro
     for key, mask, ww in _groups(design, by):
         a1, a0 = ww @ p1[mask], ww @ p0[mask]
         d = a1 - a0
-        rows.append({**dict(zip(by or [], key)), "mean": d.mean(), "low": np.quantile(d, Q_LOW),
-                     "high": np.quantile(d, Q_HIGH), "p_positive": float((d > 0).mean()),
+        rows.append({**dict(zip(by or [], key)), **summarise_draws(d, 1.0),
                      "accuracy_1": a1.mean(), "accuracy_1_low": np.quantile(a1, Q_LOW),
                      "accuracy_1_high": np.quantile(a1, Q_HIGH), "accuracy_0": a0.mean(),
                      "accuracy_0_low": np.quantile(a0, Q_LOW), "accuracy_0_high": np.quantile(a0, Q_HIGH),
@@ -324,19 +332,15 @@ def marginal_effects(idata, data: ContrastData, by: list[str] | None = None, pro
     return pd.DataFrame(rows)
 
 
-def _summ(d: np.ndarray, scale: float = 100.0) -> dict:
-    return {"mean": scale * float(d.mean()), "low": scale * float(np.quantile(d, Q_LOW)),
-            "high": scale * float(np.quantile(d, Q_HIGH)), "p_positive": float((d > 0).mean())}
-
-
-def advantage_data(rows: pd.DataFrame, groups: list[str], unit: str | None = "unit") -> ContrastData:
+def advantage_data(rows: pd.DataFrame, groups: list[str], unit: str | None = "unit", y: str = "correct") -> ContrastData:
     """The cells of :func:`advantage_model`: fixed target effects and fixed per-target self-slope deviations
     (``slope_by="target"``), plus fixed predictor effects when there are three or more models (with two
     they are the same parameter as the slope deviation), the self contrast coded -1/2, +1/2, and
-    :data:`ADVANTAGE_PRIORS`."""
+    :data:`ADVANTAGE_PRIORS`. ``y``: the 0/1 outcome (``meta_compliant`` for the compliance part of the
+    non-compliance sensitivity)."""
     models = sorted(set(rows["target"]) | set(rows["predictor"]))
     fixed = ["target"] + (["predictor"] if len(models) >= 3 else [])
-    return to_cells(rows, "self", groups, unit, fixed=fixed, centered=True, priors=ADVANTAGE_PRIORS,
+    return to_cells(rows, "self", groups, unit, y=y, fixed=fixed, centered=True, priors=ADVANTAGE_PRIORS,
                     slope_by="target", keep=["predictor"])
 
 
@@ -382,14 +386,15 @@ def advantage_quantities(idata, data: ContrastData) -> dict:
     mid = eta0 + 0.5 * slope
     post = idata.posterior
     t_levels = [str(v) for v in post["s_target"].coords["target"].to_numpy()]
-    dev = _draws(idata, "s_target")[pd.Categorical(design["target"], categories=t_levels).codes]
+    dev = _level_draws(idata, "s_target", "target", design["target"])
     if "predictor" in data.fixed:
         preds = [str(v) for v in post["f_predictor"].coords["predictor"].to_numpy()]
+        # the predictor effects as fitted (the reference predictor's is 0): the arms' log-odds are the model's
         g = _draws(idata, "f_predictor")
-        g = g - g.mean(axis=0, keepdims=True)
     else:
         preds = sorted(c["predictor"].unique())
         g = np.zeros((len(preds), mid.shape[1]))
+    mean_skill = g.mean(axis=0)  # delta puts both arms at the mean predicting skill
     at = {p: i for i, p in enumerate(preds)}
     targets = sorted(design["target"].unique())
     cross = {t: sorted(c.loc[(c["target"] == t) & (c[data.x] == 0), "predictor"].unique()) for t in targets}
@@ -405,12 +410,12 @@ def advantage_quantities(idata, data: ContrastData) -> dict:
         for p, q in pc.items():
             directions[(t, p)] = ww @ (p_self[m] - q)
         s_eq = slope[m] - dev[m]
-        d_equal = ww @ (_sigmoid(mid[m] + 0.5 * s_eq) - _sigmoid(mid[m] - 0.5 * s_eq))
+        d_equal = ww @ (_sigmoid(mid[m] + mean_skill + 0.5 * s_eq) - _sigmoid(mid[m] + mean_skill - 0.5 * s_eq))
         delta_parts += [d_equal] * len(pc)
     out = {"probs": (p_self, p_cross, design), "directions": directions,
            "delta": np.mean(delta_parts, axis=0), "delta_logit": _draws(idata, "beta")}
     if "predictor" in data.fixed:
-        out["skill"] = dict(zip(preds, g))
+        out["skill"] = dict(zip(preds, g - mean_skill))  # centred over predictors
     if len(t_levels) == 2 and len(directions) == 2:
         (d1, a1), (d2, a2) = sorted(directions.items())
         out["gamma_logit"] = _draws(idata, "gamma")[0] * (1 if t_levels[0] == d1[0] else -1)
@@ -419,12 +424,102 @@ def advantage_quantities(idata, data: ContrastData) -> dict:
     return out
 
 
+def new_task_delta(idata, data: ContrastData, new: tuple[str, ...] = ("task", "cell"), samples: int = 200,
+                   seed: int = 0) -> np.ndarray:
+    """The advantage at equal predicting skill on a *new* task, in points, per posterior draw: the
+    predictive average marginal effect of :func:`advantage_model`, integrating over the random effects a
+    new task brings. For every draw, ``samples`` new levels of each factor in ``new`` (a new task, and new
+    target x task x property cells) are drawn from their fitted scales (intercept ``sigma_g * z``, self slope
+    ``tau_g * w``), together with new answer units (``sigma_unit``); the factors not in ``new`` (property,
+    and the self-trained model with several seeds) keep their observed levels, each equally weighted, as do
+    the targets (whose fixed effects are averaged, the per-target slope deviations set aside, as in delta).
+
+    Its interval carries the spread between tasks, which the average marginal effect on the observed tasks
+    (``delta``) does not: it is the estimate for a claim about held-out tasks in general."""
+    post = idata.posterior
+    rng = np.random.default_rng(seed)
+    alpha, beta = _draws(idata, "alpha"), _draws(idata, "beta")
+    n_draws = alpha.shape[0]
+    sigma, tau = _draws(idata, "sigma"), _draws(idata, "tau")  # (factor, samples)
+    factors = [str(f) for f in post["sigma"].coords["factor"].to_numpy()]
+    eta = np.broadcast_to(alpha, (samples, n_draws)).copy()
+    slope = np.broadcast_to(beta, (samples, n_draws)).copy()
+    eta += _draws(idata, "f_target").mean(axis=0)  # targets weighted equally
+    if "f_predictor" in post:
+        eta += _draws(idata, "f_predictor").mean(axis=0)  # both arms at the mean predicting skill
+    for j, g in enumerate(factors):
+        if g in new:
+            eta += sigma[j] * rng.standard_normal((samples, n_draws))
+            slope += tau[j] * rng.standard_normal((samples, n_draws))
+        else:  # an observed level, drawn uniformly
+            a, b = _draws(idata, f"a_{g}"), _draws(idata, f"b_{g}")
+            pick = rng.integers(0, a.shape[0], (samples, n_draws))
+            eta += np.take_along_axis(a, pick, axis=0)
+            slope += np.take_along_axis(b, pick, axis=0)
+    if data.unit:
+        eta += _draws(idata, "sigma_unit") * rng.standard_normal((samples, n_draws))
+    return (_sigmoid(eta + 0.5 * slope) - _sigmoid(eta - 0.5 * slope)).mean(axis=0)
+
+
 def accuracy_draws(idata, data: ContrastData, level: int, by: list[str], probs: tuple | None = None
                    ) -> dict[tuple, np.ndarray]:
     """Posterior draws of the design-weighted accuracy at contrast ``level``, per group of ``by``."""
     p1, p0, design = probs or cell_probabilities(idata, data)
     p = p1 if level else p0
     return {key: ww @ p[mask] for key, mask, ww in _groups(design, by)}
+
+
+def unit_level_check(idata, data: ContrastData, seed: int = 0, max_draws: int = 1000) -> pd.DataFrame:
+    """Posterior-predictive checks below the model's cells, which the cell-level check cannot see (each cell
+    has its own intercept and slope, so replicated cell totals match observed ones almost by construction).
+    Every observation is replicated from its own linear predictor (``max_draws`` posterior draws); then:
+
+    * ``all_correct_<arm>`` / ``none_correct_<arm>``: the share of answer units whose properties the
+      self- (or cross-) predictor gets all right, or all wrong: how strongly an answer's properties go
+      together, which the single unit intercept has to carry;
+    * ``disagreement``: the share of an answer's properties that the self- and a cross-predictor score
+      differently (one right, one wrong): the dependence between the two arms on the same answer.
+
+    One row per statistic: ``observed``, the replicated mean and 94% interval, and ``p_value`` = P(replicated
+    >= observed). Units with a single property are left out of the unit shares."""
+    c = data.cells.reset_index(drop=True)
+    if not data.unit:
+        raise ValueError("the unit-level check needs answer units")
+    eta, slope = _linear_draws(idata, data, c)
+    rng = np.random.default_rng(seed)
+    take = np.sort(rng.choice(eta.shape[1], size=min(max_draws, eta.shape[1]), replace=False))
+    p = _sigmoid(eta[:, take] + slope[:, take] * c[data.x].to_numpy(float)[:, None])
+    n = c["n"].to_numpy()
+    rep = rng.binomial(n[:, None], p)
+    obs = c["k"].to_numpy()[:, None]
+    stats = {}
+    for arm, level in (("self", 1), ("cross", 0)):
+        m = (c[data.x] == level).to_numpy()
+        codes, _ = pd.factorize(c.loc[m, data.unit], sort=True)
+        trials = np.bincount(codes, n[m])
+        keep = trials > 1
+        for name, y in (("observed", obs[m]), ("replicated", rep[m])):
+            k = np.stack([np.bincount(codes, y[:, j], minlength=len(trials)) for j in range(y.shape[1])], axis=1)[keep]
+            t = trials[keep][:, None]
+            stats.setdefault(f"all_correct_{arm}", {})[name] = (k == t).mean(axis=0)
+            stats.setdefault(f"none_correct_{arm}", {})[name] = (k == 0).mean(axis=0)
+    # self and cross on the same answer and property (one row each when n = 1)
+    key = [g for g in data.groups if g != data.unit] + [data.unit]
+    single = c["n"].to_numpy() == 1
+    s_idx = c[single & (c[data.x] == 1).to_numpy()].reset_index().set_index(key)["index"]
+    x_idx = c[single & (c[data.x] == 0).to_numpy()].reset_index()[key + ["index"]]
+    pairs = x_idx.join(s_idx.rename("self_index"), on=key, how="inner")
+    if len(pairs):
+        i, j = pairs["self_index"].to_numpy(), pairs["index"].to_numpy()
+        stats["disagreement"] = {"observed": (obs[i] != obs[j]).mean(axis=0), "replicated": (rep[i] != rep[j]).mean(axis=0)}
+    rows = []
+    for name, d in stats.items():
+        o, r = float(d["observed"][0]), d["replicated"]
+        rows.append({"statistic": name, "observed": o, "rep_mean": float(r.mean()), "rep_low": float(np.quantile(r, Q_LOW)),
+                     "rep_high": float(np.quantile(r, Q_HIGH)), "p_value": float((r >= o).mean())})
+    out = pd.DataFrame(rows)
+    out["covered"] = (out["observed"] >= out["rep_low"]) & (out["observed"] <= out["rep_high"])
+    return out
 
 
 # ---------------------------------------------------------------------------------- calibration model
@@ -441,6 +536,59 @@ def calibration_model(errors: pd.DataFrame, groups: list[str], unit: str | None 
         phi = pm.Gamma("phi", 2.0, 0.1)
         _beta_mean_precision("y", pm.math.sigmoid(eta), phi, y)
     return model
+
+
+#: priors of :func:`log_score_model`, on the standardised log-score
+LOG_SCORE_PRIORS = Priors(alpha=1.0, beta=1.0, sigma=0.5, tau=0.5, unit=0.5)
+
+
+def log_score_model(errors: pd.DataFrame, groups: list[str], unit: str | None = "unit", scale_by: list[str] | None = None):
+    """Hierarchical normal regression of the item-level log-score (``log_score``, nats per sample) on
+    ``self``, with the structure of :func:`contrast_model` (random intercepts and self slopes per grouping
+    factor, an intercept per answer unit) on an identity link, and a residual standard deviation per group of
+    ``scale_by`` (default: target x self; the log-scores of an over-confident predictor spread far more).
+    The likelihood is normal, not heavy-tailed, on purpose: the log-score is proper *in expectation*, so the
+    estimand is the mean score, and a heavy-tailed likelihood would estimate a location that discounts the
+    very items (a confident prediction the samples contradict) a scoring rule exists to penalise. The
+    outcome is standardised (its mean and standard deviation over the rows; returned as ``scale``) and the
+    priors (:data:`LOG_SCORE_PRIORS`, ``sigma_obs ~ HalfNormal(1)``) are on that scale. Nothing is clipped.
+    Returns ``(model, (mean, sd))``."""
+    import pymc as pm
+
+    y = errors["log_score"].to_numpy(dtype=float)
+    if not np.isfinite(y).all():
+        raise ValueError("the log-score model needs finite log-scores for every row")
+    mean, sd = float(y.mean()), float(y.std()) or 1.0
+    scale_by = scale_by or ["target", "self"]
+    coords = _coords(errors, groups, unit)
+    codes, levels = pd.factorize(pd.MultiIndex.from_frame(errors[scale_by].astype(str)), sort=True)
+    coords["scale_group"] = ["|".join(v) for v in levels]
+    with pm.Model(coords=coords) as model:
+        eta = _linear_predictor(errors, "self", groups, unit, coords, priors=LOG_SCORE_PRIORS)
+        sigma_obs = pm.HalfNormal("sigma_obs", 1.0, dims="scale_group")
+        pm.Normal("y", mu=eta, sigma=sigma_obs[codes], observed=(y - mean) / sd)
+    return model, (mean, sd)
+
+
+def log_score_effects(idata, data: ContrastData, scale: tuple[float, float], by: list[list[str]]) -> pd.DataFrame:
+    """The expected log-score (nats per sample) of the self- and the cross-predictor and their difference
+    (self minus cross: positive when self-prediction is better calibrated), averaged over the observed items
+    (each once), overall (``[]``) and per group of ``by``; posterior means, 94% intervals, P(> 0)."""
+    mean, sd = scale
+    keys = data.groups + ([data.unit] if data.unit else [])
+    design = data.cells.groupby(keys, sort=True, observed=True)["n"].sum().reset_index().assign(n=1)
+    eta, slope = _linear_draws(idata, data, design)
+    ls1, ls0 = mean + sd * (eta + slope), mean + sd * eta
+    rows = []
+    for grouping in by:
+        for key, mask, ww in _groups(design, grouping):
+            s1, s0 = summarise_draws(ww @ ls1[mask], 1.0), summarise_draws(ww @ ls0[mask], 1.0)
+            rows.append({"by": "+".join(grouping) or "overall", **dict(zip(grouping, key)),
+                         **summarise_draws(ww @ (ls1[mask] - ls0[mask]), 1.0),
+                         "self": s1["mean"], "self_low": s1["low"], "self_high": s1["high"],
+                         "cross": s0["mean"], "cross_low": s0["low"], "cross_high": s0["high"],
+                         "n": int(mask.sum())})
+    return pd.DataFrame(rows)
 
 
 def _beta_mean_precision(name: str, mu, phi, observed: np.ndarray):
@@ -468,26 +616,36 @@ def _beta_mean_precision(name: str, mu, phi, observed: np.ndarray):
 OUTCOMES = ["new", "old", "neither"]
 
 
-def behaviour_model(counts: pd.DataFrame):
-    """Multinomial logit of a changed item's prediction: matches the ``new`` behaviour, the ``old`` one, or
-    ``neither``, per model x property cell. For ``new`` and ``old`` (``neither`` is the reference):
-    ``theta = mu + sigma_property * z + sigma_model * z'``, ``mu ~ Normal(0, 1.5)``, sigmas HalfNormal(1)."""
+def behaviour_model(rows: pd.DataFrame):
+    """Categorical logit of each changed item's prediction: it matches the ``new`` behaviour, the ``old``
+    one, or ``neither`` (the reference), one row per changed item x property (``rows``: model, task,
+    property, unit, outcome; :func:`analysis.tidy.behaviour_outcomes`). For ``new`` and ``old``::
+
+        theta = mu_model + sigma_task * z_task + sigma_property * z_property + sigma_unit * z_unit
+
+    with a fixed ``mu`` per model and outcome (two models give too few levels for a scale), ``mu ~
+    Normal(0, 1.5)``, and random effects per task, property and answer unit (one changed response moves
+    several of its properties together: the unit effect is the overdispersion), scales HalfNormal(1) for
+    task and property and HalfNormal(0.5) for units, independent per outcome. ``p`` (rows x outcome):
+    each row's probabilities."""
     import pymc as pm
 
-    coords = {"outcome": OUTCOMES[:2], "property": sorted(counts["property"].unique()),
-              "model": sorted(counts["model"].unique())}
-    ip = pd.Categorical(counts["property"], categories=coords["property"]).codes
-    im = pd.Categorical(counts["model"], categories=coords["model"]).codes
+    coords = {"outcome": OUTCOMES[:2], "outcome_all": OUTCOMES}
+    idx = {}
+    for g in ("model", "task", "property", "unit"):
+        coords[g] = sorted(rows[g].unique())
+        idx[g] = pd.Categorical(rows[g], categories=coords[g]).codes
+    y = pd.Categorical(rows["outcome"], categories=OUTCOMES).codes
+    if (y < 0).any():
+        raise ValueError(f"outcomes must be one of {OUTCOMES}")
     with pm.Model(coords=coords) as model:
-        mu = pm.Normal("mu", 0.0, 1.5, dims="outcome")
-        sp = pm.HalfNormal("sigma_property", 1.0, dims="outcome")
-        sm = pm.HalfNormal("sigma_model", 1.0, dims="outcome")
-        zp = pm.Normal("z_property", 0, 1, dims=("property", "outcome"))
-        zm = pm.Normal("z_model", 0, 1, dims=("model", "outcome"))
-        theta = mu + sp * zp[ip] + sm * zm[im]
-        logits = pm.math.concatenate([theta, pm.math.zeros((len(counts), 1))], axis=1)
+        theta = pm.Normal("mu", 0.0, 1.5, dims=("model", "outcome"))[idx["model"]]
+        for g, scale in (("task", 1.0), ("property", 1.0), ("unit", 0.5)):
+            sg = pm.HalfNormal(f"sigma_{g}", scale, dims="outcome")
+            theta = theta + sg * pm.Normal(f"z_{g}", 0.0, 1.0, dims=(g, "outcome"))[idx[g]]
+        logits = pm.math.concatenate([theta, pm.math.zeros((len(rows), 1))], axis=1)
         p = pm.Deterministic("p", pm.math.softmax(logits, axis=1))
-        pm.Multinomial("y", n=counts[OUTCOMES].sum(axis=1).to_numpy(), p=p, observed=counts[OUTCOMES].to_numpy())
+        pm.Categorical("y", p=p, observed=y)
     return model
 
 

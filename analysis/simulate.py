@@ -91,6 +91,52 @@ def simulate_directions(seed: int = 0, delta: float = 0.4, skill: tuple[float, .
     return df, truth
 
 
+def simulate_arms(seed: int = 0, targets: int = 2, tasks: int = 3, properties: int = 3, items: int = 40,
+                  mode_share: tuple[float, float] = (0.4, 0.8), self_lift: float = 0.3, cross_lift: float = 0.1,
+                  planted: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """Experiment-1 rows with a known mode baseline (two models, each predicting the other): per target x task
+    x property cell, the mode's share ``m`` is drawn from ``mode_share`` (uniform), each answer is the mode
+    with probability ``m`` (``mode_correct``), and the self- and cross-predictors are right with probabilities
+    ``m + lift * (1 - m)`` (``self_lift``, ``cross_lift``: the normalised lifts over the mode). ``planted``:
+    ``{"cell": (target, task, property), "mode": m, "self": p, "cross": p, "items": n}`` overrides one cell
+    (a cell where both predictors are below the mode, hidden in a pooled difference).
+
+    Returns the rows (columns of :func:`analysis.tidy.predictions` the analysis reads) and the truth in
+    points over the design (each unit x property once): ``self_minus_mode``, ``cross_minus_mode``,
+    ``self_minus_cross`` and the normalised lifts ``lift_self``, ``lift_cross`` pooled, and ``cells`` {cell: {arm: probability}}."""
+    rng = np.random.default_rng(seed)
+    names = [f"m{i}" for i in range(targets)]
+    rows, truth_rows, cells = [], [], {}
+    for ti, t in enumerate(names):
+        for k in range(tasks):
+            for pp in range(properties):
+                key = (t, f"task{k}", f"prop{pp}")
+                m = rng.uniform(*mode_share)
+                pr = {"mode": m, "self": m + self_lift * (1 - m), "cross": m + cross_lift * (1 - m)}
+                n = items
+                if planted and tuple(planted["cell"]) == key:
+                    pr = {"mode": planted["mode"], "self": planted["self"], "cross": planted["cross"]}
+                    n = planted.get("items", items)
+                cells[key] = pr
+                for i in range(n):
+                    unit = f"{t}+self-s0/task{k}/item{i:03d}"
+                    mode_correct = int(rng.random() < pr["mode"])
+                    truth_rows.append(pr)
+                    for kind, pred in (("self", t), ("cross", names[(ti + 1) % targets])):
+                        rows.append((t, pred, f"{t}+self-s0", kind, int(kind == "self"), f"task{k}",
+                                     f"item{i:03d}", unit, f"prop{pp}", int(rng.random() < pr[kind]),
+                                     mode_correct))
+    df = pd.DataFrame(rows, columns=["target", "predictor", "object_model", "kind", "self", "task", "item_id", "unit",
+                                     "property", "correct", "mode_correct"])
+    t = pd.DataFrame(truth_rows)
+    truth = {"self_minus_mode": 100 * float((t["self"] - t["mode"]).mean()),
+             "cross_minus_mode": 100 * float((t["cross"] - t["mode"]).mean()),
+             "self_minus_cross": 100 * float((t["self"] - t["cross"]).mean()), "cells": cells,
+             **{f"lift_{a}": 100 * float((t[a].mean() - t["mode"].mean()) / (1 - t["mode"].mean()))
+                for a in ("self", "cross")}}
+    return df, truth
+
+
 # ------------------------------------------------------------------------------- whole stage tables
 DEFAULT_MODELS = ("smollm2-135m", "gemma3-270m")
 DEFAULT_TEST_TASKS = ("animals", "english_words", "years", "categories", "myopic_reward", "survival_instinct")

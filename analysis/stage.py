@@ -26,8 +26,10 @@ import numpy as np
 import pandas as pd
 
 from reproduce.config import REPO_ROOT, Profile
-from reproduce.io import atomic_path, atomic_write_json, atomic_write_parquet
+from reproduce.io import atomic_path, atomic_write_json, atomic_write_parquet, read_stage_table
 
+from . import baseline as B
+from . import compliance as C
 from . import frequentist as freq
 from . import models as M
 from . import tidy
@@ -198,26 +200,29 @@ def _settings(profile: Profile, seed_offset: int) -> M.SamplerSettings:
                              target_accept=a.target_accept, seed=profile.seed + seed_offset)
 
 
-def _read(path: Path, stage: str) -> pd.DataFrame:
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
-    return pd.read_parquet(path)
+def _fit(data: M.ContrastData, model, name: str, profile: Profile, seed_offset: int, by: list[list[str]],
+         probabilities) -> dict:
+    """Sample ``model``, gate it, and summarise the marginal effect overall and ``by`` (a list of tables) from
+    the cell probabilities ``probabilities(idata, data)`` returns beside any other quantities of the fit
+    (``quantities``); with the prior- and posterior-predictive checks."""
+    prior = M.prior_predictive_accuracy(model, data, seed=profile.seed)
+    idata = M.sample(model, _settings(profile, seed_offset))
+    diag = M.check_convergence(idata, name)
+    probs, quantities = probabilities(idata, data)
+    effects = [M.marginal_effects(idata, data, probs=probs).assign(by="overall")]
+    effects += [M.marginal_effects(idata, data, b, probs=probs).assign(by="+".join(b)) for b in by]
+    ppc = M.posterior_predictive_check(idata, data, seed=profile.seed)
+    return {"data": data, "idata": idata, "probs": probs, "quantities": quantities, "diagnostics": diag,
+            "prior": prior, "effects": effects, "ppc": ppc}
 
 
 def _contrast(rows: pd.DataFrame, x: str, name: str, profile: Profile, seed_offset: int, by: list[list[str]],
               groups: list[str] | None = None):
     """Fit the contrast model on ``rows``, gate it, and summarise the marginal effect overall and ``by``."""
     data = M.to_cells(_with_cell(rows), x, groups or GROUPS + [CELL], "unit")
-    model = M.contrast_model(data)
-    prior = M.prior_predictive_accuracy(model, data, seed=profile.seed)
-    idata = M.sample(model, _settings(profile, seed_offset))
-    diag = M.check_convergence(idata, name)
-    probs = M.cell_probabilities(idata, data)
-    effects = [M.marginal_effects(idata, data, probs=probs).assign(by="overall")]
-    effects += [M.marginal_effects(idata, data, b, probs=probs).assign(by="+".join(b)) for b in by]
-    ppc = M.posterior_predictive_check(idata, data, seed=profile.seed)
-    return {"data": data, "idata": idata, "probs": probs, "diagnostics": diag, "prior": prior,
-            "effects": pd.concat(effects, ignore_index=True), "ppc": ppc}
+    fit = _fit(data, M.contrast_model(data), name, profile, seed_offset, by,
+               lambda idata, d: (M.cell_probabilities(idata, d), None))
+    return {**fit, "effects": pd.concat(fit["effects"], ignore_index=True)}
 
 
 def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
@@ -227,47 +232,142 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
     rope = profile.analysis.rope
     data = M.advantage_data(_with_cell(trained), groups)
     model = M.advantage_model(data)
-    prior = M.prior_predictive_accuracy(model, data, seed=profile.seed)
     cells = M.prior_cell_accuracy(model, data, seed=profile.seed)
-    prior["cell"] = {k: cells[k] for k in ("q05", "q50", "q95", "extreme_share", "extreme")}
     prior_table = pd.DataFrame({"low": cells["edges"][:-1], "high": cells["edges"][1:], "density": cells["density"]})
-    idata = M.sample(model, _settings(profile, 0))
-    diag = M.check_convergence(idata, "self-prediction advantage")
-    q = M.advantage_quantities(idata, data)
-    probs = q["probs"]
-    by = [["target"], ["task"], ["property"], ["target", "task"], ["target", "property"]]
-    effects = [M.marginal_effects(idata, data, probs=probs).assign(by="overall")]
-    effects += [M.marginal_effects(idata, data, b, probs=probs).assign(by="+".join(b)) for b in by]
-    delta = M._summ(q["delta"])
-    effects.append(pd.DataFrame([{"mean": delta["mean"] / 100, "low": delta["low"] / 100,
-                                  "high": delta["high"] / 100, "p_positive": delta["p_positive"], "by": "delta"}]))
+
+    def probabilities(idata, d):
+        q = M.advantage_quantities(idata, d)
+        return q["probs"], q
+
+    fit = _fit(data, model, "self-prediction advantage", profile, 0,
+               [["target"], ["task"], ["property"], ["target", "task"], ["target", "property"]], probabilities)
+    fit["prior"]["cell"] = {k: cells[k] for k in ("q05", "q50", "q95", "extreme_share", "extreme")}
+    q, effects = fit["quantities"], fit["effects"]
+    delta = M.summarise_draws(q["delta"])
+    effects.append(pd.DataFrame([{**M.summarise_draws(q["delta"], 1.0), "by": "delta"}]))
     # equal weight per held-out task: the per-task observed advantages, averaged per draw
-    p1, p0, design = probs
+    p1, p0, design = fit["probs"]
     per_task = [ww @ (p1[m] - p0[m]) for _, m, ww in M._groups(design, ["task"])]
+    per_cell = [ww @ (p1[m] - p0[m]) for _, m, ww in M._groups(design, [CELL])]
     directions = []
     for (t, p), d in sorted(q["directions"].items()):
-        sm = M._summ(d)
+        sm = M.summarise_draws(d)
         directions.append({"target": t, "cross_predictor": p, **sm,
                            "verdict": verdict(sm["low"], sm["high"], rope)})
     d_all = np.all(np.stack(list(q["directions"].values())) > 0, axis=0)
     metrics = {
         "overall": {**delta, "verdict": verdict(delta["low"], delta["high"], rope)},
-        "delta_logit": M._summ(q["delta_logit"], 1.0),
+        "delta_logit": M.summarise_draws(q["delta_logit"], 1.0),
+        "new_task": M.summarise_draws(M.new_task_delta(fit["idata"], data, seed=profile.seed)),
         "trial_weighted": _summary(effects[0].iloc[0]),
-        "equal_task": M._summ(np.mean(per_task, axis=0)),
+        "equal_task": M.summarise_draws(np.mean(per_task, axis=0)),
+        "equal_cell": M.summarise_draws(np.mean(per_cell, axis=0)),
         "directions": directions,
         "p_every_direction": float(d_all.mean()),
-        "skill_logit": {k: M._summ(v, 1.0) for k, v in q.get("skill", {}).items()},
+        "skill_logit": {k: M.summarise_draws(v, 1.0) for k, v in q.get("skill", {}).items()},
         "rope": rope,
     }
     if "gamma" in q:
-        metrics["gamma"] = {**M._summ(q["gamma"]), "first": q["gamma_order"][0], "second": q["gamma_order"][1]}
-        metrics["gamma_logit"] = M._summ(q["gamma_logit"], 1.0)
+        metrics["gamma"] = {**M.summarise_draws(q["gamma"]), "first": q["gamma_order"][0], "second": q["gamma_order"][1]}
+        metrics["gamma_logit"] = M.summarise_draws(q["gamma_logit"], 1.0)
+    metrics["new_task"]["verdict"] = verdict(metrics["new_task"]["low"], metrics["new_task"]["high"], rope)
     metrics["headline"] = headline(metrics["overall"]["verdict"], [d["verdict"] for d in directions])
-    ppc = M.posterior_predictive_check(idata, data, seed=profile.seed)
-    return {"data": data, "idata": idata, "probs": probs, "diagnostics": diag, "prior": prior,
-            "effects": pd.concat(effects, ignore_index=True), "ppc": ppc, "metrics": metrics,
+    return {**fit, "effects": pd.concat(effects, ignore_index=True), "metrics": metrics,
             "directions": pd.DataFrame(directions), "prior_cells": prior_table}
+
+
+def _arms(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
+    """Fit the three-arm model (:mod:`analysis.baseline`), gate it, and summarise it pooled, per target, per
+    task and per target x task x property cell; ``rows``: the trained predictor-target pairs against the
+    mode arm with their verdicts (the manuscript's count)."""
+    rope = profile.analysis.rope
+    data = B.arms_data(_with_cell(trained), groups)
+    idata = M.sample(B.arms_model(data), _settings(profile, 4))
+    diag = M.check_convergence(idata, "mode-baseline arms")
+    eff = B.arm_effects(idata, data, [[], ["target"], ["task"], ["target", "task"], ["target", CELL]], rope)
+    per_target = eff[eff["by"] == "target"]
+    rows, vs = [], []
+    for r in per_target.itertuples():
+        for kind in ("self", "cross"):
+            d = f"{kind}_minus_mode"
+            rows.append({"target": r.target, "kind": kind, "mean": getattr(r, d), "low": getattr(r, f"{d}_low"),
+                         "high": getattr(r, f"{d}_high"), "mode_baseline": r.accuracy_mode,
+                         "lift": getattr(r, f"lift_{kind}"), "lift_low": getattr(r, f"lift_{kind}_low"),
+                         "lift_high": getattr(r, f"lift_{kind}_high"), "verdict": getattr(r, f"{d}_verdict")})
+            vs.append({"target": r.target, "kind": kind, "accuracy": getattr(r, f"accuracy_{kind}") / 100,
+                       "mode_baseline": r.accuracy_mode / 100, "difference": getattr(r, d) / 100,
+                       "low": getattr(r, f"{d}_low") / 100, "high": getattr(r, f"{d}_high") / 100,
+                       "p_above_baseline": getattr(r, f"{d}_p_positive")})
+    pooled = eff[eff["by"] == "overall"].iloc[0]
+    cells = eff[eff["by"] == f"target+{CELL}"]
+
+    def entry(r, name):
+        return {"mean": r[name], "low": r[f"{name}_low"], "high": r[f"{name}_high"]}
+
+    metrics = {
+        "pooled": {**{name: {**entry(pooled, name), "p_positive": pooled[f"{name}_p_positive"],
+                             "verdict": pooled[f"{name}_verdict"]} for name, _, _ in B.COMPARISONS},
+                   **{f"accuracy_{a}": entry(pooled, f"accuracy_{a}") for a in B.ARMS},
+                   **{f"lift_{k}": entry(pooled, f"lift_{k}") for k in ("self", "cross")}},
+        "cells": int(len(cells)),
+        "cells_verdicts": {f"{k}_minus_mode": cells[f"{k}_minus_mode_verdict"].value_counts().to_dict()
+                           for k in ("self", "cross")},
+        "cells_both_not_above": int(((cells["self_minus_mode_verdict"] != "positive")
+                                     & (cells["cross_minus_mode_verdict"] != "positive")).sum()),
+        "diagnostics": diag, "groups": groups, "rope": rope}
+    return {"idata": idata, "effects": eff, "rows": rows, "vs_baseline": pd.DataFrame(vs), "metrics": metrics}
+
+
+def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]:
+    """The advantage model refitted with every prior scale multiplied by each factor of
+    ``analysis.prior_sensitivity`` (gated like the main fit): delta, the new-task advantage, gamma (two models),
+    P(every direction) and the verdicts per factor, the main fit as factor 1."""
+    from dataclasses import replace
+
+    rope = profile.analysis.rope
+
+    def row(factor, q, idata, data, diag):
+        delta = M.summarise_draws(q["delta"])
+        new = M.summarise_draws(M.new_task_delta(idata, data, seed=profile.seed))
+        r = {"prior_scale": factor, **{f"delta_{k}": v for k, v in delta.items()},
+             **{f"new_task_{k}": v for k, v in new.items()},
+             "p_every_direction": float(np.all(np.stack(list(q["directions"].values())) > 0, axis=0).mean()),
+             "verdict": verdict(delta["low"], delta["high"], rope), "r_hat_max": diag["r_hat_max"],
+             "divergences": diag["divergences"]}
+        if "gamma" in q:
+            r.update({f"gamma_{k}": v for k, v in M.summarise_draws(q["gamma"]).items()})
+        return r
+
+    rows = [row(1.0, adv["quantities"], adv["idata"], adv["data"], adv["diagnostics"])]
+    for i, factor in enumerate(profile.analysis.prior_sensitivity):
+        data = replace(adv["data"], priors=adv["data"].priors.scaled(factor))
+        idata = M.sample(M.advantage_model(data), _settings(profile, 10 + i))
+        diag = M.check_convergence(idata, f"self-prediction advantage (priors x {factor:g})")
+        rows.append(row(factor, M.advantage_quantities(idata, data), idata, data, diag))
+    table = pd.DataFrame(rows).sort_values("prior_scale").reset_index(drop=True)
+    spread = float(table["delta_mean"].max() - table["delta_mean"].min())
+    return table, {"factors": [float(f) for f in table["prior_scale"]], "delta_spread": spread,
+                   "verdicts_agree": bool(table["verdict"].nunique() == 1),
+                   "by_factor": {f"{r.prior_scale:g}": {"delta": r.delta_mean, "low": r.delta_low, "high": r.delta_high,
+                                                        "verdict": r.verdict} for r in table.itertuples()}}
+
+
+def _compliance(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
+    """:func:`analysis.compliance.compliance_sensitivity` with the stage's sampler settings and gate; each
+    part's diagnostics under ``diagnostics``, and a verdict (ROPE) on the advantage at equal compliance."""
+    diagnostics = {}
+
+    def fit(data, model, name):
+        idata = M.sample(model, _settings(profile, 5 + len(diagnostics)))
+        diagnostics[name] = M.check_convergence(idata, name)
+        return idata
+
+    out = C.compliance_sensitivity(trained, groups, fit)
+    if diagnostics:
+        out["diagnostics"] = diagnostics
+        e = out["advantage_at_equal_compliance"]
+        out["verdict"] = verdict(e["low"], e["high"], profile.analysis.rope)
+    return out
 
 
 def _summary(row: pd.Series, scale: float = 100.0) -> dict:
@@ -365,16 +465,16 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
                                                      "null_low": 100 * r.null_low, "null_high": 100 * r.null_high,
                                                      "p_value": r.p_value}
                         for r in perm.itertuples()}
+    b["vs_mode"] = {k: {kk: 100 * vv for kk, vv in v.items()}
+                    for k, v in freq.paired_vs_mode(out_bc, n_boot=n_boot, seed=seed).items()}
     b["did"] = {k: {kk: 100 * vv for kk, vv in v.items()} for k, v in did.items() if isinstance(v, dict)}
     b["did"]["n_boot"] = did["n_boot"]
     if len(counts) and counts[M.OUTCOMES[:2]].to_numpy().sum() > 0:
-        bmodel = M.behaviour_model(counts)
+        bmodel = M.behaviour_model(out_bc)
         bidata = M.sample(bmodel, _settings(profile, 3))
         b["diagnostics"] = M.check_convergence(bidata, "behaviour tracking")
         pp = bidata.posterior["p"].stack(sample=("chain", "draw")).transpose(..., "sample").to_numpy()
-        w = counts[M.OUTCOMES].sum(axis=1).to_numpy(float)
-        w = w / w.sum()
-        p_new, p_old = np.einsum("c,cs->s", w, pp[:, 0]), np.einsum("c,cs->s", w, pp[:, 1])
+        p_new, p_old = pp[:, 0].mean(axis=0), pp[:, 1].mean(axis=0)  # every changed item x property once
         d = p_new - p_old
         b["model"] = {"p_new": float(p_new.mean()), "p_old": float(p_old.mean()),
                       "new_minus_old": {"mean": 100 * d.mean(), "low": 100 * np.quantile(d, M.Q_LOW),
@@ -386,9 +486,9 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
 def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     """Read the stage tables under ``data``, fit, gate, and write everything under ``out``; returns the metrics."""
     n_boot, seed = profile.analysis.bootstrap, profile.seed
-    meta_u = _read(data / "meta_untrained.parquet", "meta_untrained")
-    meta_t = _read(data / "meta_trained.parquet", "meta_trained")
-    cal = _read(data / "calibration.parquet", "calibration")
+    meta_u = read_stage_table(data / "meta_untrained.parquet", "meta_untrained")
+    meta_t = read_stage_table(data / "meta_trained.parquet", "meta_trained")
+    cal = read_stage_table(data / "calibration.parquet", "calibration")
     bc_path = data / "behaviour_change.parquet"
     bc = pd.read_parquet(bc_path) if bc_path.exists() else None
 
@@ -424,30 +524,37 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     tables["advantage_directions"] = adv["directions"]
     tables["prior_cell_accuracy"] = adv["prior_cells"]
     tables["ppc_advantage"] = adv["ppc"]
+    tables["ppc_units"] = M.unit_level_check(adv["idata"], adv["data"], seed=profile.seed)
     metrics["advantage"] = {**adv["metrics"],
                             "by_target": _by_target(adv["effects"]),
                             "groups": groups, "fixed": adv["data"].fixed + ["self x target"],
                             "diagnostics": adv["diagnostics"], "prior_predictive_accuracy": adv["prior"],
-                            "ppc_coverage": float(adv["ppc"]["covered"].mean())}
+                            "ppc_coverage": float(adv["ppc"]["covered"].mean()),
+                            "ppc_units": {r.statistic: {"observed": r.observed, "low": r.rep_low, "high": r.rep_high,
+                                                        "p_value": r.p_value, "covered": bool(r.covered)}
+                                          for r in tables["ppc_units"].itertuples()}}
+    # prior sensitivity: the advantage model refitted with every prior scale halved and doubled
+    tables["prior_sensitivity"], metrics["prior_sensitivity"] = _prior_sensitivity(profile, adv)
+
+    # non-compliance sensitivity: compliance and accuracy given compliance as two parts (analysis.compliance)
+    comp = _compliance(_with_cell(trained), profile, groups)
+    tables["compliance_sensitivity"] = comp.pop("raw")
+    metrics["compliance_sensitivity"] = comp
     metrics["advantage_frequentist"] = {
         "bootstrap": freq.cluster_bootstrap_difference(trained, n_boot=n_boot, seed=seed),
-        "glm_cluster": freq.glm_cluster(trained)}
+        "glm_cluster": freq.glm_cluster(trained),
+        # the same estimand as delta: directions weighted equally, conditional on the observed cells
+        "paired": freq.paired_directions(trained),
+        "glm_cell": freq.glm_cell_fixed(_with_cell(trained))}
 
-    # accuracy against the mode baseline (of M1''s behaviour), from the same posterior
-    rows = []
-    for level, kind in ((1, "self"), (0, "cross")):
-        draws = M.accuracy_draws(adv["idata"], adv["data"], level, ["target"], probs=adv["probs"])
-        for (target,), acc in draws.items():
-            base = trained[(trained["target"] == target) & (trained["kind"] == kind)]["mode_correct"].mean()
-            d = acc - base
-            rows.append({"target": target, "kind": kind, "accuracy": acc.mean(), "mode_baseline": base,
-                         "difference": d.mean(), "low": np.quantile(d, M.Q_LOW), "high": np.quantile(d, M.Q_HIGH),
-                         "p_above_baseline": float((d > 0).mean())})
-    tables["vs_baseline"] = pd.DataFrame(rows)
-    metrics["vs_baseline"] = [{"target": r["target"], "kind": r["kind"], "mean": 100 * r["difference"],
-                               "low": 100 * r["low"], "high": 100 * r["high"], "mode_baseline": 100 * r["mode_baseline"],
-                               "verdict": verdict(100 * r["low"], 100 * r["high"], profile.analysis.rope)}
-                              for r in rows]
+    # the mode baseline as a third arm of one model (analysis.baseline): self - mode, cross - mode and
+    # self - cross with joint uncertainty, pooled, per target and per cell, and the normalised lift
+    arms = _arms(trained, profile, groups)
+    posteriors["baseline"] = arms["idata"]
+    tables["arms"] = arms["effects"]
+    tables["vs_baseline"] = arms["vs_baseline"]
+    metrics["vs_baseline"] = arms["rows"]
+    metrics["baseline_arms"] = arms["metrics"]
 
     # 2. the effect of self-prediction training (self-predictors before, against the base model, vs after,
     # against M1')
@@ -468,21 +575,29 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     tables.update(cal_tables)
     errors = tidy.calibration_errors(cal)
     terr = errors[errors["condition"] == "trained"]
+    for kind, g in terr.groupby("kind"):  # the raw total-variation error, descriptive
+        metrics["calibration"][f"total_variation_{kind}"] = 100 * float(g["error"].mean())
     if terr["kind"].nunique() == 2:
+        # item-level calibration by a proper scoring rule: the multinomial log-score of the sampled counts
         terr = _with_cell(terr)
-        cdata = M.ContrastData(terr.assign(n=1), "self", GROUPS + [CELL], "unit")
-        cmodel = M.calibration_model(terr, GROUPS + [CELL])
-        cidata = M.sample(cmodel, _settings(profile, 2))
-        metrics["calibration"]["diagnostics"] = M.check_convergence(cidata, "calibration")
-        cprobs = M.cell_probabilities(cidata, cdata)
-        ceff = pd.concat([M.marginal_effects(cidata, cdata, probs=cprobs).assign(by="overall"),
-                          M.marginal_effects(cidata, cdata, ["target"], probs=cprobs).assign(by="target")],
-                         ignore_index=True)
-        posteriors["calibration"] = cidata
-        tables["calibration_error"] = ceff
-        metrics["calibration"]["error_self_minus_cross"] = _summary(ceff.iloc[0])
-        metrics["calibration"]["error_self"] = 100 * float(ceff.iloc[0]["accuracy_1"])
-        metrics["calibration"]["error_cross"] = 100 * float(ceff.iloc[0]["accuracy_0"])
+        ldata = M.ContrastData(terr.assign(n=1), "self", GROUPS + [CELL], "unit")
+        lmodel, scale = M.log_score_model(terr, GROUPS + [CELL])
+        lidata = M.sample(lmodel, _settings(profile, 2))
+        metrics["calibration"]["diagnostics"] = M.check_convergence(lidata, "calibration log-score")
+        leff = M.log_score_effects(lidata, ldata, scale, [[], ["target"]])
+        posteriors["calibration"] = lidata
+        tables["calibration_log_score"] = leff
+        o = leff.iloc[0]
+        rope_ls = profile.analysis.rope_log_score
+        metrics["calibration"]["log_score"] = {
+            "self_minus_cross": {"mean": o["mean"], "low": o["low"], "high": o["high"], "p_positive": o["p_positive"],
+                                 "verdict": verdict(o["low"], o["high"], rope_ls)},
+            "self": {"mean": o["self"], "low": o["self_low"], "high": o["self_high"]},
+            "cross": {"mean": o["cross"], "low": o["cross_low"], "high": o["cross_high"]},
+            "by_target": {r.target: {"mean": r.mean, "low": r.low, "high": r.high,
+                                     "verdict": verdict(r.low, r.high, rope_ls)}
+                          for r in leff[leff["by"] == "target"].itertuples()},
+            "rope": rope_ls, "items": int(len(terr) // 2)}
 
     # 4. behaviour change: does the prediction track the new behaviour or the old one, beyond the baselines?
     if bc is not None:
@@ -533,17 +648,27 @@ def _numbers(metrics: dict, tables: dict, pred: pd.DataFrame) -> dict:
 
     a = metrics["advantage"]
     put("advantage", {k: v for k, v in a.items()
-                      if k in ("overall", "by_target", "trial_weighted", "equal_task", "gamma", "delta_logit",
+                      if k in ("overall", "by_target", "trial_weighted", "equal_task", "equal_cell", "gamma", "delta_logit", "new_task",
                                "gamma_logit", "p_every_direction", "rope")})
     for d in a["directions"]:
         put(f"advantage_direction_{d['target']}_from_{d['cross_predictor']}",
             {k: d[k] for k in ("mean", "low", "high", "p_positive")})
     put("advantage_bootstrap", {k: 100 * metrics["advantage_frequentist"]["bootstrap"][k] for k in ("estimate", "low", "high")})
+    for name in ("paired", "glm_cell"):
+        put(f"advantage_{name}_delta", {k: 100 * v for k, v in metrics["advantage_frequentist"][name]["delta"].items()})
     g = metrics["advantage_frequentist"]["glm_cluster"]
     put("advantage_glm", {"ame": 100 * g["ame"], "ame_low": 100 * g["ame_low"], "ame_high": 100 * g["ame_high"],
                           "log_odds": g["log_odds"], "p_value": g["p_value"]})
     put("training", {k: v for k, v in metrics["training_effect"].items() if k in ("overall", "by_target")})
     put("calibration", {k: v for k, v in metrics["calibration"].items() if k != "diagnostics"})
+    n["prior_sensitivity_delta_spread"] = metrics["prior_sensitivity"]["delta_spread"]
+    cs = metrics["compliance_sensitivity"]
+    put("compliance_sensitivity", {k: v for k, v in cs.items() if k not in ("diagnostics", "raw")})
+    put("arms", metrics["baseline_arms"]["pooled"])
+    n["n_arms_cells"] = metrics["baseline_arms"]["cells"]
+    n["n_arms_cells_both_not_above"] = metrics["baseline_arms"]["cells_both_not_above"]
+    for r in metrics["vs_baseline"]:
+        n[f"lift_{r['kind']}_{r['target']}"] = r["lift"]
     put("sensitivity", metrics["sensitivity_ground_truth"])
     put("seeds", metrics["seeds"]["by_target"])
     n["n_seeds"] = len(metrics["seeds"]["seeds"])

@@ -219,25 +219,44 @@ def calibration_pairs(cal: pd.DataFrame, top: int = TOP_BEHAVIOURS, variant: str
     return out
 
 
+#: the smallest positive float32: a meta probability that underflowed to 0 in float32 inference is read as this
+TINY = float(np.finfo(np.float32).tiny)
+
+
+def log_score(counts, meta) -> float:
+    """The multinomial log-score per sample: ``sum_k counts_k * log meta_k / sum_k counts_k`` (nats; 0 is
+    perfect, higher is better), the log-likelihood of the sampled counts under the predictor's distribution
+    up to the multinomial coefficient, which does not depend on the predictor. With the ``raw`` meta
+    distribution the mass outside the options lowers every ``meta_k``. A probability that underflowed to 0
+    is read as the smallest float32 (log = -87.3), so one impossible sample costs a finite, large penalty."""
+    counts = np.asarray(counts, float)
+    return float(counts @ np.log(np.maximum(np.asarray(meta, float), TINY)) / counts.sum())
+
+
 def calibration_errors(cal: pd.DataFrame, variant: str = "raw") -> pd.DataFrame:
     """Item-level calibration error: the total-variation distance between the object-level distribution
     (compliant samples) and the predictor's meta-level distribution, in [0, 1]. With the ``raw`` meta
     distribution the mass outside the options is a value no sample took, so it adds ``p_outside / 2``:
     ``0.5 * (sum |p_object - p_meta| + p_outside)``.
 
+    ``log_score``: the multinomial log-score of the item's compliant object-level samples under the meta
+    distribution, per sample (:func:`log_score`), a proper scoring rule on the counts themselves.
+
     Columns: ``condition, predictor, target, object_model, seed, kind, self, task, property, item_id, unit,
-    error``."""
+    error, log_score``."""
     c = _with_calibration_schema(cal)
     c = c[c["n_compliant"] > 0]
-    errors = []
-    for o, m, out in zip(c["object_probs"], c["meta_probs"], c["p_outside"]):
+    errors, scores = [], []
+    for o, counts, m, out in zip(c["object_probs"], c["object_counts"], c["meta_probs"], c["p_outside"]):
         if len(o) != len(m):
             errors.append(np.nan)
+            scores.append(np.nan)
             continue
         meta = meta_distribution(m, out, variant)
         errors.append(0.5 * float(np.abs(np.asarray(o, float) - meta).sum() + max(0.0, 1.0 - meta.sum())))
+        scores.append(log_score(counts, meta))
     out = c[["condition", "predictor", "target", "object_model", "seed", "kind", "task", "property", "item_id"]]
-    out = out.assign(error=errors).dropna(subset=["error"])
+    out = out.assign(error=errors, log_score=scores).dropna(subset=["error"])
     out["self"] = (out["kind"] == "self").astype(int)
     out["unit"] = unit_of(out)
     return out.reset_index(drop=True)

@@ -40,3 +40,13 @@ def headline(delta: str, directions: list[str]) -> str:
     if delta == NULL:
         return "practically null"
     return "inconclusive"
+
+
+def probability_text(p: float) -> str:
+    """A posterior probability as the manuscript and the figures write it: two decimals, with the ends stated
+    as bounds (``> 0.99``, ``< 0.01``), never 1.00 or 0.00."""
+    if p > 0.995:
+        return "> 0.99"
+    if p < 0.005:
+        return "< 0.01"
+    return f"{p:.2f}"

@@ -180,9 +180,6 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
               f"{(st.computed_tokens + st.decode_tokens) / t:.0f} tokens/s")
     if lm.device.type == "cuda":
         print(f"memory          peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated on the GPU")
-    del engine, lm
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def main() -> None:
@@ -205,6 +202,8 @@ def main() -> None:
     print(f"dtype auto -> {probe.dtype} ({probe.reason})")
     for spec in args.models:
         bench(spec, args.dtype, args.items, args.sample_items, args.samples, args.batch_size, args.check, args.profile)
+        if torch.cuda.is_available():  # the model went with bench's frame: hand its memory back before the next
+            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import pandas as pd
 from .style import COLOURS, MARKERS
 
 NEEDED = ("training", "accuracy_by_target", "accuracy_by_seed", "advantage", "scaling", "calibration_curve", "mad",
-          "compliance", "ppc_advantage", "ppc_training")
+          "compliance", "ppc_advantage", "ppc_training", "arms")
 
 
 class MissingOutputs(FileNotFoundError):
@@ -63,7 +63,7 @@ def _errorbar(ax, x, y, low, high, colour, marker, label, horizontal=False, **kw
     x, y = np.asarray(x, float), np.asarray(y, float)
     _interval(ax, x, low, high, colour, horizontal)
     px, py = (y, x) if horizontal else (x, y)
-    ax.plot(px, py, marker, color=colour, label=label, ms=4, linestyle="none", **kw)
+    ax.plot(px, py, marker, color=colour, label=label, linestyle="none", **{"ms": 4, **kw})
 
 
 def _targets(df: pd.DataFrame) -> list[str]:
@@ -264,8 +264,11 @@ def seeds(o: Outputs):
 
 
 def _prob(p: float) -> str:
-    """A posterior probability as the manuscript writes it: the ends as bounds, never 0.00 or 1.00."""
-    return "> 0.99" if p > 0.995 else "< 0.01" if p < 0.005 else f"= {p:.2f}"
+    """``P(...)`` label text: :func:`analysis.verdicts.probability_text` after ``=`` unless it is a bound."""
+    from analysis.verdicts import probability_text
+
+    t = probability_text(p)
+    return t if t[0] in "<>" else f"= {t}"
 
 
 def advantage_forest(o: Outputs):
@@ -371,6 +374,85 @@ def posterior_predictive(o: Outputs):
     return fig
 
 
+def baseline_arms(o: Outputs):
+    """The mode baseline as an arm of the model (posterior means, 94% intervals). Left: the accuracy of the
+    self-predictor, the cross-predictor and the mode baseline, pooled and per target, from one fit. Right:
+    self minus mode in every target x task x property cell, sorted, coloured by the verdict of its interval
+    against the ROPE (dotted): a pooled difference above the mode can hide cells below it."""
+    arms = o.table("arms")
+    rope = o.metrics.get("baseline_arms", {}).get("rope", 0.0)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.6), gridspec_kw={"width_ratios": [1, 1.6]})
+    top = arms[arms["by"].isin(["overall", "target"])].copy()
+    top["label"] = np.where(top["by"] == "overall", "pooled", top["target"].fillna(""))
+    x = np.arange(len(top))
+    for dx, arm, colour, marker in ((-0.2, "self", COLOURS["self"], "o"), (0.0, "cross", COLOURS["cross"], "s"),
+                                    (0.2, "mode", COLOURS["baseline"], "D")):
+        _errorbar(left, x + dx, top[f"accuracy_{arm}"], top[f"accuracy_{arm}_low"], top[f"accuracy_{arm}_high"],
+                  colour, marker, arm if arm != "mode" else "mode baseline")
+    left.set_xticks(x, top["label"])
+    left.set_ylabel("accuracy (%)")
+    left.set_ylim(0, 100)
+    left.legend(frameon=False, loc="lower left")
+    left.set_title("Arms of one model")
+    cells = arms[arms["by"] == "target+cell"].sort_values("self_minus_mode").reset_index(drop=True)
+    tone = {"positive": COLOURS["self"], "negative": COLOURS["old"]}
+    for verdict_, d in cells.groupby("self_minus_mode_verdict", sort=True):
+        _errorbar(right, d.index, d["self_minus_mode"], d["self_minus_mode_low"], d["self_minus_mode_high"],
+                  tone.get(verdict_, COLOURS["untrained"]), "o", f"{verdict_} ({len(d)})")
+    right.axhline(0, color=COLOURS["baseline"], lw=0.8)
+    for r in (-rope, rope):
+        right.axhline(r, color=COLOURS["baseline"], lw=0.6, ls=":")
+    right.set_xticks([])
+    right.set_xlabel(f"target x task x property cell ({len(cells)}), sorted")
+    right.set_ylabel("self minus mode (points)")
+    right.legend(frameon=False, loc="upper left", title="verdict")
+    right.set_title("Self-predictor against the mode, per cell")
+    fig.tight_layout()
+    return fig
+
+
+def power(o: Outputs):
+    """Power of the advantage verdict for this run's design (``looking-inward power``: replicates drawn with
+    the fitted model's heterogeneity). Left: the share of replicates whose interval lies above the ROPE,
+    against the true advantage, on the observed tasks (the manuscript's verdict on delta) and for new tasks.
+    Middle and right: the minimum advantage detectable with 80% power against the scored items per task and
+    against the number of held-out tasks (the run's design marked); a missing point never reaches 80% on the
+    grid."""
+    root = o.root / "power"
+    if not (root / "power.json").exists():
+        raise MissingOutputs(f"{root} lacks power.json: run the power stage first (`dvc repro power`)")
+    meta = json.loads((root / "power.json").read_text())
+    curve, by = pd.read_parquet(root / "curve.parquet"), pd.read_parquet(root / "by_size.parquet")
+    d = meta["design"]
+    fig, axes = plt.subplots(1, 3, figsize=(9.6, 3.2))
+    styles = (("observed_tasks", "observed tasks", COLOURS["self"], "o"), ("new_tasks", "new tasks", COLOURS["cross"], "s"))
+    for key, label, colour, marker in styles:
+        axes[0].plot(curve["advantage"], 100 * curve[f"power_{key}"], marker + "-", color=colour, ms=3, label=label)
+        for ax, axis in ((axes[1], "items"), (axes[2], "tasks")):
+            b = by[by["axis"] == axis]
+            ax.plot(b["value"], b[f"mda_{key}"], marker + "-", color=colour, ms=3, label=label)
+    axes[0].axhline(80, color=COLOURS["baseline"], lw=0.8, ls="--")
+    axes[0].axvspan(-meta["rope"], meta["rope"], color=COLOURS["untrained"], alpha=0.2, lw=0, label="ROPE")
+    axes[0].set_xlabel("true advantage (points)")
+    axes[0].set_ylabel("power (%)")
+    axes[0].set_ylim(0, 100)
+    axes[0].legend(frameon=False, loc="lower right")
+    axes[0].set_title(f"{d['tasks']} tasks, {d['items']} items per task")
+    for ax, axis, label in ((axes[1], "items", "scored items per task and target"), (axes[2], "tasks", "held-out tasks")):
+        ax.axvline(d[axis], color=COLOURS["baseline"], lw=0.8, ls=":")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(by.loc[by["axis"] == axis, "value"], [str(int(v)) for v in by.loc[by["axis"] == axis, "value"]])
+        ax.set_xlabel(label)
+        ax.set_ylabel("80%-power advantage (points)")
+        ax.set_ylim(bottom=0)
+    axes[1].set_title("against items")
+    axes[2].set_title("against tasks")
+    fig.suptitle(f"Power of the advantage verdict ({meta['reps']} replicates per point; heterogeneity: "
+                 f"{meta['heterogeneity_source']})", y=1.03, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 FIGURES = {
     "training_effect": training_effect,
     "self_vs_cross": self_vs_cross,
@@ -379,6 +461,8 @@ FIGURES = {
     "behaviour_change": behaviour_change,
     "seeds": seeds,
     "advantage_forest": advantage_forest,
+    "baseline_arms": baseline_arms,
+    "power": power,
     "compliance": compliance,
     "posterior_predictive": posterior_predictive,
     "prior_predictive": prior_predictive,

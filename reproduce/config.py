@@ -114,6 +114,11 @@ class Analysis(_Strict):
     rope: float = Field(default=2.0, ge=0, description=(
         "region of practical equivalence, +/- this many accuracy points: a verdict is 'advantage' when the 94% "
         "interval lies above it, 'practically null' inside it, 'inconclusive' otherwise"))
+    rope_log_score: float = Field(default=0.05, ge=0, description=(
+        "region of practical equivalence for the calibration log-score difference, +/- nats per sample"))
+    prior_sensitivity: list[float] = Field(default=[0.5, 2.0], description=(
+        "refit the advantage model with every prior scale multiplied by each of these factors and report delta, "
+        "gamma and the verdicts beside the main fit ([] skips it; each refit costs about as much as the main one)"))
 
 
 class Profile(_Strict):

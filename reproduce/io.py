@@ -89,3 +89,11 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
 
 def short_hash(text: str, n: int = 16) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:n]
+
+
+def read_stage_table(path: str | Path, stage: str) -> pd.DataFrame:
+    """A stage's parquet table, or a clear error naming the stage to run first."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
+    return pd.read_parquet(path)

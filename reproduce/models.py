@@ -63,27 +63,24 @@ class ModelRef:
 
 #: Named shapes for ``random:`` specs: the published configurations of real models (layer count, widths,
 #: attention heads, vocabulary), so memory and throughput are those of the real model. ``tiny`` is for tests.
+_LLAMA3 = dict(model_type="llama", num_key_value_heads=8, vocab_size=128256, max_position_embeddings=131072,
+               rope_theta=5e5)
+_QWEN2 = dict(model_type="qwen2", vocab_size=151936, max_position_embeddings=32768, rope_theta=1e6)
 RANDOM_SHAPES: dict[str, dict] = {
     "tiny": dict(model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, vocab_size=0, max_position_embeddings=2048),
-    "qwen2-0.5b": dict(model_type="qwen2", hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                       num_attention_heads=14, num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True,
-                       max_position_embeddings=32768, rope_theta=1e6),
-    "llama-1b": dict(model_type="llama", hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                     num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True,
-                     max_position_embeddings=131072, rope_theta=5e5),
-    "llama-3b": dict(model_type="llama", hidden_size=3072, intermediate_size=8192, num_hidden_layers=28,
-                     num_attention_heads=24, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True,
-                     max_position_embeddings=131072, rope_theta=5e5),
-    "qwen2-7b": dict(model_type="qwen2", hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
-                     num_attention_heads=28, num_key_value_heads=4, vocab_size=152064, tie_word_embeddings=False,
-                     max_position_embeddings=32768, rope_theta=1e6),
-    "llama-8b": dict(model_type="llama", hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                     num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False,
-                     max_position_embeddings=131072, rope_theta=5e5),
-    "llama-70b": dict(model_type="llama", hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
-                      num_attention_heads=64, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False,
-                      max_position_embeddings=131072, rope_theta=5e5),
+    "qwen2-0.5b": dict(_QWEN2, hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                       num_key_value_heads=2, tie_word_embeddings=True),
+    "llama-1b": dict(_LLAMA3, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+                     tie_word_embeddings=True),
+    "llama-3b": dict(_LLAMA3, hidden_size=3072, intermediate_size=8192, num_hidden_layers=28, num_attention_heads=24,
+                     tie_word_embeddings=True),
+    "qwen2-7b": dict(_QWEN2, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+                     num_key_value_heads=4, vocab_size=152064, tie_word_embeddings=False),
+    "llama-8b": dict(_LLAMA3, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                     tie_word_embeddings=False),
+    "llama-70b": dict(_LLAMA3, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
+                      tie_word_embeddings=False),
 }
 RANDOM_TOKENIZER = "smollm2-135m"
 RANDOM_SEED = 0

@@ -73,7 +73,7 @@ from . import __version__
 from .config import REPO_ROOT, Profile
 from .datasets import DATA_RAW, TaskData, load_task, select_properties, write_task
 from .engine import ENGINE_VERSION, Engine, derive_seed
-from .io import atomic_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, short_hash
+from .io import atomic_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, read_stage_table, short_hash
 from .models import ModelRef, load, resolve
 from .properties import get_property
 from .shards import ShardStore
@@ -348,16 +348,9 @@ def _prob_of(probs: Iterable, options: Iterable, values: Iterable) -> list[float
             for p, o, v in zip(probs, options, values)]
 
 
-def _read_table(path: Path, stage: str) -> pd.DataFrame:
-    """A stage's table, or a clear error naming the stage to run first."""
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
-    return pd.read_parquet(path)
-
-
 def _objects(plan: Plan, object_dir: Path) -> dict[str, pd.DataFrame]:
     """Every model's object-level table."""
-    return {ref.name: _read_table(object_dir / f"{ref.name}.parquet", "object_level") for ref in plan.refs}
+    return {ref.name: read_stage_table(object_dir / f"{ref.name}.parquet", "object_level") for ref in plan.refs}
 
 
 def run_meta_untrained(plan: Plan, object_dir: Path = DATA / "object_level",
@@ -523,7 +516,7 @@ def run_object_level_trained(plan: Plan, trained_self: Path = DATA / "finetuned"
 
 def _trained_objects(plan: Plan, object_dir: Path) -> dict[tuple[str, int], pd.DataFrame]:
     """Every self-trained model's object-level table, keyed by (target, seed)."""
-    return {(ref.name, seed): _read_table(object_dir / f"{trained_model_name(ref.name, seed)}.parquet",
+    return {(ref.name, seed): read_stage_table(object_dir / f"{trained_model_name(ref.name, seed)}.parquet",
                                           "object_level_trained")
             for seed in _finetune_params(plan).seeds for ref in plan.refs}
 
@@ -642,12 +635,12 @@ def run_calibration(plan: Plan, samples_dir: Path = DATA / "object_samples",
     n_compliant, n_other, object_counts, object_probs, object_value, meta_value, meta_probs, p_outside``.
     ``meta_probs`` is the option distribution renormalised over the options and ``p_outside`` the mass the
     predictor put elsewhere. Open-set properties (words) have no option distribution and are not part of it."""
-    untrained = _read_table(meta_untrained, "meta_untrained").assign(condition="untrained", run=None)
-    trained = _read_table(meta_trained, "meta_trained")
+    untrained = read_stage_table(meta_untrained, "meta_untrained").assign(condition="untrained", run=None)
+    trained = read_stage_table(meta_trained, "meta_trained")
     seeds = _finetune_params(plan).seeds
     samples = pd.concat(
-        [_read_table(samples_dir / f"{r.name}.parquet", "object_level") for r in plan.refs]
-        + [_read_table(trained_samples_dir / f"{trained_model_name(r.name, s)}.parquet", "object_level_trained")
+        [read_stage_table(samples_dir / f"{r.name}.parquet", "object_level") for r in plan.refs]
+        + [read_stage_table(trained_samples_dir / f"{trained_model_name(r.name, s)}.parquet", "object_level_trained")
            for s in seeds for r in plan.refs], ignore_index=True)
     dist = object_distribution(samples).rename(columns={"model": "object_model"})
     if dist.empty:
@@ -731,7 +724,7 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
     trained_objects = _trained_objects(plan, trained_object_dir)
     index = _runs(trained_self)
     runs = {r.name: _self_run(index, trained_self, r.name, seed) for r in plan.refs}
-    meta_old = _read_table(meta_trained, "meta_trained")
+    meta_old = read_stage_table(meta_trained, "meta_trained")
     meta_old = meta_old[meta_old["ground_truth"] == "trained"]
 
     sources = {}  # every model's answers on the training items: the behaviour another model is taught

@@ -106,3 +106,24 @@ def test_a_non_compliant_prediction_matches_neither_behaviour():
     assert (out.loc[:9, ["match_new", "match_old"]] == 0).all().all() and (out.loc[:9, "outcome"] == "neither").all()
     t = tidy.behaviour_tracking(out).set_index("model").loc["pooled"]
     assert t["p_new"] == pytest.approx(20 / 40) and t["p_old"] == pytest.approx(10 / 40)
+
+
+def test_the_behaviour_model_recovers_the_outcome_shares():
+    from analysis import models as M
+
+    rng = np.random.default_rng(0)
+    truth = {"m0": [0.6, 0.25, 0.15], "m1": [0.3, 0.5, 0.2]}
+    rows = [(m, f"task{k}", f"p{j}", f"{m}/task{k}/{i}", rng.choice(M.OUTCOMES, p=truth[m]))
+            for m in truth for k in range(3) for i in range(40) for j in range(2)]
+    df = pd.DataFrame(rows, columns=["model", "task", "property", "unit", "outcome"])
+    idata = M.sample(M.behaviour_model(df), M.SamplerSettings(draws=400, tune=400, chains=2, seed=0))
+    assert M.diagnostics(idata)["divergences"] == 0
+    p = idata.posterior["p"].stack(sample=("chain", "draw")).transpose(..., "sample").to_numpy()
+    for m, shares in truth.items():
+        rows_m = (df["model"] == m).to_numpy()
+        est = p[rows_m].mean(axis=0)  # (outcome, samples)
+        for o in range(3):
+            lo, hi = np.quantile(est[o], [0.03, 0.97])
+            assert lo - 0.02 < shares[o] < hi + 0.02, (m, o)
+    with pytest.raises(ValueError, match="outcomes"):
+        M.behaviour_model(df.assign(outcome="maybe"))

@@ -133,3 +133,33 @@ def test_calibration_tables_per_target_pooled_and_both_variants():
     assert set(metrics["mad_by_target"]) == {"m1", "m2"} and set(metrics["mad_difference"]) == {"m1", "m2", "pooled"}
     g = pairs[(pairs["condition"] == "trained") & (pairs["kind"] == "self")]
     assert metrics["mad"]["trained_self"]["mad"] == pytest.approx(mad(g["object_prob"], g["meta_prob"]))
+
+
+def test_the_log_score_is_the_counts_log_likelihood_per_sample():
+    from analysis.tidy import TINY, log_score
+
+    assert log_score([2, 1, 0], [0.5, 0.25, 0.25]) == pytest.approx((2 * np.log(0.5) + np.log(0.25)) / 3)
+    assert log_score([1, 1], [1.0, 0.0]) == pytest.approx(np.log(TINY) / 2)  # underflow: finite, large
+
+
+def test_the_log_score_model_recovers_a_known_difference():
+    from analysis import models as M
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for t in ("m0", "m1"):
+        for k in range(4):
+            for i in range(30):
+                u = rng.normal(0, 0.3)
+                for s_, shift in ((1, -1.2), (0, -1.5)):  # self better by 0.3 nats per sample
+                    rows.append((t, f"task{k}", "p", f"{t}/{k}/{i}", s_, shift + u + 0.4 * rng.standard_t(5)))
+    df = pd.DataFrame(rows, columns=["target", "task", "property", "unit", "self", "log_score"])
+    model, scale = M.log_score_model(df, ["target", "task"])
+    idata = M.sample(model, M.SamplerSettings(draws=400, tune=400, chains=2, seed=0))
+    assert M.diagnostics(idata)["divergences"] == 0
+    eff = M.log_score_effects(idata, M.ContrastData(df.assign(n=1), "self", ["target", "task"], "unit"), scale, [[]])
+    o = eff.iloc[0]
+    assert o["low"] < 0.3 < o["high"] and abs(o["mean"] - 0.3) < 0.1
+    assert o["cross_low"] < -1.5 < o["cross_high"]
+    with pytest.raises(ValueError, match="finite"):
+        M.log_score_model(df.assign(log_score=-np.inf), ["target"])

@@ -47,6 +47,24 @@ def test_delta_is_recovered_when_skill_differs_and_targets_carry_unequal_weights
     assert truth["trial_weighted"] > np.quantile(d, M.Q_HIGH)  # the confounded estimand misses delta
     for key, draws in q["directions"].items():
         assert np.quantile(draws, M.Q_LOW) < truth["directions"][key] < np.quantile(draws, M.Q_HIGH)
+    # a new task: the same centre, an interval that carries the spread between tasks
+    new = M.new_task_delta(idata, data, samples=100)
+    width = lambda x: np.quantile(x, M.Q_HIGH) - np.quantile(x, M.Q_LOW)  # noqa: E731
+    assert width(new) > width(d)
+    assert abs(new.mean() - d.mean()) < 0.03
+    # unit-level checks: data drawn from the model are reproduced ...
+    u = M.unit_level_check(idata, data).set_index("statistic")
+    assert set(u.index) == {"all_correct_self", "none_correct_self", "all_correct_cross", "none_correct_cross",
+                            "disagreement"}
+    assert u["covered"].sum() >= 4
+    # ... and answers whose properties are all right or all wrong together are not
+    from dataclasses import replace
+
+    c = data.cells.copy()
+    c["k"] = c.groupby(["unit", "self"])["k"].transform("first")
+    flagged = M.unit_level_check(idata, replace(data, cells=c)).set_index("statistic")
+    assert flagged.loc["all_correct_self", "observed"] > flagged.loc["all_correct_self", "rep_high"]
+    assert flagged.loc["none_correct_cross", "observed"] > flagged.loc["none_correct_cross", "rep_high"]
     # the mode of reporting: one direction is an advantage, the other a reverse one
     signs = {k: np.sign(v.mean()) for k, v in q["directions"].items()}
     assert signs[("m0", "m1")] > 0 > signs[("m1", "m0")]

@@ -251,6 +251,9 @@ def analysed(run, trained, changed, tmp_path_factory):
                     data / "meta_trained.parquet", data / "calibration.parquet")
     profile = trained["plan"].profile.model_copy(update={"analysis": Analysis(draws=1000, tune=1000)})
     metrics = run_analysis(profile, data, tmp / "analysis")
+    from analysis.power import run_power
+
+    run_power(tmp / "analysis", profile.analysis.rope, profile.seed, reps=50)
     return {"profile": profile, "metrics": metrics, "out": tmp / "analysis", "root": tmp}
 
 

@@ -29,13 +29,16 @@ def extreme_outputs(tmp_path_factory):
     mu.loc[silent, ["meta_compliant", "correct"]] = False
     root = tmp_path_factory.mktemp("extremes")
     data = write_stage_tables(tables, root / "data")
-    profile = tiny_profile().model_copy(update={"analysis": Analysis(draws=100, tune=100, chains=2)})
+    profile = tiny_profile().model_copy(update={"analysis": Analysis(draws=100, tune=100, chains=2, prior_sensitivity=[2.0])})
     gate = M.check_convergence
     M.check_convergence = lambda idata, name, **kw: M.diagnostics(idata)
     try:
         metrics = run_analysis(profile, data, root / "analysis")
     finally:
         M.check_convergence = gate
+    from analysis.power import run_power
+
+    run_power(root / "analysis", profile.analysis.rope, profile.seed, reps=50)
     return {"root": root, "out": root / "analysis", "metrics": metrics}
 
 

@@ -1,0 +1,32 @@
+"""The frequentist estimates of delta (analysis.frequentist): paired McNemar-style and cell fixed effects."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import frequentist as F
+from analysis.simulate import simulate_directions
+
+
+def test_the_paired_estimate_counts_discordant_pairs_by_hand():
+    # one direction, 2 units x 2 properties: self right only on (u1, p), cross right only on (u2, q)
+    rows = pd.DataFrame([("t", "t", 1, u, p, c) for u, p, c in (("u1", "p", 1), ("u1", "q", 1), ("u2", "p", 0), ("u2", "q", 0))]
+                        + [("t", "x", 0, u, p, c) for u, p, c in (("u1", "p", 0), ("u1", "q", 1), ("u2", "p", 0), ("u2", "q", 1))],
+                        columns=["target", "predictor", "self", "unit", "property", "correct"])
+    d = F.paired_directions(rows)["directions"]["t|x"]
+    assert (d["self_only"], d["cross_only"], d["pairs"]) == (1, 1, 4)
+    assert d["estimate"] == pytest.approx(0.0)
+
+
+def test_both_estimates_recover_the_equal_weight_mean_of_the_directions():
+    df, truth = simulate_directions(seed=3, delta=0.4, skill=(0.5, -0.5), weights=(1.5, 0.5), items=30)
+    df = df.assign(cell=df["target"] + "|" + df["task"] + "|" + df["property"])
+    target = np.mean(list(truth["directions"].values()))
+    paired, glm = F.paired_directions(df), F.glm_cell_fixed(df)
+    for d in (paired["delta"], glm["delta"]):
+        assert d["low"] < target < d["high"]
+        assert d["high"] < truth["trial_weighted"]  # unlike the pooled difference, not pulled by the weights
+    assert paired["delta"]["estimate"] == pytest.approx(glm["delta"]["estimate"], abs=0.01)
+    for (t, p), v in truth["directions"].items():
+        e = paired["directions"][f"{t}|{p}"]
+        assert e["low"] < v < e["high"]

@@ -1,0 +1,79 @@
+"""Power of the advantage verdict (analysis.power): the approximation's verdicts, the minimum detectable
+advantage, and the command's outputs."""
+
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import power as P
+
+QUIET = P.Design(tasks=6, items=40, properties=3, sigma_task=0.0, sigma_property=0.0, sigma_cell=0.0,
+                 tau_task=0.0, tau_property=0.0, tau_cell=0.0, sigma_unit=0.0)
+
+
+def test_without_heterogeneity_the_null_is_called_an_advantage_rarely():
+    ys, yc, truth = P.simulate(QUIET, 0.0, 2000, np.random.default_rng(0))
+    assert abs(truth.mean()) < 1e-9
+    v = P.verdicts(ys, yc, rope=2.0)
+    assert v["observed_tasks"].mean() < 0.05 and v["new_tasks"].mean() < 0.05
+    assert abs(v["estimate"].mean()) < 0.5  # unbiased
+
+
+def test_the_observed_task_interval_has_its_nominal_coverage():
+    ys, yc, truth = P.simulate(QUIET, 0.5, 2000, np.random.default_rng(1))
+    v = P.verdicts(ys, yc, rope=-np.inf)  # every replicate "positive": only the estimate matters here
+    est = v["estimate"]
+    # the normal interval's half-width from the same formula, for a coverage check against the truth
+    diff = (ys.astype(float) - yc).mean(axis=4)
+    se = 100 * np.sqrt((diff.reshape(len(est), 2, -1).var(axis=2, ddof=1) / diff[0, 0].size).sum(axis=1)) / 2
+    covered = np.abs(est - truth) < P.Z94 * se
+    assert 0.92 < covered.mean() < 0.96
+
+
+def test_power_grows_with_the_advantage_and_items_and_task_spread_caps_new_task_power():
+    spread = P.Design(tasks=3, items=40, properties=3, tau_task=1.0)
+    curve = P.power_curve(spread, [0.0, 0.5, 1.0], 300, 2.0, 0)
+    assert curve["advantage"].is_monotonic_increasing
+    assert curve["power_observed_tasks"].is_monotonic_increasing
+    assert (curve["power_new_tasks"] <= curve["power_observed_tasks"] + 0.02).all()
+    small, big = (P.power_curve(P.Design(6, n, 3), [0.3], 300, 2.0, 0)["power_observed_tasks"].iloc[0] for n in (10, 160))
+    assert big > small + 0.3
+
+
+def test_minimum_detectable_interpolates_between_grid_points():
+    c = pd.DataFrame({"advantage": [0.0, 5.0, 10.0], "p": [0.1, 0.6, 1.0]})
+    assert P.minimum_detectable(c, "p") == pytest.approx(7.5)
+    assert np.isnan(P.minimum_detectable(c.assign(p=[0.1, 0.2, 0.3]), "p"))
+
+
+def test_the_design_is_read_from_the_run(tmp_path):
+    rows = [("trained", False, 0, t, f"m{m}", task, f"u{m}{task}{i}", prop)
+            for t in ("self", "cross") for m in (0, 1) for task in ("a", "b") for i in range(5) for prop in ("p", "q")]
+    pred = pd.DataFrame(rows, columns=["condition", "scaling", "seed", "kind", "target", "task", "unit", "property"])
+    design, source = P.design_from_run(pred)
+    assert (design.tasks, design.items, design.properties) == (2, 5, 2)
+    assert "prior" in source
+    with pytest.raises(ValueError, match="no trained rows"):
+        P.design_from_run(pred.assign(condition="untrained"))
+
+
+def test_the_power_command_needs_the_analysis_outputs(tmp_path):
+    with pytest.raises(FileNotFoundError, match="run the analysis stage first"):
+        P.run_power(tmp_path, rope=2.0, seed=0)
+    (tmp_path / "tidy").mkdir()
+    pd.DataFrame([("trained", False, 0, "self", "m0", "a", "u", "p")],
+                 columns=["condition", "scaling", "seed", "kind", "target", "task", "unit", "property"]
+                 ).to_parquet(tmp_path / "tidy" / "predictions.parquet")
+    with pytest.raises(FileNotFoundError, match="--prior"):
+        P.run_power(tmp_path, rope=2.0, seed=0)
+
+
+@pytest.mark.slow
+def test_the_validation_fits_the_bayesian_model_to_replicates():
+    from analysis import models as M
+
+    design = P.Design(tasks=3, items=15, properties=2)
+    v = P.validate(design, 1.0, 3, 2.0, 0, M.SamplerSettings(draws=300, tune=300, chains=2, seed=0))
+    assert v["reps"] == 3 and 0 <= v["agreement"] <= 1
+    assert v["power_bayes"] >= 2 / 3 and v["power_approximation"] >= 2 / 3  # about 22 points, 94% intervals
