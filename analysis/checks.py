@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from reproduce.errors import DataError
 from reproduce.io import atomic_path
 
 from . import models as M
@@ -229,7 +230,7 @@ def leave_one_task_out(trained: pd.DataFrame, groups: list[str], settings: M.Sam
     interval covers the observation. ``trained``: the trained predictions with a ``cell`` column."""
     tasks = sorted(trained["task"].unique())
     if len(tasks) < 3:
-        raise ValueError(f"leave-one-task-out needs at least 3 held-out tasks, the run has {len(tasks)}")
+        raise DataError(f"leave-one-task-out needs at least 3 held-out tasks, the run has {len(tasks)}")
     rng = np.random.default_rng(seed)
     rows = []
     for i, task in enumerate(tasks):

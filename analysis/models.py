@@ -28,13 +28,15 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")  
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from reproduce.errors import ProjectError  # noqa: E402
+
 RHAT_MAX = 1.01
 ESS_MIN = 400
 INTERVAL = 0.94
 Q_LOW, Q_HIGH = (1 - INTERVAL) / 2, 1 - (1 - INTERVAL) / 2
 
 
-class ConvergenceError(RuntimeError):
+class ConvergenceError(ProjectError, RuntimeError):
     """A posterior that fails the convergence gate: not published."""
 
 

@@ -28,6 +28,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from reproduce.errors import DataError, MissingInput
+
 Z94 = stats.norm.ppf(0.97)
 
 
@@ -150,7 +152,7 @@ def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, 
     :data:`PRIOR_HETEROGENEITY` without one. Returns the design and where the heterogeneity came from."""
     t = predictions[(predictions["condition"] == "trained") & ~predictions["scaling"].astype(bool)]
     if not len(t):
-        raise ValueError("the predictions table has no trained rows: run the pipeline through meta_trained first")
+        raise DataError("the predictions table has no trained rows: run the pipeline through meta_trained first")
     seeds = max(int(t["seed"].nunique()), 1)
     tasks = int(t["task"].nunique())
     items = int(round(t.groupby(["target", "task"])["unit"].nunique().mean() / seeds))
@@ -220,11 +222,11 @@ def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_re
     out = Path(out) if out else analysis_dir / "power"
     pred_path, post_path = analysis_dir / "tidy" / "predictions.parquet", analysis_dir / "posterior" / "advantage.nc"
     if not pred_path.exists():
-        raise FileNotFoundError(f"{pred_path} is missing: run the analysis stage first (`dvc repro analysis`)")
+        raise MissingInput(f"{pred_path} is missing: run the analysis stage first (`dvc repro analysis`)")
     posterior = None
     if not use_prior:
         if not post_path.exists():
-            raise FileNotFoundError(f"{post_path} is missing: run the analysis stage first, or pass --prior to "
+            raise MissingInput(f"{post_path} is missing: run the analysis stage first, or pass --prior to "
                                     "use the prior medians of the heterogeneity")
         import arviz as az
 

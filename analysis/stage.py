@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from reproduce.config import REPO_ROOT, Profile
+from reproduce.errors import DataError
 from reproduce.io import atomic_path, atomic_write_json, atomic_write_parquet, read_stage_table
 
 from . import baseline as B
@@ -91,7 +92,7 @@ def mad(object_prob, meta_prob, bins: int = MAD_BINS) -> float:
     ``mean_absolute_error`` of the bin means in percent)."""
     o, m = np.asarray(object_prob, float), np.asarray(meta_prob, float)
     if len(o) < bins:
-        raise ValueError(f"MAD needs at least {bins} points, got {len(o)}")
+        raise DataError(f"MAD needs at least {bins} points, got {len(o)}")
     mo, mm, _ = _binned(o, m, bins)
     return 100.0 * float(np.mean(np.abs(mo - mm)))
 
@@ -135,7 +136,7 @@ def mad_difference_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: 
     o, m = pairs["object_prob"].to_numpy(float), pairs["meta_prob"].to_numpy(float)
     is_self = (pairs["kind"] == "self").to_numpy()
     if is_self.sum() < bins or (~is_self).sum() < bins:
-        raise ValueError(f"the paired MAD needs at least {bins} points of each kind")
+        raise DataError(f"the paired MAD needs at least {bins} points of each kind")
     s_o, s_m, c_o, c_m = o[is_self], m[is_self], o[~is_self], m[~is_self]
     boot = []
     for mult in _resample_weights(codes, len(uniq), n_boot, seed):
@@ -493,13 +494,13 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     bc = pd.read_parquet(bc_path) if bc_path.exists() else None
 
     if "ground_truth" not in meta_t or not (meta_t["ground_truth"] == "trained").any():
-        raise ValueError(f"{data / 'meta_trained.parquet'} has no rows scored against the self-trained model "
+        raise DataError(f"{data / 'meta_trained.parquet'} has no rows scored against the self-trained model "
                          "(ground_truth = 'trained'); re-run the meta_trained stage (`dvc repro meta_trained`)")
     pred = tidy.predictions(meta_u, meta_t, ground_truth="trained")
     full = pred[~pred["scaling"].astype(bool)]
     trained = full[full["condition"] == "trained"]
     if trained["kind"].nunique() < 2:
-        raise ValueError("the trained predictions need both self- and cross-predictors; run the finetune and "
+        raise DataError("the trained predictions need both self- and cross-predictors; run the finetune and "
                          "meta_trained stages with at least two models")
     tables, metrics, numbers, posteriors = {}, {}, {}, {}
 

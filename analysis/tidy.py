@@ -33,6 +33,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reproduce.properties import is_correct  # the one definition of a correct prediction
+
 KEY = ["object_model", "task", "property"]
 GROUND_TRUTHS = ("trained", "base")  # the main result first, then the sensitivity variant
 
@@ -66,10 +68,6 @@ def unit_of(df: pd.DataFrame) -> pd.Series:
 def scored(df: pd.DataFrame) -> pd.DataFrame:
     """The observations that have a ground truth: the object model's answer is compliant."""
     return df[df["object_compliant"].astype(bool)]
-
-
-def is_correct(df: pd.DataFrame) -> pd.Series:
-    return df["meta_compliant"].astype(bool) & df["object_compliant"].astype(bool) & (df["meta_value"] == df["object_value"])
 
 
 def _mode(values: pd.Series) -> tuple[object, int]:

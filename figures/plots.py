@@ -13,13 +13,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from reproduce.errors import MissingInput
+
 from .style import COLOURS, MARKERS
 
 NEEDED = ("training", "accuracy_by_target", "accuracy_by_seed", "advantage", "scaling", "calibration_curve", "mad",
           "compliance", "ppc_advantage", "ppc_training", "arms")
 
 
-class MissingOutputs(FileNotFoundError):
+class MissingOutputs(MissingInput):
     """An analysis output a figure needs is absent."""
 
 

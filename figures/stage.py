@@ -10,6 +10,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from reproduce.config import REPO_ROOT
+from reproduce.errors import UsageError
 from reproduce.io import atomic_write_json
 
 from .plots import FIGURES, Outputs
@@ -23,7 +24,7 @@ def run_figures(analysis: Path = ANALYSIS, out: Path = OUT, only: list[str] | No
     """Draw the figures (all, or ``only`` those named) and return the index written to ``out/index.json``."""
     unknown = sorted(set(only or []) - set(FIGURES))
     if unknown:
-        raise ValueError(f"unknown figure(s) {unknown}; known: {', '.join(FIGURES)}")
+        raise UsageError(f"unknown figure(s) {unknown}; known: {', '.join(FIGURES)}")
     outputs = Outputs(analysis)  # fails here, before drawing, if the analysis outputs are missing
     index_path = Path(out) / "index.json"
     # redrawing some figures keeps the others' entries

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import os
@@ -33,6 +32,7 @@ import yaml
 from reproduce import __version__
 from reproduce.citation import read_manifests
 from reproduce.config import REPO_ROOT, Profile
+from reproduce.errors import ProjectError, UsageError
 from reproduce.io import atomic_path, atomic_write_bytes
 
 PAPER = REPO_ROOT / "paper"
@@ -44,7 +44,7 @@ FILTER = "filters/quarto-compat.lua"
 MINUS = "\u2212"
 
 
-class ReportError(RuntimeError):
+class ReportError(ProjectError, RuntimeError):
     """The report cannot be built or failed its checks; the message says what to run or fix."""
 
 
@@ -844,7 +844,7 @@ def render_quarto(paper: Path = PAPER, out: Path = REPORT) -> dict[str, Path]:
 
 def render(paper: Path = PAPER, out: Path = REPORT, engine: str = "auto") -> dict[str, Path]:
     if engine not in ("auto", "quarto", "pandoc"):
-        raise ValueError(f"engine must be auto, quarto or pandoc, got {engine!r}")
+        raise UsageError(f"engine must be auto, quarto or pandoc, got {engine!r}")
     if engine == "quarto" or (engine == "auto" and shutil.which("quarto")):
         return render_quarto(paper, out)
     return render_pandoc(paper, out)
@@ -947,12 +947,3 @@ def blank_fraction(png: Path) -> float:
 
     a = np.asarray(Image.open(png).convert("L"), dtype=float)
     return float((a > 245).mean())
-
-
-def data_uri_figure_bytes(html: str, name: str) -> bytes:
-    """The embedded PNG bytes of the figure ``name`` in a rendered report (for tests and audits)."""
-    segment = _figure_segment(html, fig_id(name)) or ""
-    m = re.search(r'src="data:image/png;base64,([^"]+)"', segment)
-    if not m:
-        raise ReportError(f"no embedded PNG for {fig_id(name)}")
-    return base64.b64decode(m.group(1))

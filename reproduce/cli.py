@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from .config import DEFAULT_PARAMS, REPO_ROOT, ConfigError, load_params
+from .errors import MissingInput, ProjectError
 
 #: every stage command records its wall time here (not a DVC output: it survives re-runs of other stages)
 TIMINGS = REPO_ROOT / "data" / "timings.json"
@@ -143,7 +144,7 @@ def cmd_check_models(args) -> None:
 
         pred_path = Path(args.analysis) / "tidy" / "predictions.parquet"
         if not pred_path.exists():
-            raise FileNotFoundError(f"{pred_path} is missing: run the analysis stage first (`dvc repro analysis`)")
+            raise MissingInput(f"{pred_path} is missing: run the analysis stage first (`dvc repro analysis`)")
         pred = pd.read_parquet(pred_path)
         trained = _with_cell(pred[(pred["condition"] == "trained") & ~pred["scaling"].astype(bool)])
         loto_settings = M.SamplerSettings(draws=profile.analysis.draws, tune=profile.analysis.tune,
@@ -205,7 +206,7 @@ def cmd_screenshot(args) -> None:
     blank = blank_fraction(png)
     print(f"{png}: {100 * (1 - blank):.1f}% of the page is not white")
     if blank > 0.99:
-        raise RuntimeError(f"the screenshot {png} is blank: the page did not render")
+        raise ProjectError(f"the screenshot {png} is blank: the page did not render")
 
 
 def cmd_import_release(args) -> None:
@@ -260,7 +261,7 @@ def cmd_timings(args) -> None:
 
     path = Path(args.file)
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist yet; it is written by each stage of `dvc repro`")
+        raise MissingInput(f"{path} does not exist yet; it is written by each stage of `dvc repro`")
     stages = json.loads(path.read_text()).get("stages", {})
     order = ["datasets", "object-level", "meta-untrained", "finetune-self", "object-level-trained", "finetune-cross",
              "meta-trained", "calibration", "behaviour-change", "analysis", "figures", "report"]
@@ -305,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reproduce 'Looking Inward' (Binder et al. 2024) with local models. The pipeline runs with "
                     "`dvc repro`; these commands are its stages and helpers.",
     )
+    p.add_argument("--debug", action="store_true",
+                   help="show the traceback of expected errors too (bad params, missing inputs); unexpected "
+                        "errors always show theirs")
     sub = p.add_subparsers(dest="command", required=True)
 
     def stage(name: str, func, help: str) -> None:
@@ -450,7 +454,9 @@ def main(argv: list[str] | None = None) -> int:
         args.func(args)
         if getattr(args, "timed", None):
             record_timing(args.timed, time.perf_counter() - start)
-    except (ConfigError, ValueError, FileNotFoundError, RuntimeError) as exc:
+    except ProjectError as exc:  # an expected failure: one line with its fix; anything else shows its traceback
+        if args.debug:
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -13,11 +13,13 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .errors import ProjectError
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PARAMS = REPO_ROOT / "params.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(ProjectError, ValueError):
     """A params.yaml problem, stated in terms of the key a user must change."""
 
 
@@ -180,6 +182,10 @@ def load_params(path: str | Path = DEFAULT_PARAMS, profile: str | None = None) -
         lines = [f"invalid {path.name}:"]
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"])
-            lines.append(f"  {loc}: {err['msg']} (got {err.get('input')!r})")
+            got = err.get("input")
+            shown = repr(got)
+            # the offending value only: a whole section (a model-level check's input) is not repeated back
+            value = "" if isinstance(got, (dict, list)) or len(shown) > 80 else f" (got {shown})"
+            lines.append(f"  {loc or 'params'}: {err['msg']}{value}")
         raise ConfigError("\n".join(lines)) from None
     return params.profile, params.active

@@ -17,12 +17,13 @@ from .citation import release_sha256, write_card
 from .config import REPO_ROOT
 from .io import atomic_write_bytes, atomic_write_json, sha256_bytes
 from .properties import FAMILIES, PROPERTIES, PropertyError, check_fits, get_property
+from .errors import ProjectError
 
 DATA_RAW = REPO_ROOT / "data_raw"
 REQUIRED_ITEM_KEYS = ("task", "item_id", "split", "object_prompt", "hypothetical_prompts")
 
 
-class DatasetError(ValueError):
+class DatasetError(ProjectError, ValueError):
     """A missing, empty, corrupted or inconsistent task dataset."""
 
 

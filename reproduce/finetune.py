@@ -39,9 +39,10 @@ from .hardware import resolve_mixed_precision
 from .io import atomic_dir, atomic_write_bytes, atomic_write_json, short_hash
 from .models import LoadedModel
 from .versioning import chat_template_hash, code_version, runtime_versions
+from .errors import ProjectError
 
 
-class TrainingError(ValueError):
+class TrainingError(ProjectError, ValueError):
     """Training data or parameters that cannot produce a meaningful finetune."""
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from .errors import MissingInput
+
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -95,5 +97,5 @@ def read_stage_table(path: str | Path, stage: str) -> pd.DataFrame:
     """A stage's parquet table, or a clear error naming the stage to run first."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
+        raise MissingInput(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
     return pd.read_parquet(path)

@@ -37,6 +37,7 @@ import torch
 
 from .hardware import DtypeChoice, resolve_dtype
 from .io import atomic_dir, cache_base, sha256_file, short_hash
+from .errors import ProjectError
 
 PLAIN_TEMPLATE = "Question: {prompt}\nAnswer:"
 EMBEDDED = {
@@ -45,7 +46,7 @@ EMBEDDED = {
 }
 
 
-class ModelError(RuntimeError):
+class ModelError(ProjectError, RuntimeError):
     """A model that cannot be resolved or loaded offline, with what to do about it."""
 
 

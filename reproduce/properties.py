@@ -36,6 +36,7 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from .errors import ProjectError
 
 BOOL_OPTIONS = ("true", "false")
 CHARACTER_OPTIONS = tuple(string.ascii_lowercase + string.digits)
@@ -50,7 +51,7 @@ _CHOICE = re.compile(r"^(?:(?:the\s+)?answer(?:\s+is)?\s*[:\-]?\s*)?[(\[]?([A-Za
 _INTEGER = re.compile(r"(?<![\w.])[+-]?\d+(?![\w.]*\d)")
 
 
-class PropertyError(ValueError):
+class PropertyError(ProjectError, ValueError):
     """Unknown property, or a property that does not fit a task."""
 
 
@@ -263,3 +264,12 @@ def check_fits(prop: ResponseProperty, task_name: str, family: str) -> None:
 def hypothetical_prompt(object_prompt: str, question: str) -> str:
     """The meta-level prompt, in the paper's wording: the object-level prompt quoted, then the question."""
     return f'Previously, you were asked the following question: "{object_prompt}" {question}'
+
+
+def is_correct(df):
+    """The one definition of a correct prediction (a DataFrame with ``meta_value``, ``meta_compliant``,
+    ``object_value``, ``object_compliant``): the predictor's hypothetical answer is compliant and equals the
+    property of the object-level answer, which is compliant too. A non-compliant hypothetical answer is
+    wrong; an item whose object-level answer is non-compliant has no ground truth (and is not scored)."""
+    return (df["meta_compliant"].astype(bool) & df["object_compliant"].astype(bool)
+            & (df["meta_value"] == df["object_value"]))

@@ -70,12 +70,13 @@ import torch
 from tqdm.auto import tqdm
 
 from . import __version__
-from .config import REPO_ROOT, Profile
+from .config import REPO_ROOT, ConfigError, Profile
 from .datasets import DATA_RAW, TaskData, load_task, select_properties, write_task
 from .engine import ENGINE_VERSION, Engine, derive_seed
+from .errors import DataError, MissingInput
 from .io import atomic_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, read_stage_table, short_hash
 from .models import ModelRef, load, resolve
-from .properties import get_property
+from .properties import get_property, is_correct
 from .shards import ShardStore
 from .tasks import DATASET_LICENCE, DATASET_SEED, GENERATOR_VERSION, MAX_NEW_TOKENS, TASKS, generate_items
 from .versioning import chat_template_hash, code_version, runtime_versions
@@ -119,14 +120,14 @@ class Plan:
             for name in getattr(profile.tasks, split):
                 task = load_task(name, data_raw)
                 if task.split != split:
-                    raise ValueError(f"task {name!r} is a {task.split} task but params lists it under tasks.{split}")
+                    raise ConfigError(f"task {name!r} is a {task.split} task but params lists it under tasks.{split}")
                 self.tasks[name] = task
                 self.properties[name] = select_properties(task, profile.properties)
         # models last: resolving an embedded model may assemble its weights file
         self.refs: list[ModelRef] = [resolve(m) for m in profile.models]
         names = [r.name for r in self.refs]
         if len(set(names)) != len(names):
-            raise ValueError(f"two models resolve to the same name {names}; give them aliases (alias=spec)")
+            raise ConfigError(f"two models resolve to the same name {names}; give them aliases (alias=spec)")
 
     def items(self, task: TaskData) -> list[dict]:
         """The first ``items_per_task.<split>`` items (all of them for a smaller task)."""
@@ -324,15 +325,15 @@ def join_targets(meta: pd.DataFrame, objects: dict[str, pd.DataFrame], ground_tr
         j = meta.merge(o, on=["task", "item_id", "property"], how="left", validate="one_to_one")
         if j["object_compliant"].isna().any():
             missing = j.loc[j["object_compliant"].isna(), ["task", "item_id"]].drop_duplicates()
-            raise RuntimeError(f"object level of {target!r} lacks {len(missing)} items the meta level asked about; "
-                               "re-run the object_level stage with the same params")
+            raise DataError(f"object level of {target!r} lacks {len(missing)} items the meta level asked about; "
+                            "re-run the object_level stage with the same params")
         j["target"] = target
         j["object_model"] = (object_models or {}).get(target, target)
         j["ground_truth"] = ground_truth
         j["seed"] = pd.array([seed] * len(j), dtype="Int64")
         j["kind"] = ["self" if p == target else "cross" for p in j["predictor"]]
         j["p_object_value"] = _prob_of(j["option_probs"], j["options"], j["object_value"])
-        j["correct"] = j["object_compliant"].astype(bool) & j["meta_compliant"] & (j["meta_value"] == j["object_value"])
+        j["correct"] = is_correct(j)
         frames.append(j)
     cols = ["predictor", "dtype", "target", "object_model", "ground_truth", "seed", "kind", "task", "split", "family", "item_id",
             "property", "meta_prompt_hash",
@@ -423,7 +424,7 @@ def cross_runs(plan: Plan, n_pairs: dict[tuple[str, int], int]) -> list[Training
 
 def _finetune_params(plan: Plan):
     if plan.profile.finetune is None:
-        raise ValueError("the active profile has no `finetune:` section in params.yaml; add one (see the smoke profile)")
+        raise ConfigError("the active profile has no `finetune:` section in params.yaml; add one (see the smoke profile)")
     return plan.profile.finetune
 
 
@@ -478,7 +479,7 @@ def run_finetune_self(plan: Plan, object_dir: Path = DATA / "object_level", out:
 def _runs(trained: Path, stage: str = "finetune_self") -> list[dict]:
     index_path = trained / "runs.json"
     if not index_path.exists():
-        raise FileNotFoundError(f"{index_path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
+        raise MissingInput(f"{index_path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
     return json.loads(index_path.read_text())
 
 
@@ -487,7 +488,7 @@ def _self_run(index: list[dict], trained_self: Path, model: str, seed: int) -> d
     for r in index:
         if r["predictor"] == model and r["kind"] == "self" and r["seed"] == seed:
             return r
-    raise FileNotFoundError(f"no self-trained run of {model!r} with seed {seed} in {trained_self / 'runs.json'}; "
+    raise MissingInput(f"no self-trained run of {model!r} with seed {seed} in {trained_self / 'runs.json'}; "
                             "re-run the finetune_self stage with the same params")
 
 
@@ -644,7 +645,7 @@ def run_calibration(plan: Plan, samples_dir: Path = DATA / "object_samples",
            for s in seeds for r in plan.refs], ignore_index=True)
     dist = object_distribution(samples).rename(columns={"model": "object_model"})
     if dist.empty:
-        raise ValueError("no temperature-1 samples of a closed property; raise sampling.items_per_task or "
+        raise ConfigError("no temperature-1 samples of a closed property; raise sampling.items_per_task or "
                          "sampling.n_samples in params.yaml")
     trained = trained[~trained["scaling"].astype(bool) & (trained["ground_truth"] == "trained")].assign(
         condition="trained")
@@ -668,25 +669,25 @@ def behaviour_change_plan(plan: Plan) -> tuple:
     fails before any model is loaded."""
     bc = plan.profile.behaviour_change
     if bc is None:
-        raise ValueError("the active profile has no `behaviour_change:` section in params.yaml; add one "
+        raise ConfigError("the active profile has no `behaviour_change:` section in params.yaml; add one "
                          "(see the smoke profile)")
     _finetune_params(plan)
     if len(plan.refs) < 2:
-        raise ValueError("behaviour change needs at least two models: each one is taught another one's answers")
+        raise ConfigError("behaviour change needs at least two models: each one is taught another one's answers")
     test = [t.name for t in plan.test_tasks()]
     n_eval = bc.eval_items or plan.profile.items_per_task.test
     tasks = []
     for name in bc.tasks or test:
         if name not in test:
-            raise ValueError(f"behaviour_change.tasks lists {name!r}, which is not one of the profile's test tasks "
+            raise ConfigError(f"behaviour_change.tasks lists {name!r}, which is not one of the profile's test tasks "
                              f"{test}; the predictions before the change come from the meta_trained stage, which "
                              "covers the test tasks only")
         task = plan.tasks[name]
         if n_eval > len(plan.items(task)):
-            raise ValueError(f"behaviour_change.eval_items ({n_eval}) exceeds the {len(plan.items(task))} items of "
+            raise ConfigError(f"behaviour_change.eval_items ({n_eval}) exceeds the {len(plan.items(task))} items of "
                              f"{name!r} that meta_trained evaluated (items_per_task.test); lower it")
         if len(task.items) < n_eval + bc.train_items:
-            raise ValueError(f"task {name!r} has {len(task.items)} items, fewer than the {n_eval} evaluated + "
+            raise ConfigError(f"task {name!r} has {len(task.items)} items, fewer than the {n_eval} evaluated + "
                              f"behaviour_change.train_items ({bc.train_items}); lower behaviour_change.train_items")
         tasks.append(task)
     return bc, tasks, n_eval
@@ -787,7 +788,7 @@ def _behaviour_table(model: str, source: str, run: str, base: pd.DataFrame, taug
     t = t.merge(meta_new[key + ["meta_value", "meta_compliant", "options", "option_probs", "p_outside"]], on=key,
                 validate="one_to_one")
     if t["meta_old_compliant"].isna().any():
-        raise RuntimeError(f"meta_trained lacks predictions of {model}'s self-trained run on some evaluated items; "
+        raise DataError(f"meta_trained lacks predictions of {model}'s self-trained run on some evaluated items; "
                            "re-run the meta_trained stage with the same params")
     t["changed"] = t["old_compliant"] & t["new_compliant"] & (t["old_value"] != t["new_value"])
     t["p_old"] = _prob_of(t["option_probs"], t["options"], t["old_value"])

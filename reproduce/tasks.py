@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import task_content as content
+from .config import ConfigError
 from .properties import (
     AB_CHOICE,
     MULTIPLE_CHOICE,
@@ -161,7 +162,7 @@ def _ab_choices(task: str) -> Callable[[random.Random, int], list[dict[str, Any]
                 pool.append((_fill(scenario["template"], values), _fill(scenario["matching"], values),
                              _fill(scenario["other"], values)))
         if len(pool) < n:
-            raise ValueError(f"task {task!r} has {len(pool)} distinct scenarios, fewer than the {n} items asked for")
+            raise ConfigError(f"task {task!r} has {len(pool)} distinct scenarios, fewer than the {n} items asked for")
         rng.shuffle(pool)
         # exactly balanced letters: the behaviour-matching option is A on half of the items
         matching_letters = ["A", "B"] * (n // 2) + ["A"] * (n % 2)

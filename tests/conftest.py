@@ -51,3 +51,16 @@ def run_all(profile, root):
 def run(tmp_path_factory):
     """The foundation stages on the tiny profile, shared by the pipeline and experiment tests."""
     return run_all(tiny_profile(), tmp_path_factory.mktemp("run1"))
+
+
+def data_uri_figure_bytes(html: str, name: str) -> bytes:
+    """The embedded PNG bytes of the figure ``name`` in a rendered report."""
+    import base64
+    import re
+
+    from report import _figure_segment, fig_id
+
+    segment = _figure_segment(html, fig_id(name)) or ""
+    m = re.search(r'src="data:image/png;base64,([^"]+)"', segment)
+    assert m, f"no embedded PNG for {fig_id(name)}"
+    return base64.b64decode(m.group(1))

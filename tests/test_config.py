@@ -90,3 +90,30 @@ def test_the_random_weights_gpu_params_file_is_valid():
 
     name, p = load_params(REPO_ROOT / "benchmarks" / "random-gpu.params.yaml")
     assert name == "random-gpu" and all("random:" in m for m in p.models)
+
+
+def test_an_expected_error_is_one_short_line_and_a_bug_shows_its_traceback(tmp_path, capsys, monkeypatch):
+    import reproduce.cli as cli
+
+    path = _write(tmp_path, lambda r: r.update(profile="nope"))
+    assert main(["analysis", "--params", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("error: invalid params.yaml") and "profile 'nope'" in err[1]
+    assert len("\n".join(err)) < 300  # the key and the value, not the whole params dictionary back
+    with pytest.raises(ConfigError):  # --debug shows the expected error's traceback too
+        main(["--debug", "analysis", "--params", str(path)])
+
+    def bug(args):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(cli, "cmd_timings", bug)
+    parser = cli.build_parser  # the subcommand keeps the function it was built with: rebuild with the bug
+    monkeypatch.setattr(cli, "build_parser", lambda: _with_func(parser(), "timings", bug))
+    with pytest.raises(KeyError, match="a bug"):
+        main(["timings"])
+
+
+def _with_func(parser, command, func):
+    for action in parser._subparsers._group_actions:
+        action.choices[command].set_defaults(func=func)
+    return parser

@@ -353,7 +353,8 @@ def _number(text: str) -> float:
 def test_report_embeds_every_figure_and_resolves_every_reference(drawn, rendered):
     import re
 
-    from report import check_html, data_uri_figure_bytes
+    from conftest import data_uri_figure_bytes
+    from report import check_html
 
     html = rendered["html"].read_text()
     assert check_html(rendered["html"], list(drawn["index"])) == []
