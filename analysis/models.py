@@ -658,6 +658,14 @@ def sample(model, settings: SamplerSettings):
     convergence warnings are skipped: :func:`check_convergence` is the gate."""
     if settings.sampler == "numpyro":
         return _sample_numpyro(model, settings)
+    if settings.sampler == "nutpie":
+        import importlib.util
+
+        if importlib.util.find_spec("nutpie") is None:
+            from reproduce.config import ConfigError
+
+            raise ConfigError("analysis.sampler is 'nutpie', which is not installed: install the extra "
+                              "(`pip install -e '.[nutpie]'`) or set analysis.sampler: numpyro in params.yaml")
     import pymc as pm
 
     with model:

@@ -86,3 +86,15 @@ def test_random_spec_from_a_config_directory_and_bad_random_specs(tmp_path):
         resolve("random:llama-9000b")
     with pytest.raises(ModelError, match="tokenizer"):
         resolve(f"random:tiny@{tmp_path}")
+
+
+def test_the_nutpie_sampler_without_nutpie_is_a_clear_error(monkeypatch):
+    import importlib.util
+
+    from analysis import models as M
+    from reproduce.config import ConfigError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nutpie" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"\[nutpie\]"):
+        M.sample(None, M.SamplerSettings(sampler="nutpie"))
