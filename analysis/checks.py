@@ -22,6 +22,7 @@ from reproduce.io import atomic_path
 
 from . import models as M
 from .simulate import simulate_directions
+from .tidy import CELL, with_cell
 from .verdicts import POSITIVE, headline, verdict
 
 #: the scalar parameters whose ranks SBC checks (every element of each)
@@ -43,8 +44,7 @@ def _release() -> None:
 def _data(df: pd.DataFrame) -> M.ContrastData:
     """The published advantage model's structure: task, property and target x task x property cell (one
     finetune seed, so no self-trained-model factor)."""
-    df = df.assign(cell=df["target"] + "|" + df["task"] + "|" + df["property"])
-    return M.advantage_data(df, ["task", "property", "cell"])
+    return M.advantage_data(with_cell(df), ["task", "property", CELL])
 
 
 def _flat(da) -> tuple[list[str], np.ndarray]:

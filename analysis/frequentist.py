@@ -215,11 +215,10 @@ def permutation_null(out: pd.DataFrame, n_perm: int = N_BOOT, seed: int = 0,
     return pd.DataFrame(rows)
 
 
-def paired_vs_mode(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, cluster: str = "unit",
-                   alpha: float = 0.05) -> dict:
-    """Experiment 3's match rates against their mode baselines on the same changed items, as paired
-    differences with percentile intervals from resampling answer units: ``new`` = P(prediction = new) - the
-    new behaviour's mode baseline, ``old`` likewise (shares in [-1, 1])."""
+def _cluster_means(out: pd.DataFrame, parts: dict[str, np.ndarray], n_boot: int, seed: int, cluster: str,
+                   alpha: float) -> tuple[dict, int]:
+    """Per entry of ``parts`` (a value per row of ``out``): its mean with a percentile interval from
+    resampling the ``cluster`` units ``n_boot`` times (:func:`cluster_weights`), and the number of units."""
     if n_boot < 2000:
         raise ValueError(f"n_boot={n_boot}: use at least 2000 bootstrap resamples")
     codes, _ = pd.factorize(out[cluster], sort=True)
@@ -227,12 +226,21 @@ def paired_vs_mode(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, clust
     w = cluster_weights(m, n_boot, seed)
     n = np.bincount(codes, minlength=m).astype(float)
     res = {}
-    for side in ("new", "old"):
-        y = (out[f"match_{side}"].astype(float) - out[f"mode_{side}_correct"].astype(float)).to_numpy()
+    for name, y in parts.items():
         boot = (w @ np.bincount(codes, y, minlength=m)) / (w @ n)
-        res[side] = {"estimate": float(y.mean()), "low": float(np.quantile(boot, alpha / 2)),
+        res[name] = {"estimate": float(y.mean()), "low": float(np.quantile(boot, alpha / 2)),
                      "high": float(np.quantile(boot, 1 - alpha / 2))}
-    return res
+    return res, m
+
+
+def paired_vs_mode(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, cluster: str = "unit",
+                   alpha: float = 0.05) -> dict:
+    """Experiment 3's match rates against their mode baselines on the same changed items, as paired
+    differences with percentile intervals from resampling answer units: ``new`` = P(prediction = new) - the
+    new behaviour's mode baseline, ``old`` likewise (shares in [-1, 1])."""
+    parts = {side: (out[f"match_{side}"].astype(float) - out[f"mode_{side}_correct"].astype(float)).to_numpy()
+             for side in ("new", "old")}
+    return _cluster_means(out, parts, n_boot, seed, cluster, alpha)[0]
 
 
 def difference_in_differences(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, cluster: str = "unit",
@@ -245,20 +253,9 @@ def difference_in_differences(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int
 
     Returns ``estimate``/``low``/``high`` of the difference in differences and of its two parts
     (``change_new``, ``change_old``), as shares in [-2, 2] and [-1, 1]."""
-    if n_boot < 2000:
-        raise ValueError(f"n_boot={n_boot}: use at least 2000 bootstrap resamples")
-    codes, _ = pd.factorize(out[cluster], sort=True)
-    m = int(codes.max()) + 1
-    w = cluster_weights(m, n_boot, seed)
-    n = np.bincount(codes, minlength=m).astype(float)
     parts = {"change_new": (out["match_new"] - out["before_new"]).to_numpy(float),
              "change_old": (out["match_old"] - out["before_old"]).to_numpy(float)}
     parts["did"] = parts["change_new"] - parts["change_old"]
-    res = {}
-    for name, y in parts.items():
-        s = np.bincount(codes, y, minlength=m)
-        boot = (w @ s) / (w @ n)
-        res[name] = {"estimate": float(y.mean()), "low": float(np.quantile(boot, alpha / 2)),
-                     "high": float(np.quantile(boot, 1 - alpha / 2))}
+    res, m = _cluster_means(out, parts, n_boot, seed, cluster, alpha)
     res.update(n=len(out), clusters=m, n_boot=n_boot)
     return res

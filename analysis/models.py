@@ -632,7 +632,7 @@ def behaviour_model(rows: pd.DataFrame):
     each row's probabilities."""
     import pymc as pm
 
-    coords = {"outcome": OUTCOMES[:2], "outcome_all": OUTCOMES}
+    coords = {"outcome": OUTCOMES[:2]}
     idx = {}
     for g in ("model", "task", "property", "unit"):
         coords[g] = sorted(rows[g].unique())

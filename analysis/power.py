@@ -30,6 +30,8 @@ from scipy import stats
 
 from reproduce.errors import DataError, MissingInput
 
+from .tidy import CELL, main_trained, with_cell
+
 Z94 = stats.norm.ppf(0.97)
 
 
@@ -150,7 +152,7 @@ def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, 
     """The run's design from its trained predictions (tasks, mean answer units per task and target, mean
     properties per task) and its heterogeneity from the advantage model's posterior (medians), or
     :data:`PRIOR_HETEROGENEITY` without one. Returns the design and where the heterogeneity came from."""
-    t = predictions[(predictions["condition"] == "trained") & ~predictions["scaling"].astype(bool)]
+    t = main_trained(predictions)
     if not len(t):
         raise DataError("the predictions table has no trained rows: run the pipeline through meta_trained first")
     seeds = max(int(t["seed"].nunique()), 1)
@@ -162,9 +164,9 @@ def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, 
     post = posterior.posterior
     med = lambda name, **sel: float(post[name].sel(**sel).median())  # noqa: E731
     het = {"alpha": med("alpha"), "sigma_unit": med("sigma_unit")}
-    for f, key in (("task", "task"), ("property", "property"), ("cell", "cell")):
-        het[f"sigma_{key}"] = med("sigma", factor=f)
-        het[f"tau_{key}"] = med("tau", factor=f)
+    for f in ("task", "property", "cell"):
+        het[f"sigma_{f}"] = med("sigma", factor=f)
+        het[f"tau_{f}"] = med("tau", factor=f)
     het["gamma"] = med("gamma") if "gamma" in post else 0.0
     return Design(tasks, items, props, **het), "posterior medians of the fitted advantage model"
 
@@ -180,7 +182,7 @@ def validate(design: Design, delta: float, reps: int, rope: float, seed: int, se
     bayes = []
     for r in range(reps):
         df = _rows(ys[r], yc[r])
-        data = M.advantage_data(df, ["task", "property", "cell"])
+        data = M.advantage_data(df, ["task", "property", CELL])
         idata = M.sample(M.advantage_model(data), settings)
         q = M.advantage_quantities(idata, data)
         bayes.append(float(np.quantile(100 * q["delta"], M.Q_LOW)) > rope)
@@ -203,8 +205,7 @@ def _rows(y_self: np.ndarray, y_cross: np.ndarray) -> pd.DataFrame:
     s = base.assign(predictor=base["target"], correct=y_self.reshape(-1).astype(int))
     c = base.assign(predictor=np.where(base["target"] == "m0", "m1", "m0"), correct=y_cross.reshape(-1).astype(int))
     s["self"], c["self"] = 1, 0  # (not through assign, whose first parameter is called self)
-    df = pd.concat([s, c], ignore_index=True)
-    return df.assign(cell=df["target"] + "|" + df["task"] + "|" + df["property"])
+    return with_cell(pd.concat([s, c], ignore_index=True))
 
 
 def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_reps: int = 0, use_prior: bool = False,

@@ -42,11 +42,7 @@ GROUPS = ["target", "task", "property"]
 # plus one random intercept and self slope per target x task x property cell: the crossed main effects alone
 # leave cell-level deviations (a target that always answers "A" makes among_a_or_c trivially predictable and
 # among_b_or_d impossible) that the posterior-predictive check flags
-CELL = "cell"
-
-
-def _with_cell(df: pd.DataFrame) -> pd.DataFrame:
-    return df.assign(**{CELL: df["target"] + "|" + df["task"] + "|" + df["property"]})
+CELL = tidy.CELL
 MAD_BINS = 10
 
 
@@ -220,7 +216,7 @@ def _fit(data: M.ContrastData, model, name: str, profile: Profile, seed_offset: 
 def _contrast(rows: pd.DataFrame, x: str, name: str, profile: Profile, seed_offset: int, by: list[list[str]],
               groups: list[str] | None = None):
     """Fit the contrast model on ``rows``, gate it, and summarise the marginal effect overall and ``by``."""
-    data = M.to_cells(_with_cell(rows), x, groups or GROUPS + [CELL], "unit")
+    data = M.to_cells(tidy.with_cell(rows), x, groups or GROUPS + [CELL], "unit")
     fit = _fit(data, M.contrast_model(data), name, profile, seed_offset, by,
                lambda idata, d: (M.cell_probabilities(idata, d), None))
     return {**fit, "effects": pd.concat(fit["effects"], ignore_index=True)}
@@ -229,9 +225,10 @@ def _contrast(rows: pd.DataFrame, x: str, name: str, profile: Profile, seed_offs
 def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
     """Experiment 1's identified estimand (:func:`analysis.models.advantage_model`): fit, gate, and summarise
     delta (equal predicting skill, directions weighted equally), every direction's advantage, gamma (two
-    models), the trial-weighted and equal-task-weighted observed advantages, and the verdicts (ROPE)."""
+    models), the trial-weighted and equal-task-weighted observed advantages, and the verdicts (ROPE).
+    ``trained``: the main trained predictions with their cell (:func:`analysis.tidy.with_cell`)."""
     rope = profile.analysis.rope
-    data = M.advantage_data(_with_cell(trained), groups)
+    data = M.advantage_data(trained, groups)
     model = M.advantage_model(data)
     cells = M.prior_cell_accuracy(model, data, seed=profile.seed)
     prior_table = pd.DataFrame({"low": cells["edges"][:-1], "high": cells["edges"][1:], "density": cells["density"]})
@@ -280,9 +277,9 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
 def _arms(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
     """Fit the three-arm model (:mod:`analysis.baseline`), gate it, and summarise it pooled, per target, per
     task and per target x task x property cell; ``rows``: the trained predictor-target pairs against the
-    mode arm with their verdicts (the manuscript's count)."""
+    mode arm with their verdicts (the manuscript's count). ``trained`` as in :func:`_advantage`."""
     rope = profile.analysis.rope
-    data = B.arms_data(_with_cell(trained), groups)
+    data = B.arms_data(trained, groups)
     idata = M.sample(B.arms_model(data), _settings(profile, 4))
     diag = M.check_convergence(idata, "mode-baseline arms")
     eff = B.arm_effects(idata, data, [[], ["target"], ["task"], ["target", "task"], ["target", CELL]], rope)
@@ -327,24 +324,26 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
 
     rope = profile.analysis.rope
 
-    def row(factor, q, idata, data, diag):
-        delta = M.summarise_draws(q["delta"])
-        new = M.summarise_draws(M.new_task_delta(idata, data, seed=profile.seed))
-        r = {"prior_scale": factor, **{f"delta_{k}": v for k, v in delta.items()},
-             **{f"new_task_{k}": v for k, v in new.items()},
-             "p_every_direction": float(np.all(np.stack(list(q["directions"].values())) > 0, axis=0).mean()),
-             "verdict": verdict(delta["low"], delta["high"], rope), "r_hat_max": diag["r_hat_max"],
-             "divergences": diag["divergences"]}
-        if "gamma" in q:
-            r.update({f"gamma_{k}": v for k, v in M.summarise_draws(q["gamma"]).items()})
+    def row(factor, delta, new, p_every, gamma, diag):
+        r = {"prior_scale": factor, **{f"delta_{k}": delta[k] for k in ("mean", "low", "high", "p_positive")},
+             **{f"new_task_{k}": new[k] for k in ("mean", "low", "high", "p_positive")},
+             "p_every_direction": p_every, "verdict": verdict(delta["low"], delta["high"], rope),
+             "r_hat_max": diag["r_hat_max"], "divergences": diag["divergences"]}
+        if gamma:
+            r.update({f"gamma_{k}": gamma[k] for k in ("mean", "low", "high", "p_positive")})
         return r
 
-    rows = [row(1.0, adv["quantities"], adv["idata"], adv["data"], adv["diagnostics"])]
+    a = adv["metrics"]  # the main fit, summarised once by _advantage
+    rows = [row(1.0, a["overall"], a["new_task"], a["p_every_direction"], a.get("gamma"), adv["diagnostics"])]
     for i, factor in enumerate(profile.analysis.prior_sensitivity):
         data = replace(adv["data"], priors=adv["data"].priors.scaled(factor))
         idata = M.sample(M.advantage_model(data), _settings(profile, 10 + i))
         diag = M.check_convergence(idata, f"self-prediction advantage (priors x {factor:g})")
-        rows.append(row(factor, M.advantage_quantities(idata, data), idata, data, diag))
+        q = M.advantage_quantities(idata, data)
+        rows.append(row(factor, M.summarise_draws(q["delta"]),
+                        M.summarise_draws(M.new_task_delta(idata, data, seed=profile.seed)),
+                        float(np.all(np.stack(list(q["directions"].values())) > 0, axis=0).mean()),
+                        M.summarise_draws(q["gamma"]) if "gamma" in q else None, diag))
     table = pd.DataFrame(rows).sort_values("prior_scale").reset_index(drop=True)
     spread = float(table["delta_mean"].max() - table["delta_mean"].min())
     return table, {"factors": [float(f) for f in table["prior_scale"]], "delta_spread": spread,
@@ -498,7 +497,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
                          "(ground_truth = 'trained'); re-run the meta_trained stage (`dvc repro meta_trained`)")
     pred = tidy.predictions(meta_u, meta_t, ground_truth="trained")
     full = pred[~pred["scaling"].astype(bool)]
-    trained = full[full["condition"] == "trained"]
+    trained = tidy.with_cell(tidy.main_trained(pred))  # with its cell: every model of experiment 1 groups by it
     if trained["kind"].nunique() < 2:
         raise DataError("the trained predictions need both self- and cross-predictors; run the finetune and "
                          "meta_trained stages with at least two models")
@@ -538,7 +537,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     tables["prior_sensitivity"], metrics["prior_sensitivity"] = _prior_sensitivity(profile, adv)
 
     # non-compliance sensitivity: compliance and accuracy given compliance as two parts (analysis.compliance)
-    comp = _compliance(_with_cell(trained), profile, groups)
+    comp = _compliance(trained, profile, groups)
     tables["compliance_sensitivity"] = comp.pop("raw")
     metrics["compliance_sensitivity"] = comp
     metrics["advantage_frequentist"] = {
@@ -546,7 +545,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         "glm_cluster": freq.glm_cluster(trained),
         # the same estimand as delta: directions weighted equally, conditional on the observed cells
         "paired": freq.paired_directions(trained),
-        "glm_cell": freq.glm_cell_fixed(_with_cell(trained))}
+        "glm_cell": freq.glm_cell_fixed(trained)}
 
     # the mode baseline as a third arm of one model (analysis.baseline): self - mode, cross - mode and
     # self - cross with joint uncertainty, pooled, per target and per cell, and the normalised lift
@@ -580,7 +579,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         metrics["calibration"][f"total_variation_{kind}"] = 100 * float(g["error"].mean())
     if terr["kind"].nunique() == 2:
         # item-level calibration by a proper scoring rule: the multinomial log-score of the sampled counts
-        terr = _with_cell(terr)
+        terr = tidy.with_cell(terr)
         ldata = M.ContrastData(terr.assign(n=1), "self", GROUPS + [CELL], "unit")
         lmodel, scale = M.log_score_model(terr, GROUPS + [CELL])
         lidata = M.sample(lmodel, _settings(profile, 2))

@@ -65,6 +65,21 @@ def unit_of(df: pd.DataFrame) -> pd.Series:
     return df["object_model"].astype(str) + "/" + df["task"] + "/" + df["item_id"]
 
 
+#: the target x task x property cell of an observation (its own random intercept and slope in the models)
+CELL = "cell"
+
+
+def with_cell(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its :data:`CELL` column, ``target|task|property``."""
+    return df.assign(**{CELL: df["target"] + "|" + df["task"] + "|" + df["property"]})
+
+
+def main_trained(pred: pd.DataFrame) -> pd.DataFrame:
+    """Experiment 1's main comparison: the trained predictions of the full training runs (not the
+    data-scaling sweep) of :func:`predictions`."""
+    return pred[(pred["condition"] == "trained") & ~pred["scaling"].astype(bool)]
+
+
 def scored(df: pd.DataFrame) -> pd.DataFrame:
     """The observations that have a ground truth: the object model's answer is compliant."""
     return df[df["object_compliant"].astype(bool)]

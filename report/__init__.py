@@ -581,13 +581,11 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
 
     ps = t("prior_sensitivity")
     if len(ps) > 1:
-        word_ = {"positive": "advantage", "negative": "reverse", "practically null": "practically null",
-                 "inconclusive": "inconclusive"}
         rows_ps = []
         for r in ps.itertuples():
             row = {"prior scales": "x " + fmt(r.prior_scale, 1) + (" (main)" if r.prior_scale == 1.0 else ""),
                    "delta (points)": _ci(r.delta_mean, r.delta_low, r.delta_high),
-                   "verdict": word_[r.verdict],
+                   "verdict": word[r.verdict],
                    "new task (points)": _ci(r.new_task_mean, r.new_task_low, r.new_task_high)}
             if "gamma_mean" in ps:
                 row["gamma (points)"] = _ci(r.gamma_mean, r.gamma_low, r.gamma_high)

@@ -140,13 +140,14 @@ def cmd_check_models(args) -> None:
     if args.loto:
         import pandas as pd
 
-        from analysis.stage import _advantage_groups, _with_cell
+        from analysis.stage import _advantage_groups
+        from analysis.tidy import main_trained, with_cell
 
         pred_path = Path(args.analysis) / "tidy" / "predictions.parquet"
         if not pred_path.exists():
             raise MissingInput(f"{pred_path} is missing: run the analysis stage first (`dvc repro analysis`)")
         pred = pd.read_parquet(pred_path)
-        trained = _with_cell(pred[(pred["condition"] == "trained") & ~pred["scaling"].astype(bool)])
+        trained = with_cell(main_trained(pred))
         loto_settings = M.SamplerSettings(draws=profile.analysis.draws, tune=profile.analysis.tune,
                                           chains=profile.analysis.chains, target_accept=profile.analysis.target_accept,
                                           seed=profile.seed)
