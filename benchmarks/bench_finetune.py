@@ -5,6 +5,11 @@ which is enough to time the loop) for a fixed number of steps and prints example
 
     python benchmarks/bench_finetune.py                        # both embedded models, params of `default`
     python benchmarks/bench_finetune.py --steps 20 --mixed-precision no
+    python benchmarks/bench_finetune.py --models random:llama-8b --profile paper \
+        --base-dtype float32 bfloat16 --gradient-checkpointing false true   # every combination, side by side
+
+Beside each measured peak it prints the estimate of ``looking-inward plan`` for the same batch (its longest
+padded pair), so the memory model is checked against the device.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import sys
 import time
 
 
-def one(spec: str, steps: int, mixed_precision: str, profile: str) -> dict:
+def one(spec: str, steps: int, mixed_precision: str, profile: str, base_dtype: str, checkpointing: str) -> dict:
     import tempfile
 
     import pandas as pd
@@ -27,12 +32,15 @@ def one(spec: str, steps: int, mixed_precision: str, profile: str) -> dict:
     from reproduce import finetune as ft
     from reproduce.config import load_params
     from reproduce.datasets import load_task
-    from reproduce.models import load
+    from reproduce.hardware import resolve_base_dtype, resolve_gradient_checkpointing
+    from reproduce.models import load, pick_device, resolve
+    from reproduce.plan import GIB, shape_of, training_bytes
     from reproduce.properties import get_property
 
     _, p = load_params(profile=profile)
+    ckpt = {"true": True, "false": False}.get(checkpointing, checkpointing)
     cfg = p.finetune.model_copy(update={"mixed_precision": mixed_precision, "checkpoint_every": 10**6,
-                                        "epochs": 1.0})
+                                        "epochs": 1.0, "base_dtype": base_dtype, "gradient_checkpointing": ckpt})
     torch.set_num_threads(p.threads or os.cpu_count() or 1)
     rows = []
     for name in p.tasks.train:
@@ -44,7 +52,15 @@ def one(spec: str, steps: int, mixed_precision: str, profile: str) -> dict:
                     rows.append({"prompt": it["hypothetical_prompts"][prop], "answer": v})
     n = steps * cfg.batch_size
     examples = pd.DataFrame(rows).sample(n=min(n, len(rows)), random_state=0).reset_index(drop=True)
-    lm = load(spec, dtype="float32", device=p.device)
+    dev = pick_device(p.device)
+    lm = load(spec, dtype=resolve_base_dtype(cfg.base_dtype, dev), device=p.device)
+    if lm.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    enc = ft.encode(lm, examples, cfg.max_length)
+    longest = max(len(a) + len(b) for a, b in zip(enc.prompt_ids, enc.answer_ids))
+    on = resolve_gradient_checkpointing(cfg.gradient_checkpointing, dev)
+    estimate = training_bytes(shape_of(resolve(spec)), lm.dtype_name, cfg.lora_rank, cfg.batch_size * longest,
+                              cfg.batch_size, on) / GIB
     with tempfile.TemporaryDirectory() as d:
         t = time.perf_counter()
         summary = ft.finetune(lm, examples, cfg, d, seed=0)
@@ -54,7 +70,8 @@ def one(spec: str, steps: int, mixed_precision: str, profile: str) -> dict:
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
     return {"model": spec, "device": device, "examples": len(examples), "steps": summary["steps"],
             "seconds": dt, "examples_per_s": len(examples) / dt, "peak_gib": peak,
-            "mixed_precision": mixed_precision, "batch_size": cfg.batch_size, "lora_rank": cfg.lora_rank}
+            "mixed_precision": mixed_precision, "batch_size": cfg.batch_size, "lora_rank": cfg.lora_rank,
+            "base_dtype": lm.dtype_name, "checkpointing": on, "estimate_gib": estimate, "longest": longest}
 
 
 def main() -> None:
@@ -63,14 +80,19 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--mixed-precision", default="bf16", choices=["no", "bf16", "fp16"])
     ap.add_argument("--profile", default="default", help="params profile for LoRA rank, batch size, threads")
+    ap.add_argument("--base-dtype", nargs="+", default=["auto"], choices=["auto", "float32", "bfloat16"],
+                    help="dtype(s) of the frozen base weights (finetune.base_dtype)")
+    ap.add_argument("--gradient-checkpointing", nargs="+", default=["auto"], choices=["auto", "true", "false"])
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(one(args.child, args.steps, args.mixed_precision, args.profile)))
+        print(json.dumps(one(args.child, args.steps, args.mixed_precision, args.profile, args.base_dtype[0],
+                             args.gradient_checkpointing[0])))
         return
-    for spec in args.models:
+    for spec, base, ckpt in [(m, b, c) for m in args.models for b in args.base_dtype for c in args.gradient_checkpointing]:
         out = subprocess.run([sys.executable, __file__, "--child", spec, "--steps", str(args.steps),
-                              "--mixed-precision", args.mixed_precision, "--profile", args.profile],
+                              "--mixed-precision", args.mixed_precision, "--profile", args.profile,
+                              "--base-dtype", base, "--gradient-checkpointing", ckpt],
                              capture_output=True, text=True)
         if out.returncode:
             print(f"{spec}: failed\n{out.stderr[-4000:]}")
@@ -78,7 +100,9 @@ def main() -> None:
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{r['model']:<13} {r['device']}: {r['examples_per_s']:6.2f} examples/s ({r['examples']} examples, "
               f"{r['steps']} steps of {r['batch_size']}, {r['steps'] / r['seconds']:.2f} steps/s, LoRA rank {r['lora_rank']}, {r['mixed_precision']}) | "
-              f"peak {'GPU' if r['device'] != 'CPU' else 'RSS'} {r['peak_gib']:.2f} GiB")
+              f"base {r['base_dtype']}, checkpointing {'on' if r['checkpointing'] else 'off'} | "
+              f"peak {'GPU' if r['device'] != 'CPU' else 'RSS'} {r['peak_gib']:.2f} GiB (plan estimate "
+              f"{r['estimate_gib']:.2f} GiB at longest pair {r['longest']})")
 
 
 if __name__ == "__main__":

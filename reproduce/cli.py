@@ -275,6 +275,13 @@ def cmd_timings(args) -> None:
     print(f"{'total':<20} {total / 60:7.1f} min")
 
 
+def cmd_plan(args) -> None:
+    from .plan import main_plan
+    from .stages import Plan
+
+    print(main_plan(Plan(_profile(args)), args.device, args.memory_gib))
+
+
 def cmd_hardware(args) -> None:
     import torch
 
@@ -440,6 +447,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--measure", action="store_true", help="forget the cached measurement and time it again")
     s.add_argument("--threads", type=int, default=None, help="thread count to measure at (default: all cores)")
     s.set_defaults(func=cmd_hardware)
+
+    s = sub.add_parser(
+        "plan", help="before running: each model stage's work (prompts, tokens) and estimated peak memory; fails "
+                     "when a model cannot fit the device",
+        description="Reads only configs and tokenizers (no weights): parameter counts from the architecture, token "
+                    "counts from the profile's own prompts, and an estimate of each stage's peak memory (weights, "
+                    "key/value cache, activations, logits; LoRA training with its base dtype and gradient "
+                    "checkpointing). Exits with status 2, naming the stage and the fix, when a model cannot fit. "
+                    "Example, planning the paper profile for one 80 GB GPU on a machine without one: "
+                    "looking-inward plan --profile paper --device cuda --memory-gib 80")
+    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
+    s.add_argument("--profile", default=None, help="override the params file's active profile")
+    s.add_argument("--device", choices=["cpu", "cuda"], default=None,
+                   help="plan for this device (default: the profile's device on this machine)")
+    s.add_argument("--memory-gib", type=float, default=None,
+                   help="the device's memory, to plan for one that is not here (default: measured)")
+    s.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("use-profile", help="set the active profile in params.yaml (smoke, default or paper)")
     s.add_argument("name")

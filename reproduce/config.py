@@ -66,6 +66,13 @@ class Finetune(_Strict):
     max_examples: int | None = Field(default=None, ge=1, description="cap on training pairs per target")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = Field(
         default="auto", description="auto: bf16 autocast where bf16 is measured fast on the device, else none")
+    base_dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        default="auto", description="dtype of the frozen base weights while training LoRA; auto: bfloat16 on a CUDA "
+                                    "device with bf16 (half the memory; the adapter itself stays float32), float32 "
+                                    "elsewhere")
+    gradient_checkpointing: bool | Literal["auto"] = Field(
+        default="auto", description="recompute activations in the backward pass instead of storing them (less "
+                                    "memory, about a third more compute); auto: on for CUDA, off on a CPU")
     checkpoint_every: int = Field(default=50, ge=1, description="steps between resumable checkpoints")
     max_length: int = Field(default=512, ge=16, description="longest prompt + answer, in tokens")
     scaling_sizes: list[int] = Field(default_factory=list, description="cross-prediction training-set sizes")

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from .config import Finetune
 from .datasets import TaskData
-from .hardware import resolve_mixed_precision
+from .hardware import resolve_gradient_checkpointing, resolve_mixed_precision
 from .io import atomic_dir, atomic_write_bytes, atomic_write_json, short_hash
 from .models import LoadedModel
 from .versioning import chat_template_hash, code_version, runtime_versions
@@ -130,7 +130,8 @@ def collate(batch: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, 
 def answer_loss(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
     """Mean cross-entropy over the answer tokens, from the logits of the last ``span + 1`` positions."""
     span = batch["answer_mask"].shape[1]
-    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=span + 1)
+    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=span + 1,
+                use_cache=False)
     logits = out.logits[:, :-1].float()  # position t predicts token t + 1
     targets = batch["input_ids"][:, -span:]
     m = batch["answer_mask"]
@@ -145,14 +146,17 @@ TRAINING_PARAMS = ("lora_rank", "lora_alpha", "lora_dropout", "learning_rate", "
 
 def fingerprint_fields(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, seed: int) -> dict:
     """Everything that determines a run's adapter: the model and how its prompts are rendered, the examples
-    in order, the seed, the training parameters, the resolved mixed precision, the device type, the code of
-    this module (so a change to the loss retrains) and the library versions."""
+    in order, the seed, the training parameters, the resolved mixed precision, the dtype the base weights
+    were loaded at, the device type, the code of this module (so a change to the loss retrains) and the
+    library versions. Gradient checkpointing is left out: it recomputes the same operations and changes
+    memory, not the adapter."""
     return {
         "model": lm.ref.spec, "weights": lm.ref.fingerprint, "format": lm.format.kind,
         "system_prompt": lm.format.system_prompt, "chat_template": chat_template_hash(lm),
         "data": short_hash("\n".join(examples["prompt"] + "\x00" + examples["answer"])), "seed": seed,
         "params": {k: getattr(cfg, k) for k in TRAINING_PARAMS},
-        "precision": resolve_mixed_precision(cfg.mixed_precision, lm.device), "device": lm.device.type,
+        "precision": resolve_mixed_precision(cfg.mixed_precision, lm.device), "base_dtype": lm.dtype_name,
+        "device": lm.device.type,
         "code": code_version(__name__), "runtime": runtime_versions(),
     }
 
@@ -173,11 +177,12 @@ def finetune(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, out_dir: st
              progress: str | None = None) -> dict:
     """Train a LoRA adapter on ``examples``; write ``out_dir/adapter``, ``train_log.tsv``, ``summary.json``.
 
-    ``lm`` is modified in place (adapters attached). Resumes from ``out_dir/.checkpoint`` when it belongs
-    to the same model, data, parameters and seed.
+    The LoRA layers live in ``lm.model`` only while training: on return (or an exception) they are taken out
+    again and the base weights, which training never changes, are as they came in, so one loaded base serves
+    every run of a stage. Resumes from ``out_dir/.checkpoint`` when it belongs to the same model, data,
+    parameters and seed.
     """
     from accelerate import Accelerator
-    from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
     if examples.empty:
         raise TrainingError("no training examples")
@@ -198,7 +203,37 @@ def finetune(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, out_dir: st
 
     torch.manual_seed(seed)
     accelerator = Accelerator(mixed_precision=resolve_mixed_precision(cfg.mixed_precision, lm.device), cpu=lm.device.type == "cpu")
+    checkpointing = resolve_gradient_checkpointing(cfg.gradient_checkpointing, lm.device)
+    if checkpointing:
+        _checkpointing(lm.model, True)
     model = _lora(lm, cfg)
+    try:
+        return _train_loop(lm, model, accelerator, pairs, order, total, cfg, out_dir, fp, seed, checkpointing, progress)
+    finally:
+        model.unload()  # the LoRA layers out again: lm.model is the untouched base
+        if checkpointing:
+            _checkpointing(lm.model, False)
+        lm.model.eval()
+
+
+def _checkpointing(model, on: bool) -> None:
+    """Activation (gradient) checkpointing on or off; non-reentrant, which needs no input that requires grad
+    and so works with a frozen base. transformers 5.2x renamed the methods; the old names serve older ones."""
+    if hasattr(model, "activation_checkpointing_enable"):
+        if on:
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.activation_checkpointing_disable()
+    elif on:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_disable()
+
+
+def _train_loop(lm: LoadedModel, model, accelerator, pairs: list, order: list[int], total: int, cfg: Finetune,
+                out_dir: Path, fp: str, seed: int, checkpointing: bool, progress: str | None) -> dict:
+    from peft import get_peft_model_state_dict, set_peft_model_state_dict
+
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.learning_rate)
     model, optimizer = accelerator.prepare(model, optimizer)
 
@@ -231,6 +266,7 @@ def finetune(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, out_dir: st
     model.eval()
     summary = {"fingerprint": fp, "model": lm.ref.spec, "examples": len(pairs), "steps": total, "seed": seed,
                "mixed_precision": resolve_mixed_precision(cfg.mixed_precision, lm.device),
+               "base_dtype": lm.dtype_name, "gradient_checkpointing": checkpointing,
                "first_loss": log[0][1], "final_loss": log[-1][1], "params": cfg.model_dump()}
     if accelerator.is_main_process:
         _save_final(out_dir, accelerator.unwrap_model(model), log, summary)

@@ -180,6 +180,21 @@ def resolve_mixed_precision(requested: str, device: torch.device | str) -> str:
     return "bf16" if resolve_dtype("auto", device).dtype == "bfloat16" else "no"
 
 
+def resolve_base_dtype(requested: str, device: torch.device | str) -> str:
+    """The dtype of the frozen base weights for LoRA training: ``auto`` -> ``bfloat16`` on a CUDA device with
+    bf16 (the usual LoRA recipe: half the memory, the adapter and optimiser stay float32), else ``float32``
+    (on a CPU the models are small and float32 weights under autocast are the measured setting)."""
+    if requested != "auto":
+        return requested
+    dev = torch.device(device)
+    return "bfloat16" if dev.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+
+
+def resolve_gradient_checkpointing(requested: bool | str, device: torch.device | str) -> bool:
+    """``auto`` -> on for CUDA (activation memory is what limits batch size there), off on a CPU."""
+    return torch.device(device).type == "cuda" if requested == "auto" else bool(requested)
+
+
 def record(choice: DtypeChoice) -> dict:
     """The fields a shard fingerprint or a run summary keeps of a dtype choice."""
     d = asdict(choice)

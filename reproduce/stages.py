@@ -62,7 +62,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -75,7 +75,9 @@ from .datasets import DATA_RAW, TaskData, load_task, select_properties, write_ta
 from .engine import ENGINE_VERSION, Engine, derive_seed
 from .errors import DataError, MissingInput
 from .io import atomic_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, read_stage_table, short_hash
-from .models import ModelRef, load, resolve
+from .adapters import BaseModels, release_memory
+from .hardware import resolve_base_dtype
+from .models import ModelRef, load, pick_device, resolve
 from .properties import get_property, is_correct
 from .shards import ShardStore
 from .tasks import DATASET_LICENCE, DATASET_SEED, GENERATOR_VERSION, MAX_NEW_TOKENS, TASKS, generate_items
@@ -263,6 +265,7 @@ def run_object_level(plan: Plan, out_dir: Path = DATA / "object_level", samples_
         lm, engine = _load(plan.profile, ref)
         written[ref.name] = _write_object_tables(plan, lm, engine, "object_level", out_dir, samples_dir, work)
         del lm, engine
+        release_memory()
     return written
 
 
@@ -436,23 +439,53 @@ def _train(plan: Plan, runs: list[TrainingRun], examples: dict[tuple[str, int], 
 
     cfg = _finetune_params(plan)
     refs = {r.name: r for r in plan.refs}
-    index = []
-    for run in runs:
-        ex = examples[(run.target, run.seed)]
-        ex = ex if run.n_examples is None else ex.head(run.n_examples)
-        lm = load(refs[run.predictor], dtype="float32", device=plan.profile.device)  # train in fp32, autocast
-        trained = work / "finetune" / run.name
-        summary = finetune(lm, ex, cfg, trained, seed=run.seed, progress=f"finetune {run.name}")
-        _publish(trained, out / run.name)
-        atomic_write_bytes(curves / f"{run.name}.tsv", (trained / "train_log.tsv").read_bytes())
-        index.append({"run": run.name, "predictor": run.predictor, "target": run.target, "kind": run.kind,
-                      "seed": run.seed, "trained_on": run.trained_on, "n_examples": len(ex),
-                      "scaling": run.n_examples is not None, "steps": summary["steps"],
-                      "first_loss": summary["first_loss"], "final_loss": summary["final_loss"],
-                      "mixed_precision": summary["mixed_precision"], "fingerprint": summary["fingerprint"]})
-        del lm
+    dtype = _training_dtype(plan)
+    entries: dict[int, dict] = {}
+    with _bases(plan) as bases:
+        for i in _grouped(runs, lambda r: r.predictor, bases):
+            run = runs[i]
+            ex = examples[(run.target, run.seed)]
+            ex = ex if run.n_examples is None else ex.head(run.n_examples)
+            lm = bases.get(refs[run.predictor], dtype)  # one base per predictor; finetune leaves it untouched
+            trained = work / "finetune" / run.name
+            summary = finetune(lm, ex, cfg, trained, seed=run.seed, progress=f"finetune {run.name}")
+            _publish(trained, out / run.name)
+            atomic_write_bytes(curves / f"{run.name}.tsv", (trained / "train_log.tsv").read_bytes())
+            entries[i] = _index_entry(run, ex, summary)
+    index = [entries[i] for i in range(len(runs))]
     atomic_write_json(out / "runs.json", index)
     return index
+
+
+def _bases(plan: Plan) -> BaseModels:
+    return BaseModels(plan.profile.device, plan.profile.system_prompt)
+
+
+def _training_dtype(plan: Plan) -> str:
+    """The dtype of the frozen base weights while training (``finetune.base_dtype`` resolved on the device)."""
+    return resolve_base_dtype(_finetune_params(plan).base_dtype, pick_device(plan.profile.device))
+
+
+def _grouped(runs: list, predictor, bases: BaseModels | None = None) -> Iterable[int]:
+    """The indices of ``runs`` grouped by predictor (groups in order of first appearance, runs in order within
+    a group), so that each base model is loaded once; with ``bases``, a predictor's base is dropped when its
+    last run is done, so at most one base per dtype is held at a time."""
+    groups: dict[str, list[int]] = {}
+    for i, run in enumerate(runs):
+        groups.setdefault(predictor(run), []).append(i)
+    for name, indices in groups.items():
+        yield from indices
+        if bases is not None:
+            bases.drop(name)
+
+
+def _index_entry(run: "TrainingRun", ex: pd.DataFrame, summary: dict) -> dict:
+    return {"run": run.name, "predictor": run.predictor, "target": run.target, "kind": run.kind,
+            "seed": run.seed, "trained_on": run.trained_on, "n_examples": len(ex),
+            "scaling": run.n_examples is not None, "steps": summary["steps"],
+            "first_loss": summary["first_loss"], "final_loss": summary["final_loss"],
+            "mixed_precision": summary["mixed_precision"], "base_dtype": summary["base_dtype"],
+            "gradient_checkpointing": summary["gradient_checkpointing"], "fingerprint": summary["fingerprint"]}
 
 
 def run_finetune_self(plan: Plan, object_dir: Path = DATA / "object_level", out: Path = DATA / "finetuned" / "self",
@@ -503,15 +536,17 @@ def run_object_level_trained(plan: Plan, trained_self: Path = DATA / "finetuned"
     _setup_torch(plan.profile)
     refs = {r.name: r for r in plan.refs}
     index = _runs(trained_self)
+    runs = self_runs(plan)
     written = {}
-    for run in self_runs(plan):
-        r = _self_run(index, trained_self, run.predictor, run.seed)
-        name = trained_model_name(run.target, run.seed)
-        lm, engine = load_trained(plan, refs[run.predictor], [trained_self / r["run"] / "adapter"], name,
-                                  r["fingerprint"])
-        written[name] = _write_object_tables(plan, lm, engine, "object_level_trained", out_dir, samples_dir, work,
-                                             base_model=run.target, seed=run.seed)
-        del lm, engine
+    with _bases(plan) as bases:
+        for i in _grouped(runs, lambda r: r.predictor, bases):
+            run = runs[i]
+            r = _self_run(index, trained_self, run.predictor, run.seed)
+            name = trained_model_name(run.target, run.seed)
+            with bases.trained(refs[run.predictor], [trained_self / r["run"] / "adapter"], name, r["fingerprint"],
+                               plan.profile.dtype) as lm:
+                written[name] = _write_object_tables(plan, lm, _engine(plan.profile, lm), "object_level_trained",
+                                                     out_dir, samples_dir, work, base_model=run.target, seed=run.seed)
     return written
 
 
@@ -551,25 +586,6 @@ def _publish(trained: Path, dest: Path) -> None:
         shutil.copytree(trained, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".checkpoint", ".adapter.*"))
 
 
-def load_trained(plan: Plan, ref: ModelRef, adapters: list[Path], name: str, fingerprint: str,
-                 dtype: str | None = None):
-    """The predictor with its LoRA adapters merged in order, named ``name`` (so that its shards never mix
-    with the base model's) and fingerprinted by ``fingerprint``. ``dtype`` defaults to the profile's."""
-    from peft import PeftModel
-
-    profile = plan.profile
-    model = load(ref, dtype=profile.dtype, device=profile.device, system_prompt=profile.system_prompt).model
-    for adapter in adapters:
-        model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
-    merged = model.state_dict()
-    # the merged weights go into a freshly loaded model: the module tree peft leaves behind after merging
-    # ran Gemma 3 about 14x slower on a CPU, with identical weights
-    lm = load(ref, dtype=dtype or profile.dtype, device=profile.device, system_prompt=profile.system_prompt)
-    lm.model.load_state_dict(merged)
-    lm.ref = replace(ref, name=name, fingerprint=short_hash(f"{ref.fingerprint}:{fingerprint}"))
-    return lm, _engine(profile, lm)
-
-
 def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
                      trained_object_dir: Path = DATA / "object_level_trained",
                      trained_self: Path = DATA / "finetuned" / "self", trained_cross: Path = DATA / "finetuned" / "cross",
@@ -584,20 +600,23 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
     objects = _objects(plan, object_dir)
     trained_objects = _trained_objects(plan, trained_object_dir)
     refs = {r.name: r for r in plan.refs}
-    frames = []
-    for trained, run in [(trained_self, r) for r in _runs(trained_self)] + \
-                        [(trained_cross, r) for r in _runs(trained_cross, "finetune_cross")]:
-        lm, engine = load_trained(plan, refs[run["predictor"]], [trained / run["run"] / "adapter"], run["run"],
-                                  run["fingerprint"])
-        meta = meta_predictions(plan, lm, engine, "meta_trained", work).assign(predictor=run["predictor"])
-        del lm, engine
-        t, seed = run["target"], run["seed"]
-        for joined in (join_targets(meta, {t: trained_objects[(t, seed)]}, "trained",
-                                    {t: trained_model_name(t, seed)}, seed),
-                       join_targets(meta, {t: objects[t]}, "base", seed=seed)):
-            frames.append(joined.assign(run=run["run"], trained_on=run["trained_on"], n_examples=run["n_examples"],
-                                        scaling=run["scaling"], mixed_precision=run["mixed_precision"]))
-    atomic_write_parquet(out, pd.concat(frames, ignore_index=True))
+    runs = [(trained_self, r) for r in _runs(trained_self)] + \
+           [(trained_cross, r) for r in _runs(trained_cross, "finetune_cross")]
+    frames: dict[int, list[pd.DataFrame]] = {}
+    with _bases(plan) as bases:
+        for i in _grouped(runs, lambda r: r[1]["predictor"], bases):
+            trained, run = runs[i]
+            with bases.trained(refs[run["predictor"]], [trained / run["run"] / "adapter"], run["run"],
+                               run["fingerprint"], plan.profile.dtype) as lm:
+                meta = meta_predictions(plan, lm, _engine(plan.profile, lm), "meta_trained", work)
+            meta = meta.assign(predictor=run["predictor"])
+            t, seed = run["target"], run["seed"]
+            frames[i] = [joined.assign(run=run["run"], trained_on=run["trained_on"], n_examples=run["n_examples"],
+                                       scaling=run["scaling"], mixed_precision=run["mixed_precision"])
+                         for joined in (join_targets(meta, {t: trained_objects[(t, seed)]}, "trained",
+                                                     {t: trained_model_name(t, seed)}, seed),
+                                        join_targets(meta, {t: objects[t]}, "base", seed=seed))]
+    atomic_write_parquet(out, pd.concat([f for i in range(len(runs)) for f in frames[i]], ignore_index=True))
     return out
 
 
@@ -734,6 +753,7 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
         sources[ref.name] = pd.concat([object_behaviour(plan, lm, engine, t, t.items[n_eval:n_eval + bc.train_items],
                                                         "behaviour_source", work) for t in tasks], ignore_index=True)
         del lm, engine
+        release_memory()
 
     evaluated = pd.DataFrame([(t.name, it["item_id"]) for t in tasks for it in t.items[:n_eval]],
                              columns=["task", "item_id"])
@@ -746,21 +766,23 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
         examples = behaviour_examples(sources[source], tasks, seed)
         atomic_write_parquet(adapters / "examples" / f"{ref.name}.parquet", examples)
 
-        lm, _ = load_trained(plan, ref, [self_adapter], self_run["run"], self_run["fingerprint"], dtype="float32")
-        summary = finetune(lm, examples, cfg, work / "behaviour_change" / name, seed=seed,
-                           progress=f"behaviour change {name}")
-        del lm
-        _publish(work / "behaviour_change" / name, adapters / name)
-        atomic_write_bytes(curves / f"{name}.tsv", (adapters / name / "train_log.tsv").read_bytes())
+        with _bases(plan) as bases:  # one base per dtype, for training on M1' and for M1' changed
+            with bases.trained(ref, [self_adapter], self_run["run"], self_run["fingerprint"],
+                               _training_dtype(plan)) as lm:
+                summary = finetune(lm, examples, cfg, work / "behaviour_change" / name, seed=seed,
+                                   progress=f"behaviour change {name}")
+            _publish(work / "behaviour_change" / name, adapters / name)
+            atomic_write_bytes(curves / f"{name}.tsv", (adapters / name / "train_log.tsv").read_bytes())
 
-        # before the change: M1''s own answers, computed once by object_level_trained
-        old = trained_objects[(ref.name, seed)].merge(evaluated, on=["task", "item_id"], validate="many_to_one")
-        lm, engine = load_trained(plan, ref, [self_adapter, adapters / name / "adapter"], name,
-                                  f"{self_run['fingerprint']}:{summary['fingerprint']}")
-        new = pd.concat([object_behaviour(plan, lm, engine, t, t.items[:n_eval], "behaviour_eval", work) for t in tasks],
-                        ignore_index=True)
-        meta_new = meta_predictions(plan, lm, engine, "meta_behaviour", work, tasks, n_eval)
-        del lm, engine
+            # before the change: M1''s own answers, computed once by object_level_trained
+            old = trained_objects[(ref.name, seed)].merge(evaluated, on=["task", "item_id"], validate="many_to_one")
+            with bases.trained(ref, [self_adapter, adapters / name / "adapter"], name,
+                               f"{self_run['fingerprint']}:{summary['fingerprint']}", plan.profile.dtype) as lm:
+                engine = _engine(plan.profile, lm)
+                new = pd.concat([object_behaviour(plan, lm, engine, t, t.items[:n_eval], "behaviour_eval", work)
+                                 for t in tasks], ignore_index=True)
+                meta_new = meta_predictions(plan, lm, engine, "meta_behaviour", work, tasks, n_eval)
+                del engine
         frames.append(_behaviour_table(
             ref.name, source, name, objects[ref.name], objects[source], old, new,
             meta_old[meta_old["run"] == self_run["run"]], meta_new).assign(seed=seed))

@@ -9,6 +9,7 @@ import torch
 from pydantic import ValidationError
 
 from reproduce import finetune as ft
+from reproduce.adapters import merged
 from reproduce.config import Finetune
 from reproduce.datasets import load_task
 from reproduce.models import load
@@ -93,9 +94,15 @@ def test_too_long_examples_are_a_clear_error(examples):
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_a_tiny_finetune_lowers_the_loss_on_its_training_pairs(spec, examples, tmp_path):
     lm = load(spec, dtype="float32", device="cpu")
-    before = _loss(lm, examples)
+    before, weights = _loss(lm, examples), {k: v.clone() for k, v in lm.model.state_dict().items()}
+    modules = {n: type(m) for n, m in lm.model.named_modules()}
     summary = ft.finetune(lm, examples, cfg(), tmp_path, seed=0)
-    after = _loss(lm, examples)
+    # the base is handed back untouched (the LoRA layers taken out), so one loaded base serves every run
+    assert {n: type(m) for n, m in lm.model.named_modules()} == modules and not lm.model.training
+    assert all(torch.equal(v, weights[k]) for k, v in lm.model.state_dict().items())
+    assert _loss(lm, examples) == before
+    with merged(lm.model, [tmp_path / "adapter"]):
+        after = _loss(lm, examples)
     assert after < 0.5 * before, (before, after)
     assert summary["steps"] == 9 and (tmp_path / "adapter" / "adapter_config.json").exists()
     log = pd.read_csv(tmp_path / "train_log.tsv", sep="\t")
@@ -175,3 +182,20 @@ def test_a_change_to_the_training_code_or_parameters_retrains(examples, tmp_path
                          seed=0)
     assert calls["n"] == 6 and second["fingerprint"] != first["fingerprint"]
     assert json.loads((tmp_path / "summary.json").read_text())["fingerprint"] == second["fingerprint"]
+
+
+def test_gradient_checkpointing_trains_the_same_adapter_and_is_switched_off_after(examples, tmp_path):
+    """Checkpointing recomputes the same operations: the same losses, within float tolerance, and it leaves
+    the base as it found it. On a CPU ``auto`` keeps it off and the base in float32."""
+    from reproduce.hardware import resolve_base_dtype, resolve_gradient_checkpointing
+
+    assert resolve_base_dtype("auto", "cpu") == "float32" and not resolve_gradient_checkpointing("auto", "cpu")
+    lm = load("random:tiny", dtype="float32", device="cpu")
+    plain = ft.finetune(lm, examples, cfg(epochs=1), tmp_path / "a", seed=0)
+    ckpt = ft.finetune(lm, examples, cfg(epochs=1, gradient_checkpointing=True), tmp_path / "b", seed=0)
+    assert ckpt["gradient_checkpointing"] and not plain["gradient_checkpointing"]
+    assert ckpt["fingerprint"] == plain["fingerprint"]  # memory, not the adapter
+    a = pd.read_csv(tmp_path / "a" / "train_log.tsv", sep="\t")["loss"]
+    b = pd.read_csv(tmp_path / "b" / "train_log.tsv", sep="\t")["loss"]
+    assert b.tolist() == pytest.approx(a.tolist(), rel=1e-5)
+    assert not getattr(lm.model, "is_activation_checkpointing", getattr(lm.model, "is_gradient_checkpointing", None))

@@ -1,0 +1,59 @@
+"""``looking-inward plan``: parameter counts from the architecture alone, token counts from the profile's
+prompts, a memory model that orders settings as they must be, and a clear stop when a model cannot fit."""
+
+import subprocess
+import sys
+
+import pytest
+from conftest import tiny_profile
+
+from reproduce.config import REPO_ROOT
+from reproduce.models import resolve
+from reproduce.plan import GIB, PlanError, check, estimate, shape_of, training_bytes, workloads
+from reproduce.stages import Plan
+
+
+def test_the_shape_of_a_published_architecture_is_exact_without_weights():
+    s = shape_of(resolve("random:llama-8b"))
+    assert s.params == 8_030_261_248  # Llama-3-8B's published parameter count
+    assert (s.layers, s.hidden, s.intermediate, s.kv_width, s.vocab) == (32, 4096, 14336, 1024, 128256)
+    # LoRA on every linear layer but the output head: q, k, v, o, gate, up, down per layer
+    assert s.lora_per_rank == 32 * ((4096 + 4096) * 2 + (4096 + 1024) * 2 + (4096 + 14336) * 3)
+
+
+def test_the_memory_model_orders_the_training_settings():
+    s = shape_of(resolve("random:llama-8b"))
+    gib = {(b, c): training_bytes(s, b, 32, 16 * 137, 16, c) / GIB
+           for b in ("bfloat16", "float32") for c in (True, False)}
+    assert gib[("bfloat16", True)] < gib[("bfloat16", False)] < gib[("float32", False)]
+    assert gib[("bfloat16", True)] < gib[("float32", True)] < gib[("float32", False)]
+    assert 15 < gib[("bfloat16", True)] < 22  # 16 GB of bf16 weights and little else
+
+
+def test_workloads_count_the_profiles_prompts():
+    plan = Plan(tiny_profile())
+    w = workloads(plan, plan.refs[0])
+    p = plan.profile
+    n_obj = sum(len(plan.items(t)) for t in plan.tasks.values())
+    n_cal = sum(min(p.sampling.items_per_task, len(plan.items(t))) for t in plan.test_tasks())
+    assert w["object_level"]["prompts"] == n_obj + n_cal * p.sampling.n_samples
+    assert w["meta"]["prompts"] == sum(len(plan.items(t)) * len(plan.properties[t.name]) for t in plan.test_tasks())
+    assert w["meta"]["longest"] > 10 and w["meta"]["tokens"] >= w["meta"]["longest"]
+
+
+def test_a_model_that_cannot_fit_is_a_clear_error_naming_it():
+    rows = estimate(Plan(tiny_profile()), "cpu")
+    assert {r["model"] for r in rows} == {"smollm2-135m", "gemma3-270m"}
+    check(rows, 64.0, "a test device")  # fits
+    with pytest.raises(PlanError, match="gemma3-270m needs about .* GiB .*lower batch_size"):
+        check(rows, 0.5, "a test device")
+
+
+def test_plan_command_exits_2_when_the_profile_cannot_fit():
+    out = subprocess.run([sys.executable, "-m", "reproduce.cli", "plan", "--profile", "smoke", "--device", "cpu",
+                          "--memory-gib", "0.05"], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert out.returncode == 2 and "cannot fit the stated cpu memory (0.1 GiB)" in out.stderr
+    assert "Traceback" not in out.stderr
+    ok = subprocess.run([sys.executable, "-m", "reproduce.cli", "plan", "--profile", "smoke", "--device", "cpu",
+                         "--memory-gib", "64"], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert ok.returncode == 0 and "LoRA training" in ok.stdout and "fits the stated cpu memory" in ok.stdout
