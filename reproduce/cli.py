@@ -238,7 +238,7 @@ def cmd_models(args) -> None:
         raise ModelError(f"{len(failed)} of {len(specs)} model specs cannot be used offline: {', '.join(failed)}")
 
 
-def record_timing(stage: str, seconds: float, path: Path = TIMINGS) -> None:
+def record_timing(stage: str, seconds: float, path: Path = TIMINGS, processes: int = 1) -> None:
     """Merge one stage's wall time, with the hardware it ran on, into ``path`` (atomically)."""
     import json
     from datetime import datetime, timezone
@@ -250,7 +250,7 @@ def record_timing(stage: str, seconds: float, path: Path = TIMINGS) -> None:
 
     data = json.loads(path.read_text()) if path.exists() else {}
     entry = {"seconds": round(seconds, 1), "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-             "hardware": describe("cuda" if torch.cuda.is_available() else "cpu")}
+             "hardware": describe("cuda" if torch.cuda.is_available() else "cpu"), "processes": processes}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         entry["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     data.setdefault("stages", {})[stage] = entry
@@ -478,7 +478,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.func(args)
         if getattr(args, "timed", None):
-            record_timing(args.timed, time.perf_counter() - start)
+            from . import dist
+
+            dist.barrier()  # under a launcher, the stage ends when every process has finished its share
+            if dist.is_main():
+                record_timing(args.timed, time.perf_counter() - start, processes=dist.world_size())
     except ProjectError as exc:  # an expected failure: one line with its fix; anything else shows its traceback
         if args.debug:
             raise

@@ -127,15 +127,18 @@ def collate(batch: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, 
             "answer_mask": torch.tensor(answer_mask)}
 
 
-def answer_loss(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """Mean cross-entropy over the answer tokens, from the logits of the last ``span + 1`` positions."""
+def answer_loss(model: torch.nn.Module, batch: Mapping[str, torch.Tensor], reduction: str = "mean") -> torch.Tensor:
+    """Cross-entropy over the answer tokens (``mean`` or ``sum``), from the logits of the last ``span + 1``
+    positions. Position ids count real tokens only, as in the engine, so a row's numbers do not depend on how
+    much padding its batch needed."""
     span = batch["answer_mask"].shape[1]
-    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=span + 1,
-                use_cache=False)
+    mask = batch["attention_mask"]
+    out = model(input_ids=batch["input_ids"], attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                logits_to_keep=span + 1, use_cache=False)
     logits = out.logits[:, :-1].float()  # position t predicts token t + 1
     targets = batch["input_ids"][:, -span:]
     m = batch["answer_mask"]
-    return torch.nn.functional.cross_entropy(logits[m], targets[m])
+    return torch.nn.functional.cross_entropy(logits[m], targets[m], reduction=reduction)
 
 
 #: the parameters that change what a run computes; the others (``max_examples``, ``scaling_sizes``,
@@ -248,17 +251,26 @@ def _train_loop(lm: LoadedModel, model, accelerator, pairs: list, order: list[in
 
     pad = lm.tokenizer.pad_token_id
     model.train()
-    bar = tqdm(range(start, total), desc=progress, unit="step", disable=progress is None, leave=False)
+    world = accelerator.num_processes
+    bar = tqdm(range(start, total), desc=progress, unit="step", leave=False,
+               disable=progress is None or not accelerator.is_main_process)
     for step in bar:
-        idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
-        idx = idx[accelerator.process_index::accelerator.num_processes]  # each process its share of the batch
-        batch = {k: v.to(accelerator.device) for k, v in collate([pairs[i] for i in idx], pad).items()}
-        with accelerator.autocast():
-            loss = answer_loss(model, batch)
-        accelerator.backward(loss)
+        step_idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+        n_tokens = sum(len(pairs[i][1]) for i in step_idx)  # answer tokens of the whole step, every process
+        idx = step_idx[accelerator.process_index::world]  # each process its share of the batch
+        if idx:
+            batch = {k: v.to(accelerator.device) for k, v in collate([pairs[i] for i in idx], pad).items()}
+            with accelerator.autocast():
+                summed = answer_loss(model, batch, "sum")
+        else:  # a step smaller than the process count: take part in the gradient all-reduce with nothing
+            summed = sum((p * 0).sum() for p in model.parameters() if p.requires_grad)
+        # the gradients are averaged over processes: scaled by their count, the result is the mean over the
+        # step's answer tokens, however they fell to the processes
+        accelerator.backward(summed * world / n_tokens)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        log.append((step + 1, float(loss.detach())))
+        loss = (accelerator.reduce(summed.detach(), "sum") if world > 1 else summed.detach()) / n_tokens
+        log.append((step + 1, float(loss)))
         bar.set_postfix(loss=f"{log[-1][1]:.3f}")
         if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < total and accelerator.is_main_process:
             _save_checkpoint(ckpt, fp, step + 1, log, get_peft_model_state_dict(accelerator.unwrap_model(model)),
@@ -271,6 +283,7 @@ def _train_loop(lm: LoadedModel, model, accelerator, pairs: list, order: list[in
     if accelerator.is_main_process:
         _save_final(out_dir, accelerator.unwrap_model(model), log, summary)
         shutil.rmtree(ckpt, ignore_errors=True)
+    accelerator.wait_for_everyone()  # the adapter is on disk before any process reads it
     return summary
 
 

@@ -257,6 +257,11 @@ def weights_dir(ref: ModelRef) -> Path:
 
 
 def pick_device(device: str = "auto") -> torch.device:
+    from .dist import device as process_device
+
+    own = process_device(device)  # under a launcher, each process its own GPU
+    if own is not None:
+        return own
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from . import dist
 from .io import atomic_write_json, atomic_write_parquet, short_hash
 
 
@@ -55,13 +56,14 @@ class ShardStore:
         """Cut ``items`` into consecutive chunks of ``size``; for each chunk ``k`` not finished yet, write the
         shard ``compute(k, chunk)`` under the key :func:`chunk_key` (``<prefix>-<hash of the chunk's item
         ids>``); return every shard's rows in order. ``k`` is the chunk's index in this call (for progress
-        labels): the rows must depend on the chunk's items alone."""
+        labels): the rows must depend on the chunk's items alone. Under several processes each computes
+        its share of the chunks (:func:`reproduce.dist.mine`) and all read every shard after a barrier."""
         keys = []
         for k in range(0, -(-len(items) // size)):
             chunk = items[k * size:(k + 1) * size]
             key = chunk_key(prefix, chunk)
             keys.append(key)
-            if not self.done(key):
+            if dist.mine(k) and not self.done(key):
                 df = compute(k, chunk)
                 if "item_id" in df.columns:
                     stray = set(df["item_id"]) - {item_id(it) for it in chunk}
@@ -69,6 +71,7 @@ class ShardStore:
                         raise RuntimeError(f"shard {key}: compute returned rows of items outside its chunk: "
                                            f"{sorted(map(str, stray))[:5]}")
                 self.write(key, df)
+        dist.barrier()
         return self.read(keys)
 
 

@@ -74,7 +74,9 @@ from .config import REPO_ROOT, ConfigError, Profile
 from .datasets import DATA_RAW, TaskData, load_task, select_properties, write_task
 from .engine import ENGINE_VERSION, Engine, derive_seed
 from .errors import DataError, MissingInput
-from .io import atomic_dir, atomic_write_bytes, atomic_write_json, atomic_write_parquet, read_stage_table, short_hash
+from . import dist
+from .io import atomic_dir, read_stage_table, short_hash
+from .io import atomic_write_bytes as _write_bytes, atomic_write_json as _write_json, atomic_write_parquet as _write_parquet
 from .adapters import BaseModels, release_memory
 from .hardware import resolve_base_dtype
 from .models import ModelRef, load, pick_device, resolve
@@ -83,6 +85,9 @@ from .shards import ShardStore
 from .tasks import DATASET_LICENCE, DATASET_SEED, GENERATOR_VERSION, MAX_NEW_TOKENS, TASKS, generate_items
 from .versioning import chat_template_hash, code_version, runtime_versions
 
+# stage outputs are written by the main process only (reproduce.dist); shards by every process
+atomic_write_bytes, atomic_write_json, atomic_write_parquet = map(dist.main_only, (_write_bytes, _write_json,
+                                                                                   _write_parquet))
 DATA = REPO_ROOT / "data"
 WORK = DATA / ".work"
 META_MAX_NEW_TOKENS = {"closed": 6, "open": 10}
@@ -140,7 +145,8 @@ class Plan:
 
 
 def _setup_torch(profile: Profile) -> None:
-    torch.set_num_threads(profile.threads or os.cpu_count() or 1)
+    dist.setup(profile.device)  # the process group, before any model is placed
+    torch.set_num_threads(profile.threads or max(1, (os.cpu_count() or 1) // dist.world_size()))
 
 
 def _engine(profile: Profile, lm) -> Engine:
@@ -581,9 +587,12 @@ def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_train
 
 
 def _publish(trained: Path, dest: Path) -> None:
-    """Copy a finished run (adapter, log, summary) into the stage output, atomically."""
-    with atomic_dir(dest) as tmp:
-        shutil.copytree(trained, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".checkpoint", ".adapter.*"))
+    """Copy a finished run (adapter, log, summary) into the stage output, atomically, on the main process;
+    every process waits until it is there."""
+    if dist.is_main():
+        with atomic_dir(dest) as tmp:
+            shutil.copytree(trained, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".checkpoint", ".adapter.*"))
+    dist.barrier()
 
 
 def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",

@@ -114,11 +114,11 @@ def test_an_interrupted_finetune_resumes_to_the_same_result(examples, tmp_path, 
 
     real, calls = ft.answer_loss, {"n": 0}
 
-    def dies_at_step_6(model, batch):
+    def dies_at_step_6(model, batch, *args):
         calls["n"] += 1
         if calls["n"] == 6:
             raise KeyboardInterrupt("killed")
-        return real(model, batch)
+        return real(model, batch, *args)
 
     monkeypatch.setattr(ft, "answer_loss", dies_at_step_6)
     with pytest.raises(KeyboardInterrupt):
@@ -140,9 +140,9 @@ def test_an_interrupted_finetune_resumes_to_the_same_result(examples, tmp_path, 
 def _counting_loss(monkeypatch) -> dict:
     real, calls = ft.answer_loss, {"n": 0}
 
-    def counted(model, batch):
+    def counted(model, batch, *args):
         calls["n"] += 1
-        return real(model, batch)
+        return real(model, batch, *args)
 
     monkeypatch.setattr(ft, "answer_loss", counted)
     return calls
