@@ -143,28 +143,30 @@ class BaseModels:
 
     def __init__(self, device: str = "auto", system_prompt: str | None = None):
         self.device, self.system_prompt = device, system_prompt
-        self._loaded: dict[tuple[str, str], object] = {}
-        self._originals: dict[tuple[str, str], dict[str, torch.Tensor]] = {}
+        self._loaded: dict[tuple, object] = {}
+        self._originals: dict[tuple, dict[str, torch.Tensor]] = {}
 
-    def get(self, ref, dtype: str):
+    def get(self, ref, dtype: str, device_map: str | None = None, max_memory: dict | None = None):
         """``ref`` loaded at ``dtype`` (``auto`` resolved first, so ``auto`` and the dtype it picks share one
-        copy)."""
+        copy), spread over devices with ``device_map="auto"``."""
         from .hardware import resolve_dtype
         from .models import load, pick_device
 
         resolved = resolve_dtype(dtype, pick_device(self.device)).dtype if dtype == "auto" else dtype
-        key = (ref.name, resolved)
+        key = (ref.name, resolved, device_map)
         if key not in self._loaded:
-            self._loaded[key] = load(ref, dtype=dtype, device=self.device, system_prompt=self.system_prompt)
+            self._loaded[key] = load(ref, dtype=dtype, device=self.device, system_prompt=self.system_prompt,
+                                     device_map=device_map, max_memory=max_memory)
         return self._loaded[key]
 
     @contextmanager
-    def trained(self, ref, adapters: Sequence[str | Path], name: str, fingerprint: str, dtype: str):
+    def trained(self, ref, adapters: Sequence[str | Path], name: str, fingerprint: str, dtype: str,
+                device_map: str | None = None, max_memory: dict | None = None):
         """The base of ``ref`` at ``dtype`` with ``adapters`` merged, renamed ``name``; its fingerprint combines
         the base's, the run's ``fingerprint`` and the code of the merge."""
         from .versioning import code_version
 
-        base = self.get(ref, dtype)
+        base = self.get(ref, dtype, device_map, max_memory)
         fp = short_hash(f"{base.ref.fingerprint}:{fingerprint}:{code_version(__name__)}")
         key = next(k for k, v in self._loaded.items() if v is base)
         with merged(base.model, adapters, self._originals.setdefault(key, {})):

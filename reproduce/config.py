@@ -137,6 +137,11 @@ class Profile(_Strict):
         default="auto", description="auto: bfloat16 where it is measured fast (CUDA with bf16, a CPU with native "
                                     "bf16), float32 elsewhere; see reproduce.hardware")
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    device_map: Literal["auto"] | None = Field(
+        default=None, description="auto: spread each model's layers over every visible GPU, then CPU memory, for "
+                                  "inference on a model that does not fit one GPU (training still needs one device)")
+    max_memory: dict[int | str, str] | None = Field(
+        default=None, description="with device_map: the most each device may hold, e.g. {0: 70GiB, cpu: 200GiB}")
     threads: int | None = Field(default=None, ge=1)
     batch_size: int = Field(gt=0, le=4096)
     system_prompt: str | None = Field(

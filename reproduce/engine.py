@@ -386,7 +386,7 @@ class Engine:
             cache = self._forward(gtok, torch.tensor(gmask, device=dev), cache).past_key_values
             self.stats.computed_tokens += sum(g.prefix for g in batch)
             owner = [gi for gi, g in enumerate(batch) for _ in g.rows]
-            cache.batch_select_indices(torch.tensor(owner, device=dev))
+            cache.batch_select_indices(torch.tensor(owner))  # CPU indices serve a cache spread over devices
         elif prefix_cache is not None:
             cache = copy.deepcopy(prefix_cache)
             cache.batch_repeat_interleave(len(members))
@@ -402,7 +402,7 @@ class Engine:
             self.stats.computed_tokens += len(s)
         mask = torch.tensor(mask, device=dev)
         out = self._forward(stok, mask, cache)
-        cache, logits = out.past_key_values, out.logits[:, -1].float()
+        cache, logits = out.past_key_values, out.logits[:, -1].float().to(dev)
 
         # option distributions: read from the raw logits of each step until the row's greedy token carries content
         results: dict[int, Generation] = {}
@@ -451,7 +451,7 @@ class Engine:
                 break
             if len(keep) < len(active):
                 sel = torch.tensor(keep, device=dev)
-                cache.batch_select_indices(sel)
+                cache.batch_select_indices(torch.tensor(keep))  # CPU indices serve a cache spread over devices
                 mask, pos, nxt = mask[sel], pos[sel], nxt[sel]
                 active = [active[row] for row in keep]
             mask = torch.cat([mask, torch.ones(len(active), 1, dtype=mask.dtype, device=dev)], dim=-1)
@@ -460,7 +460,7 @@ class Engine:
             pos = pos + 1
             self.stats.decode_tokens += len(active)
             self.stats.logit_rows += len(active)
-            logits = out.logits[:, -1].float()
+            logits = out.logits[:, -1].float().to(dev)
 
         for r in members:
             raw = tok.decode(new[r], skip_special_tokens=True)

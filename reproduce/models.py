@@ -143,6 +143,15 @@ def _load_random(ref: ModelRef, dtype: torch.dtype, dev: torch.device):
     return model, tok
 
 
+def _dispatch(model, max_memory: dict | None):
+    """Spread a model built on the CPU over the visible GPUs (then the CPU), as ``device_map="auto"`` does."""
+    from accelerate import dispatch_model, infer_auto_device_map
+
+    device_map = infer_auto_device_map(model, max_memory=max_memory,
+                                       no_split_module_classes=getattr(model, "_no_split_modules", None) or [])
+    return dispatch_model(model, device_map)
+
+
 def cache_root() -> Path:
     return cache_base() / "models"
 
@@ -315,9 +324,16 @@ class LoadedModel:
 
 
 def load(spec: str | ModelRef, dtype: str = "float32", device: str = "auto",
-         system_prompt: str | None = None) -> LoadedModel:
+         system_prompt: str | None = None, device_map: str | None = None,
+         max_memory: dict | None = None) -> LoadedModel:
     """Load a model offline. ``dtype="auto"`` picks bfloat16 only where it is measured fast on the device
-    (:func:`reproduce.hardware.resolve_dtype`), else float32."""
+    (:func:`reproduce.hardware.resolve_dtype`), else float32.
+
+    ``device_map="auto"`` spreads the model's layers over every visible GPU, then CPU memory (accelerate's
+    big-model inference, optionally bounded per device by ``max_memory``, e.g. ``{0: "70GiB", "cpu":
+    "200GiB"}``), for a model that does not fit one GPU; inputs then go to the device of the first layer.
+    For inference only: training needs the whole model on one device. A ``random:`` model is built on the
+    CPU first and then dispatched, which takes a while for large shapes."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     ref = resolve(spec) if isinstance(spec, str) else spec
@@ -327,15 +343,24 @@ def load(spec: str | ModelRef, dtype: str = "float32", device: str = "auto",
     choice = resolve_dtype(dtype, dev)
     dtype = choice.dtype
     path = ref.path if ref.kind == "random" else weights_dir(ref)
+    if device_map not in (None, "auto"):
+        raise ModelError(f"device_map {device_map!r} is not supported; use 'auto' or leave it out")
     try:
         if ref.kind == "random":
-            model, tok = _load_random(ref, DTYPES[dtype], dev)
+            model, tok = _load_random(ref, DTYPES[dtype], torch.device("cpu") if device_map else dev)
+            if device_map:
+                model = _dispatch(model, max_memory)
         else:
             tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True)
+            extra = {"device_map": "auto", "max_memory": max_memory} if device_map else {}
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True, **extra)
     except OSError as exc:
         raise ModelError(f"could not load model {ref.spec!r} from {path} offline: {exc}") from exc
-    model.to(dev).eval()
+    if device_map:
+        dev = model.get_input_embeddings().weight.device
+        model.eval()
+    else:
+        model.to(dev).eval()
     tok.padding_side = "left"  # batched generation needs the prompt's end aligned
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

@@ -202,14 +202,16 @@ def check(rows: list[dict], capacity: float, where: str) -> list[str]:
         worst = max(over, key=lambda r: r["peak_gib"])
         raise PlanError(f"{len(over)} stage(s) cannot fit {where} ({capacity:.1f} GiB): {worst['model']} needs about "
                         f"{worst['peak_gib']:.1f} GiB for {worst['stages']} ({worst['dtype']}); lower batch_size "
-                        "(or finetune.batch_size), turn finetune.gradient_checkpointing on, use a smaller model, or "
-                        "run on a larger device")
+                        "(or finetune.batch_size), turn finetune.gradient_checkpointing on, set device_map: auto "
+                        "(inference over several GPUs and CPU memory), use a smaller model, or run on a larger "
+                        "device")
     return [f"{r['model']}: {r['stages']} would use {r['peak_gib']:.1f} of {capacity:.1f} GiB"
             for r in rows if r["peak_gib"] > 0.9 * capacity]
 
 
 def format_rows(rows: list[dict]) -> str:
-    head = f"{'model':<16} {'params':>8} {'work':<22} {'prompts':>8} {'tokens':>10} {'longest':>8} {'rows':>5} {'peak GiB':>9}  dtype"
+    head = (f"{'model':<16} {'params':>8} {'work':<22} {'prompts':>8} {'tokens':>10} {'longest':>8} {'rows':>5} "
+            f"{'peak GiB':>9}  dtype")
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r['model']:<16} {r['params'] / 1e9:7.2f}B {r['stages']:<22} {r['prompts']:>8} {r['tokens']:>10} "
@@ -222,6 +224,8 @@ def format_rows(rows: list[dict]) -> str:
 
 
 def main_plan(plan, device: str | None, memory_gib: float | None) -> str:
+    """The plan as text; ``memory_gib`` is one device's memory. With ``device_map: auto`` inference may use
+    every visible GPU together, training still one."""
     from .models import pick_device
 
     rows = estimate(plan, device)
@@ -233,7 +237,14 @@ def main_plan(plan, device: str | None, memory_gib: float | None) -> str:
     else:
         capacity, where = capacity_gib(dev)
     text = format_rows(rows)
-    warnings = check(rows, capacity, where)
+    training = [r for r in rows if r["stages"] == "LoRA training"]
+    inference = [r for r in rows if r["stages"] != "LoRA training"]
+    n_gpus = torch.cuda.device_count() if dev.type == "cuda" and torch.cuda.is_available() else 1
+    if plan.profile.device_map and n_gpus > 1:
+        warnings = check(inference, capacity * n_gpus, f"{n_gpus} GPUs together (device_map: auto)")
+        warnings += check(training, capacity, where + " (training needs one device)")
+    else:
+        warnings = check(rows, capacity, where)
     text += f"\n\nfits {where} ({capacity:.1f} GiB) with the {MARGIN - 1:.0%} margin included"
     return text + "".join(f"\nwarning: tight: {w}" for w in warnings)
 

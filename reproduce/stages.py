@@ -145,6 +145,9 @@ class Plan:
 
 
 def _setup_torch(profile: Profile) -> None:
+    if profile.device_map and dist.distributed():
+        raise ConfigError("device_map: auto spreads one model over every GPU, which several processes cannot "
+                          "share; run the stage as one process, or drop device_map to run one copy per GPU")
     dist.setup(profile.device)  # the process group, before any model is placed
     torch.set_num_threads(profile.threads or max(1, (os.cpu_count() or 1) // dist.world_size()))
 
@@ -157,7 +160,8 @@ def _engine(profile: Profile, lm) -> Engine:
 
 
 def _load(profile: Profile, ref: ModelRef):
-    lm = load(ref, dtype=profile.dtype, device=profile.device, system_prompt=profile.system_prompt)
+    lm = load(ref, dtype=profile.dtype, device=profile.device, system_prompt=profile.system_prompt,
+              device_map=profile.device_map, max_memory=profile.max_memory)
     return lm, _engine(profile, lm)
 
 
@@ -171,7 +175,7 @@ def _fingerprint(stage: str, profile: Profile, lm, **extra) -> dict:
         "format": lm.format.kind, "system_prompt": profile.system_prompt,
         "chat_template": chat_template_hash(lm),
         "code": code_version("reproduce.engine", "reproduce.models", "reproduce.properties", "reproduce.tasks"),
-        "runtime": runtime_versions(), **extra,
+        "runtime": runtime_versions(), **({"device_map": profile.device_map} if profile.device_map else {}), **extra,
     }
 
 
@@ -463,6 +467,11 @@ def _train(plan: Plan, runs: list[TrainingRun], examples: dict[tuple[str, int], 
     return index
 
 
+def _mapped(plan: Plan) -> tuple:
+    """The profile's ``device_map`` and ``max_memory``, for loading a model to run inference on."""
+    return plan.profile.device_map, plan.profile.max_memory
+
+
 def _bases(plan: Plan) -> BaseModels:
     return BaseModels(plan.profile.device, plan.profile.system_prompt)
 
@@ -550,7 +559,7 @@ def run_object_level_trained(plan: Plan, trained_self: Path = DATA / "finetuned"
             r = _self_run(index, trained_self, run.predictor, run.seed)
             name = trained_model_name(run.target, run.seed)
             with bases.trained(refs[run.predictor], [trained_self / r["run"] / "adapter"], name, r["fingerprint"],
-                               plan.profile.dtype) as lm:
+                               plan.profile.dtype, *_mapped(plan)) as lm:
                 written[name] = _write_object_tables(plan, lm, _engine(plan.profile, lm), "object_level_trained",
                                                      out_dir, samples_dir, work, base_model=run.target, seed=run.seed)
     return written
@@ -616,7 +625,7 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
         for i in _grouped(runs, lambda r: r[1]["predictor"], bases):
             trained, run = runs[i]
             with bases.trained(refs[run["predictor"]], [trained / run["run"] / "adapter"], run["run"],
-                               run["fingerprint"], plan.profile.dtype) as lm:
+                               run["fingerprint"], plan.profile.dtype, *_mapped(plan)) as lm:
                 meta = meta_predictions(plan, lm, _engine(plan.profile, lm), "meta_trained", work)
             meta = meta.assign(predictor=run["predictor"])
             t, seed = run["target"], run["seed"]
@@ -786,7 +795,8 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
             # before the change: M1''s own answers, computed once by object_level_trained
             old = trained_objects[(ref.name, seed)].merge(evaluated, on=["task", "item_id"], validate="many_to_one")
             with bases.trained(ref, [self_adapter, adapters / name / "adapter"], name,
-                               f"{self_run['fingerprint']}:{summary['fingerprint']}", plan.profile.dtype) as lm:
+                               f"{self_run['fingerprint']}:{summary['fingerprint']}", plan.profile.dtype,
+                               *_mapped(plan)) as lm:
                 engine = _engine(plan.profile, lm)
                 new = pd.concat([object_behaviour(plan, lm, engine, t, t.items[:n_eval], "behaviour_eval", work)
                                  for t in tasks], ignore_index=True)

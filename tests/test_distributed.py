@@ -1,6 +1,7 @@
 """Several processes (``torchrun --nproc_per_node 2`` on the CPU, gloo; accelerate's own multi-CPU launcher
-needs MPI) give what one process gives: the same inference tables, with the shards shared out between the processes, and the same LoRA adapter for the
-same global batch, with the loss weighted by answer tokens across processes; only the main process writes."""
+needs MPI) give what one process gives: the same inference tables, with the shards shared out between the
+processes, and the same LoRA adapter for the same global batch, with the loss weighted by answer tokens across
+processes; only the main process writes."""
 
 import json
 import os

@@ -249,7 +249,8 @@ def analysed(run, trained, changed, tmp_path_factory):
     shutil.copy(root / "bc.parquet", data / "behaviour_change.parquet")
     run_calibration(trained["plan"], run["root"] / "object_samples", root / "samples_t", data / "meta_untrained.parquet",
                     data / "meta_trained.parquet", data / "calibration.parquet")
-    profile = trained["plan"].profile.model_copy(update={"analysis": Analysis(draws=1000, tune=1000)})
+    # the tiny tables give few cells, so tau[cell] mixes slowly: more draws (the fix the gate names), same gate
+    profile = trained["plan"].profile.model_copy(update={"analysis": Analysis(draws=2000, tune=1000, target_accept=0.99)})
     metrics = run_analysis(profile, data, tmp / "analysis")
     from analysis.power import run_power
 

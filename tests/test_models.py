@@ -98,3 +98,23 @@ def test_the_nutpie_sampler_without_nutpie_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nutpie" else real(name, *a))
     with pytest.raises(ConfigError, match=r"\[nutpie\]"):
         M.sample(None, M.SamplerSettings(sampler="nutpie"))
+
+
+@pytest.mark.parametrize("spec", ["random:tiny", "smollm2-135m"])
+def test_device_map_auto_loads_and_answers_as_the_plain_load(spec):
+    """``device_map="auto"`` goes through accelerate's big-model path (random shapes: built, then dispatched);
+    on a machine with no GPU every layer lands on the CPU and the answers are those of the plain load."""
+    from reproduce.engine import Engine
+    from reproduce.models import load
+
+    plain = load(spec, dtype="float32", device="cpu")
+    mapped = load(spec, dtype="float32", device="cpu", device_map="auto", max_memory={"cpu": "8GiB"})
+    assert mapped.device.type == "cpu"
+    prompts = ["Name a colour.", "What is 2 + 2?", "Pick A or B: A) yes B) no"]
+    options = [None, None, ("A", "B")]
+    a = Engine(plain, 2).generate(prompts, 6, options=options)
+    b = Engine(mapped, 2).generate(prompts, 6, options=options)
+    assert [g[0].response for g in a] == [g[0].response for g in b]
+    assert b[2][0].option_probs == pytest.approx(a[2][0].option_probs, abs=1e-6)
+    with pytest.raises(Exception, match="device_map 'balanced' is not supported"):
+        load(spec, dtype="float32", device="cpu", device_map="balanced")
