@@ -223,9 +223,13 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main_plan(plan, device: str | None, memory_gib: float | None) -> str:
-    """The plan as text; ``memory_gib`` is one device's memory. With ``device_map: auto`` inference may use
-    every visible GPU together, training still one."""
+def fits_device(plan, device: str | None = None, memory_gib: float | None = None) -> list[str]:
+    """Raise :class:`PlanError` when a model of ``plan`` cannot fit the device (measured, or ``memory_gib``
+    per device); returns the warnings for tight fits. Every model stage calls it first on a GPU."""
+    return _checked(plan, device, memory_gib)[1]
+
+
+def _checked(plan, device: str | None, memory_gib: float | None) -> tuple[list[dict], list[str], float, str]:
     from .models import pick_device
 
     rows = estimate(plan, device)
@@ -236,7 +240,6 @@ def main_plan(plan, device: str | None, memory_gib: float | None) -> str:
         raise PlanError("--device cuda without a visible GPU needs --memory-gib (the GPU's memory) to plan for")
     else:
         capacity, where = capacity_gib(dev)
-    text = format_rows(rows)
     training = [r for r in rows if r["stages"] == "LoRA training"]
     inference = [r for r in rows if r["stages"] != "LoRA training"]
     n_gpus = torch.cuda.device_count() if dev.type == "cuda" and torch.cuda.is_available() else 1
@@ -245,6 +248,14 @@ def main_plan(plan, device: str | None, memory_gib: float | None) -> str:
         warnings += check(training, capacity, where + " (training needs one device)")
     else:
         warnings = check(rows, capacity, where)
+    return rows, warnings, capacity, where
+
+
+def main_plan(plan, device: str | None, memory_gib: float | None) -> str:
+    """The plan as text; ``memory_gib`` is one device's memory. With ``device_map: auto`` inference may use
+    every visible GPU together, training still one."""
+    rows, warnings, capacity, where = _checked(plan, device, memory_gib)
+    text = format_rows(rows)
     text += f"\n\nfits {where} ({capacity:.1f} GiB) with the {MARGIN - 1:.0%} margin included"
     return text + "".join(f"\nwarning: tight: {w}" for w in warnings)
 

@@ -144,6 +144,17 @@ class Plan:
         return [t for t in self.tasks.values() if t.split == "test"]
 
 
+def _setup(plan: "Plan") -> None:
+    """Before a model stage loads anything: the process group and threads, and on a GPU the memory plan, so
+    that a model that cannot fit stops the stage in seconds with the fix, not minutes later out of memory."""
+    _setup_torch(plan.profile)
+    if pick_device(plan.profile.device).type == "cuda":
+        from .plan import fits_device
+
+        for warning in fits_device(plan):
+            print(f"warning: tight memory: {warning}", file=sys.stderr)
+
+
 def _setup_torch(profile: Profile) -> None:
     if profile.device_map and dist.distributed():
         raise ConfigError("device_map: auto spreads one model over every GPU, which several processes cannot "
@@ -269,7 +280,7 @@ def _write_object_tables(plan: Plan, lm, engine: Engine, stage: str, out_dir: Pa
 
 def run_object_level(plan: Plan, out_dir: Path = DATA / "object_level", samples_dir: Path = DATA / "object_samples",
                      work: Path = WORK) -> dict[str, Path]:
-    _setup_torch(plan.profile)
+    _setup(plan)
     written = {}
     for ref in plan.refs:
         lm, engine = _load(plan.profile, ref)
@@ -369,7 +380,7 @@ def _objects(plan: Plan, object_dir: Path) -> dict[str, pd.DataFrame]:
 
 def run_meta_untrained(plan: Plan, object_dir: Path = DATA / "object_level",
                        out: Path = DATA / "meta_untrained.parquet", work: Path = WORK) -> Path:
-    _setup_torch(plan.profile)
+    _setup(plan)
     objects = _objects(plan, object_dir)
     frames = []
     for ref in plan.refs:
@@ -514,7 +525,7 @@ def run_finetune_self(plan: Plan, object_dir: Path = DATA / "object_level", out:
     from .finetune import training_examples
 
     cfg = _finetune_params(plan)
-    _setup_torch(plan.profile)
+    _setup(plan)
     objects = _objects(plan, object_dir)
     examples = {}
     for seed in cfg.seeds:
@@ -548,7 +559,7 @@ def run_object_level_trained(plan: Plan, trained_self: Path = DATA / "finetuned"
     as ``object_level``'s, named and with ``model`` set to :func:`trained_model_name`, plus ``base_model`` and
     ``seed``."""
     _finetune_params(plan)
-    _setup_torch(plan.profile)
+    _setup(plan)
     refs = {r.name: r for r in plan.refs}
     index = _runs(trained_self)
     runs = self_runs(plan)
@@ -580,7 +591,7 @@ def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_train
     from .finetune import training_examples
 
     cfg = _finetune_params(plan)
-    _setup_torch(plan.profile)
+    _setup(plan)
     objects = _trained_objects(plan, object_dir)
     examples = {}
     for (t, seed), obj in objects.items():
@@ -614,7 +625,7 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
     trained``, the original study's protocol and the main result) and against the untrained target
     (``ground_truth = base``, a sensitivity variant)."""
     _finetune_params(plan)
-    _setup_torch(plan.profile)
+    _setup(plan)
     objects = _objects(plan, object_dir)
     trained_objects = _trained_objects(plan, trained_object_dir)
     refs = {r.name: r for r in plan.refs}
@@ -757,7 +768,7 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
     seed = ft.seeds[0]
     cfg = ft.model_copy(update={"learning_rate": bc.learning_rate, "epochs": bc.epochs, "max_examples": None,
                                 "scaling_sizes": []})
-    _setup_torch(plan.profile)
+    _setup(plan)
     objects = _objects(plan, object_dir)
     trained_objects = _trained_objects(plan, trained_object_dir)
     index = _runs(trained_self)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from conftest import tiny_profile
 
 from reproduce.config import REPO_ROOT
@@ -57,3 +58,25 @@ def test_plan_command_exits_2_when_the_profile_cannot_fit():
     ok = subprocess.run([sys.executable, "-m", "reproduce.cli", "plan", "--profile", "smoke", "--device", "cpu",
                          "--memory-gib", "64"], capture_output=True, text=True, cwd=REPO_ROOT)
     assert ok.returncode == 0 and "LoRA training" in ok.stdout and "fits the stated cpu memory" in ok.stdout
+
+
+def test_every_gpu_stage_checks_the_plan_before_loading(monkeypatch):
+    """On a GPU each model stage runs the plan first: a model that cannot fit stops it with the fix."""
+    from reproduce import plan as plan_module
+    from reproduce.plan import fits_device
+
+    plan = Plan(tiny_profile())
+    assert fits_device(plan, "cuda", memory_gib=64) == []
+    with pytest.raises(PlanError, match="cannot fit the stated cuda memory"):
+        fits_device(plan, "cuda", memory_gib=0.2)
+    # the stage's own entry point calls it when the device is a GPU (and not on a CPU)
+    import reproduce.stages as stages
+
+    calls = []
+    monkeypatch.setattr(plan_module, "fits_device", lambda p: calls.append(p) or [])
+    monkeypatch.setattr(stages, "pick_device", lambda d: torch.device("cuda"))
+    monkeypatch.setattr(stages, "_setup_torch", lambda profile: None)
+    stages._setup(plan)
+    monkeypatch.setattr(stages, "pick_device", lambda d: torch.device("cpu"))
+    stages._setup(plan)
+    assert calls == [plan]
