@@ -149,11 +149,9 @@ class BaseModels:
     def get(self, ref, dtype: str, device_map: str | None = None, max_memory: dict | None = None):
         """``ref`` loaded at ``dtype`` (``auto`` resolved first, so ``auto`` and the dtype it picks share one
         copy), spread over devices with ``device_map="auto"``."""
-        from .hardware import resolve_dtype
-        from .models import load, pick_device
+        from .models import load
 
-        resolved = resolve_dtype(dtype, pick_device(self.device)).dtype if dtype == "auto" else dtype
-        key = (ref.name, resolved, device_map)
+        key = self._key(ref, dtype, device_map)
         if key not in self._loaded:
             self._loaded[key] = load(ref, dtype=dtype, device=self.device, system_prompt=self.system_prompt,
                                      device_map=device_map, max_memory=max_memory)
@@ -168,9 +166,16 @@ class BaseModels:
 
         base = self.get(ref, dtype, device_map, max_memory)
         fp = short_hash(f"{base.ref.fingerprint}:{fingerprint}:{code_version(__name__)}")
-        key = next(k for k, v in self._loaded.items() if v is base)
-        with merged(base.model, adapters, self._originals.setdefault(key, {})):
+        with merged(base.model, adapters, self._originals.setdefault(self._key(ref, dtype, device_map), {})):
             yield replace(base, ref=replace(base.ref, name=name, fingerprint=fp))
+
+    def _key(self, ref, dtype: str, device_map: str | None) -> tuple:
+        """One loaded copy per model, resolved dtype and device map (``auto`` and the dtype it picks share)."""
+        from .hardware import resolve_dtype
+        from .models import pick_device
+
+        resolved = resolve_dtype(dtype, pick_device(self.device)).dtype if dtype == "auto" else dtype
+        return ref.name, resolved, device_map
 
     def drop(self, name: str) -> None:
         """Free every loaded copy of the model named ``name``."""

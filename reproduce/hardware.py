@@ -154,7 +154,7 @@ def resolve_dtype(requested: str, device: torch.device | str) -> DtypeChoice:
     An explicit dtype is kept; an explicit bf16 on a CPU where it is slow warns with the measured slowdown."""
     dev = torch.device(device).type
     if dev == "cuda":
-        ok = torch.cuda.is_bf16_supported()
+        ok = _cuda_bf16()
         if requested == "auto":
             return DtypeChoice(requested, "bfloat16" if ok else "float32", dev,
                                "CUDA device supports bf16" if ok else "CUDA device without bf16 support")
@@ -173,6 +173,13 @@ def resolve_dtype(requested: str, device: torch.device | str) -> DtypeChoice:
     return DtypeChoice(requested, "bfloat16", dev, "set in params.yaml; " + measured, fp32, bf16)
 
 
+def _cuda_bf16() -> bool:
+    """Whether the CUDA device has bf16. A GPU that is not visible here (``looking-inward plan --device cuda``
+    planning for another machine) is taken to have it, as every recent one does; a stage never gets this far
+    without a visible GPU."""
+    return not torch.cuda.is_available() or torch.cuda.is_bf16_supported()
+
+
 def resolve_mixed_precision(requested: str, device: torch.device | str) -> str:
     """``auto`` -> ``bf16`` where bf16 is fast on ``device`` (the same rule as :func:`resolve_dtype`), else ``no``."""
     if requested != "auto":
@@ -186,8 +193,7 @@ def resolve_base_dtype(requested: str, device: torch.device | str) -> str:
     (on a CPU the models are small and float32 weights under autocast are the measured setting)."""
     if requested != "auto":
         return requested
-    dev = torch.device(device)
-    return "bfloat16" if dev.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+    return "bfloat16" if torch.device(device).type == "cuda" and _cuda_bf16() else "float32"
 
 
 def resolve_gradient_checkpointing(requested: bool | str, device: torch.device | str) -> bool:

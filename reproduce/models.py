@@ -119,23 +119,36 @@ def _random_ref(spec: str, alias: str, body: str) -> ModelRef:
     return ModelRef(name, spec, "random", tok_path, short_hash(f"random:{cfg}:{tok_fp}:{RANDOM_SEED}"), cfg)
 
 
-def _load_random(ref: ModelRef, dtype: torch.dtype, dev: torch.device):
-    """Build a ``random:`` model from its config on ``dev`` at ``dtype``, seeded; the tokenizer from its source."""
+def tokenizer_dir(ref: ModelRef) -> Path:
+    """The folder ``ref``'s tokenizer loads from: its weights folder, or for a ``random:`` model its tokenizer
+    source's."""
+    if ref.kind == "random":
+        return ref.path if ref.path.is_dir() else weights_dir(resolve(str(ref.path)))
+    return weights_dir(ref)
+
+
+def random_config(ref: ModelRef, tok):
+    """The transformers config of a ``random:`` model: its architecture, with the vocabulary widened to the
+    tokenizer's and the tokenizer's special token ids."""
     import json
 
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig
 
-    if ref.path.is_dir():
-        tok = AutoTokenizer.from_pretrained(ref.path, local_files_only=True)
-    else:
-        tok = AutoTokenizer.from_pretrained(weights_dir(resolve(str(ref.path))), local_files_only=True)
     config = json.loads(ref.config)
     config["vocab_size"] = max(int(config.get("vocab_size") or 0), len(tok))
     for k in ("bos_token_id", "eos_token_id", "pad_token_id"):
         config[k] = getattr(tok, k, None)
     model_type = config.pop("model_type")
-    cfg = AutoConfig.for_model(model_type, **{k: v for k, v in config.items()
-                                              if k not in ("architectures", "transformers_version", "torch_dtype", "dtype")})
+    return AutoConfig.for_model(model_type, **{k: v for k, v in config.items()
+                                               if k not in ("architectures", "transformers_version", "torch_dtype", "dtype")})
+
+
+def _load_random(ref: ModelRef, dtype: torch.dtype, dev: torch.device):
+    """Build a ``random:`` model from its config on ``dev`` at ``dtype``, seeded; the tokenizer from its source."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir(ref), local_files_only=True)
+    cfg = random_config(ref, tok)
     with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
         torch.manual_seed(RANDOM_SEED)
         with dev:  # initialise on the device (an 8B model built on the CPU first takes minutes)

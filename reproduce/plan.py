@@ -26,7 +26,6 @@ original weights wait in host memory, not on the device.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 
@@ -59,14 +58,10 @@ def shape_of(ref) -> Shape:
     """The architecture of ``ref``, built on the meta device (no memory, no weights)."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from .models import weights_dir
+    from .models import random_config, weights_dir
 
     if ref.kind == "random":
-        config = json.loads(ref.config)
-        config["vocab_size"] = max(int(config.get("vocab_size") or 0), len(load_tokenizer(ref)))
-        kind = config.pop("model_type")
-        cfg = AutoConfig.for_model(kind, **{k: v for k, v in config.items()
-                                            if k not in ("architectures", "transformers_version", "torch_dtype", "dtype")})
+        cfg = random_config(ref, load_tokenizer(ref))
     else:
         cfg = AutoConfig.from_pretrained(weights_dir(ref), local_files_only=True)
     with torch.device("meta"):
@@ -86,12 +81,9 @@ def load_tokenizer(ref):
     """The tokenizer of ``ref`` (of its tokenizer source for a ``random:`` model), offline."""
     from transformers import AutoTokenizer
 
-    from .models import ModelError, resolve, weights_dir
+    from .models import ModelError, tokenizer_dir
 
-    if ref.kind == "random":
-        path = ref.path if ref.path.is_dir() else weights_dir(resolve(str(ref.path)))
-    else:
-        path = weights_dir(ref)
+    path = tokenizer_dir(ref)
     try:
         return AutoTokenizer.from_pretrained(path, local_files_only=True)
     except OSError as exc:
@@ -154,31 +146,26 @@ def workloads(plan, ref) -> dict[str, dict]:
 
 def estimate(plan, device: str | None = None) -> list[dict]:
     """One row per model x stage kind: work and estimated peak (GiB) on ``device`` (the profile's by default)."""
-    from .hardware import resolve_dtype
+    from .hardware import resolve_base_dtype, resolve_dtype, resolve_gradient_checkpointing
     from .models import pick_device
 
     p = plan.profile
     dev = torch.device(device) if device else pick_device(p.device)
-    if p.dtype != "auto":
-        inf_dtype = p.dtype
-    elif dev.type == "cuda":  # a GPU that is not here is assumed to have bf16, as every recent one does
-        inf_dtype = "bfloat16" if not torch.cuda.is_available() or torch.cuda.is_bf16_supported() else "float32"
-    else:
-        inf_dtype = resolve_dtype("auto", "cpu").dtype
+    inf_dtype = resolve_dtype(p.dtype, dev).dtype
     rows = []
     for ref in plan.refs:
         s = shape_of(ref)
         work = workloads(plan, ref)
         for kind, stages in (("object_level", "answer (object level)"), ("meta", "predict (meta level)")):
             w = work[kind]
-            rows.append(dict(model=ref.name, stages=stages, dtype=inf_dtype, params=s.params, **w,
+            rows.append(dict(model=ref.name, stages=stages, training=False, dtype=inf_dtype, params=s.params, **w,
                              peak_gib=inference_bytes(s, inf_dtype, w["rows"], w["longest"], w["new"]) / GIB))
         if "finetune" in work:
             ft = p.finetune
-            base = ft.base_dtype if ft.base_dtype != "auto" else ("bfloat16" if dev.type == "cuda" else "float32")
-            ckpt = dev.type == "cuda" if ft.gradient_checkpointing == "auto" else bool(ft.gradient_checkpointing)
+            base = resolve_base_dtype(ft.base_dtype, dev)
+            ckpt = resolve_gradient_checkpointing(ft.gradient_checkpointing, dev)
             w = work["finetune"]
-            rows.append(dict(model=ref.name, stages="LoRA training",
+            rows.append(dict(model=ref.name, stages="LoRA training", training=True,
                              dtype=f"{base} base, LoRA r{ft.lora_rank}" + (", checkpointing" if ckpt else ""),
                              params=s.params, **w,
                              peak_gib=training_bytes(s, base, ft.lora_rank, w["rows"] * w["longest"], w["rows"],
@@ -240,8 +227,8 @@ def _checked(plan, device: str | None, memory_gib: float | None) -> tuple[list[d
         raise PlanError("--device cuda without a visible GPU needs --memory-gib (the GPU's memory) to plan for")
     else:
         capacity, where = capacity_gib(dev)
-    training = [r for r in rows if r["stages"] == "LoRA training"]
-    inference = [r for r in rows if r["stages"] != "LoRA training"]
+    training = [r for r in rows if r["training"]]
+    inference = [r for r in rows if not r["training"]]
     n_gpus = torch.cuda.device_count() if dev.type == "cuda" and torch.cuda.is_available() else 1
     if plan.profile.device_map and n_gpus > 1:
         warnings = check(inference, capacity * n_gpus, f"{n_gpus} GPUs together (device_map: auto)")
