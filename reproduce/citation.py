@@ -143,6 +143,20 @@ def citation_cff(manifests: list[dict[str, Any]], version: str = __version__) ->
     lines += [f"    year: {PAPER['year']}", f"    url: {_yaml_str(PAPER['url'])}",
               "    identifiers:", "      - type: other", f"        value: {_yaml_str(PAPER['identifier'])}"]
     for m in sorted(manifests, key=lambda m: m["name"]):
+        if "family" not in m:  # an experiment's dataset of several files
+            lines += [
+                "  - type: dataset",
+                f"    title: {_yaml_str(f'{SOFTWARE_TITLE} dataset: ' + m['name'])}",
+                f"    version: {_yaml_str(str(m['version']))}",
+                "    authors:",
+                f"      - name: {_yaml_str(AUTHORS)}",
+                f"    license: {_yaml_str(m['licence'])}",
+                "    identifiers:",
+                "      - type: other",
+                f"        value: {_yaml_str('release-sha256:' + m['release_sha256'])}",
+                f"    abstract: {_yaml_str(m['description'])}",
+            ]
+            continue
         lines += [
             "  - type: dataset",
             f"    title: {_yaml_str(f'{SOFTWARE_TITLE} task dataset: ' + m['name'])}",
@@ -170,5 +184,10 @@ def write_citation(manifests: list[dict[str, Any]], path: Path = CITATION_PATH) 
     return path
 
 
-def read_manifests(root: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(Path(root).glob("*/manifest.json"))]
+def read_manifests(root: Path, kind: str = "task") -> list[dict[str, Any]]:
+    """The manifests under ``root``: ``kind="task"`` the task datasets (one ``items.jsonl`` each, with a task
+    family), ``"experiment"`` the other experiments' datasets (several files, ``file_sha256``), ``"all"`` both."""
+    out = [json.loads(p.read_text()) for p in sorted(Path(root).glob("*/manifest.json"))]
+    if kind == "all":
+        return out
+    return [m for m in out if ("family" in m) == (kind == "task")]

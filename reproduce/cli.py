@@ -26,10 +26,11 @@ def cmd_datasets(args) -> None:
     from .stages import run_datasets
 
     for m in run_datasets(Path(args.out)):
-        print(f"{m['name']:<18} {m['version']:<6} {m['split']:<5} {m['n_items']:>4} items  "
-              f"release sha256 {m['release_sha256'][:12]}")
+        size = f"{m['split']:<5} {m['n_items']:>4} items" if "split" in m else \
+            f"{sum(m['file_lines'].values()):>10} lines"
+        print(f"{m['name']:<18} {m['version']:<6} {size}  release sha256 {m['release_sha256'][:12]}")
     if args.citation:
-        print(f"wrote {write_citation(read_manifests(Path(args.out)), Path(args.citation))}")
+        print(f"wrote {write_citation(read_manifests(Path(args.out), 'all'), Path(args.citation))}")
 
 
 def cmd_object_level(args) -> None:
@@ -86,6 +87,27 @@ def cmd_behaviour_change(args) -> None:
     from .stages import Plan, run_behaviour_change
 
     print(run_behaviour_change(Plan(_profile(args))))
+
+
+def cmd_concept_injection(args) -> None:
+    from .injection import run_concept_injection
+    from .stages import DATA, WORK, Plan
+
+    for part, path in run_concept_injection(Plan(_profile(args)), DATA / "injection" / "raw", WORK).items():
+        print(f"{part}: {path}")
+
+
+def cmd_injection_analysis(args) -> None:
+    from analysis.injection_stage import main
+
+    main(_profile(args))
+
+
+def cmd_injection_figures(args) -> None:
+    from figures.injection import run_injection_figures
+
+    for name, entry in run_injection_figures().items():
+        print(f"{name}: {', '.join(entry['files'])}")
 
 
 def cmd_analysis(args) -> None:
@@ -351,6 +373,14 @@ def build_parser() -> argparse.ArgumentParser:
     stage("behaviour-change", cmd_behaviour_change,
           "experiment 3: finetune each self-trained model on another model's answers, then record its old and new "
           "behaviour and its new predictions")
+    stage("concept-injection", cmd_concept_injection,
+          "concept injection (Lindsey 2025): concept vectors, then detection, identification, free text, prefill "
+          "detection and intentional control at every layer fraction x strength of params `injection:`")
+    stage("injection-analysis", cmd_injection_analysis,
+          "the concept-injection statistics: hierarchical logistic models (behind the convergence gate), raw "
+          "rates with Wilson intervals, grader agreement, and the numbers the manuscript quotes")
+    sub.add_parser("injection-figures", help="draw the concept-injection figures from its analysis outputs") \
+        .set_defaults(func=cmd_injection_figures, timed="injection-figures")
     stage("analysis", cmd_analysis,
           "Bayesian hierarchical models (behind a convergence gate), frequentist cross-checks, metrics and the "
           "numbers the manuscript quotes")

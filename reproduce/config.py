@@ -130,6 +130,66 @@ class Analysis(_Strict):
         "gamma and the verdicts beside the main fit ([] skips it; each refit costs about as much as the main one)"))
 
 
+class FreeText(_Strict):
+    """Sampled free-text answers to the open detection question, graded by rules (and the optional judge)."""
+
+    concepts: int = Field(default=8, ge=0, description="the first n concepts get free-text trials at every cell")
+    samples: int = Field(default=1, ge=1, le=100, description="samples per trial")
+    max_new_tokens: int = Field(default=100, ge=8, le=1024)
+    temperature: float = Field(default=1.0, gt=0, le=5)
+
+
+class Injection(_Strict):
+    """Concept injection (Lindsey 2025): concept vectors added to the residual stream at a fraction of depth
+    and a strength (in units of the mean residual norm there). See reproduce/injection.py."""
+
+    layer_fractions: list[float] = Field(default=[0.4, 0.6, 0.8], min_length=1, description=(
+        "where to inject, as fractions of depth in [0, 1] (layer = round(f * (n_layers - 1)))"))
+    strengths: list[float] = Field(default=[1.0, 2.0, 4.0, 8.0], min_length=1, description=(
+        "injection strengths, in units of the mean residual norm at the layer"))
+    concepts: int | list[str] | None = Field(default=None, description=(
+        "null: every concept in data_raw/concept_injection; n: the first n; or a list of concept words"))
+    controls: list[Literal["random", "negated", "yes_bias"]] = Field(default=["random", "negated", "yes_bias"])
+    control_fractions: list[float] | None = Field(default=None, description=(
+        "layer fractions (among layer_fractions) where the random and negated controls run; null: all"))
+    prefill_fractions: list[float] | None = Field(default=None, description=(
+        "layer fractions (among layer_fractions) where prefill detection runs; null: all"))
+    identification: bool = Field(default=True, description="teacher-forced P(concept) after a detection prefill")
+    prefill_pairs: int | None = Field(default=None, ge=0, description="prefill-detection pairs (null: all)")
+    intention_sentences: int | None = Field(default=None, ge=0, description="intentional-control sentences (null: all)")
+    free_text: FreeText = Field(default_factory=FreeText)
+    judge: str | None = Field(default=None, description=(
+        "a model spec for an optional local judge of the free text (any spec the registry loads); null: rules only"))
+
+    @field_validator("layer_fractions")
+    @classmethod
+    def _fractions(cls, v: list[float]) -> list[float]:
+        bad = [f for f in v if not 0.0 <= f <= 1.0]
+        if bad:
+            raise ValueError(f"layer fractions must lie in [0, 1] (0 = first block, 1 = last); got {bad}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"layer fractions must be distinct, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _control_fractions(self) -> "Injection":
+        for key in ("control_fractions", "prefill_fractions"):
+            extra = set(getattr(self, key) or []) - set(self.layer_fractions)
+            if extra:
+                raise ValueError(f"{key} {sorted(extra)} are not among layer_fractions {self.layer_fractions}")
+        return self
+
+    @field_validator("strengths")
+    @classmethod
+    def _strengths(cls, v: list[float]) -> list[float]:
+        import math
+
+        bad = [s for s in v if not math.isfinite(s) or s <= 0]
+        if bad:
+            raise ValueError(f"strengths must be finite numbers > 0 (controls have no injection); got {bad}")
+        return v
+
+
 class Profile(_Strict):
     seed: int = Field(ge=0)
     models: list[str] = Field(min_length=1)
@@ -154,6 +214,7 @@ class Profile(_Strict):
     finetune: Finetune | None = None
     behaviour_change: BehaviourChange | None = None
     analysis: Analysis = Field(default_factory=Analysis)
+    injection: Injection | None = Field(default=None, description="concept injection; null: the stage is skipped")
 
     @field_validator("models")
     @classmethod

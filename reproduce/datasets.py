@@ -64,7 +64,9 @@ def write_task(root: Path, manifest: dict[str, Any], items: list[dict[str, Any]]
 
 
 def available_tasks(root: Path = DATA_RAW) -> list[str]:
-    return sorted(p.parent.name for p in Path(root).glob("*/manifest.json"))
+    """The task datasets under ``root`` (folders with an ``items.jsonl``; other experiments' datasets such as
+    ``concept_injection`` are not tasks)."""
+    return sorted(p.parent.name for p in Path(root).glob("*/manifest.json") if (p.parent / "items.jsonl").exists())
 
 
 def load_task(name: str, root: Path = DATA_RAW) -> TaskData:

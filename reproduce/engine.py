@@ -270,7 +270,7 @@ class Engine:
         p = min(n, min(common_prefix(first, x) for x in ids))
         return p if p >= self.MIN_SHARED_PREFIX else 0
 
-    def _forward(self, tokens: list[list[int]], mask: torch.Tensor, cache):
+    def _forward(self, tokens: list[list[int]], mask: torch.Tensor, cache, logits_to_keep: int = 1):
         """One forward pass over ``tokens`` (rows of equal width) on top of ``cache``; ``mask`` covers the
         cache and the new tokens. Position ids count real tokens only (padding gets 1, as transformers does)."""
         dev = self.lm.device
@@ -279,9 +279,9 @@ class Engine:
         width = len(tokens[0])
         out = self.lm.model(input_ids=torch.tensor(tokens, device=dev), attention_mask=mask,
                             position_ids=pos[:, -width:], past_key_values=cache, use_cache=True,
-                            logits_to_keep=1)
+                            logits_to_keep=logits_to_keep)
         self.stats.padded_tokens += len(tokens) * width
-        self.stats.logit_rows += len(tokens)
+        self.stats.logit_rows += len(tokens) * logits_to_keep
         return out
 
     def attention_backends(self):
@@ -316,6 +316,8 @@ class Engine:
         seed: int = 0,
         options: Sequence[Sequence[str] | None] | None = None,
         progress: str | None = None,
+        steer=None,
+        stop_at_newline: bool = True,
     ) -> list[list[Generation]]:
         """The body of :meth:`generate`."""
         limits = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
@@ -334,20 +336,8 @@ class Engine:
         ids = self.tokenize(prompts)
         k = n if sample else 1
         rows = [(i, j) for i in range(len(prompts)) for j in range(k)]  # row -> (prompt, sample)
-        shared = self._shared_prefix(ids)
-        prefix = ids[0][:shared]
-        rest = [ids[i][shared:] for i, _ in rows]
         max_rows = max(self.batch_size, k)  # the samples of one prompt always share a batch
-        if self.share_prefix:
-            groups = plan_groups(rest, self.MIN_SHARED_PREFIX, max_rows)
-        else:
-            groups = [Group((r,), 0) for r in range(len(rows))]
-        batches = pack_batches(groups, [len(x) for x in rest], max_rows)
-        prefix_cache = None
-        if shared:
-            out = self._forward([prefix], torch.ones(1, shared, dtype=torch.long, device=self.lm.device), None)
-            prefix_cache = out.past_key_values
-            self.stats.computed_tokens += shared
+        shared, prefix, rest, batches, prefix_cache = self._plan(ids, rows, max_rows, steer)
         self.stats.prompts += len(prompts)
         self.stats.rows += len(rows)
         self.stats.prompt_tokens += sum(len(ids[i]) for i, _ in rows)
@@ -356,17 +346,212 @@ class Engine:
         bar = tqdm(total=len(rows), desc=progress, unit="seq", disable=progress is None, leave=False)
         for batch in batches:
             gens = self._batch(batch, prefix, prefix_cache, rest, rows, ids, limits, sample, temperature, seed,
-                               options)
+                               options, steer, stop_at_newline)
             for r, g in gens.items():
                 i, j = rows[r]
                 results[i][j] = g
             bar.update(sum(len(g.rows) for g in batch))
         bar.close()
+        if steer is not None:
+            steer.set_rows(None)
         self.stats.seconds += time.perf_counter() - t0
         return results  # type: ignore[return-value]
 
-    def _batch(self, batch: list[Group], prefix: list[int], prefix_cache, rest, rows, ids, limits, sample,
-               temperature, seed, options) -> dict[int, Generation]:
+    #: bytes of float32 logits one teacher-forcing batch may hold (a 262k vocabulary makes them the largest tensor)
+    SCORE_LOGIT_BYTES = 1 << 29
+
+    def score(self, prompts: Sequence, continuations: Sequence[str], *, steer=None,
+              progress: str | None = None) -> list[np.ndarray]:
+        """Teacher forcing: for each (prompt, continuation) pair, the log-probability of every token of the
+        continuation given the rendered prompt and the continuation's earlier tokens. The continuation is
+        tokenised on its own and appended to the prompt's tokens (no merge across the boundary), so a prompt
+        ending inside an assistant turn (a prefilled answer) is continued exactly. Shared prompt prefixes are
+        computed once, as in :meth:`generate`; ``steer`` holds one injection (or None) per pair."""
+        if len(prompts) != len(continuations):
+            raise ValueError("score needs one continuation per prompt")
+        with self.attention_backends():
+            return self._score(prompts, continuations, steer, progress)
+
+    #: continuations up to this many tokens are scored over a trie of their prefixes (see :meth:`_score_trie`)
+    TRIE_MAX_TOKENS = 8
+
+    @torch.inference_mode()
+    def _score(self, prompts, continuations, steer, progress) -> list[np.ndarray]:
+        if not prompts:
+            return []
+        tok = self.lm.tokenizer
+        cont = [tok.encode(c, add_special_tokens=False) for c in continuations]
+        if any(not c for c in cont):
+            raise ValueError("every continuation needs at least one token")
+        if max(len(c) for c in cont) <= self.TRIE_MAX_TOKENS:
+            return self._score_trie(prompts, cont, steer, progress)
+        return self._score_rows(prompts, cont, steer, progress)
+
+    @torch.inference_mode()
+    def _score_trie(self, prompts, cont, steer, progress) -> list[np.ndarray]:
+        """Short continuations (candidate answers): every distinct context (prompt and injection, plus a proper
+        prefix of a continuation) is one row whose next-token distribution is computed once, so the candidates
+        of one prompt share the distribution of their first token, and a one-token candidate costs nothing
+        beyond its prompt."""
+        t0 = time.perf_counter()
+        tok = self.lm.tokenizer
+        unique: dict[str, int] = {}
+        rendered = [self.lm.format.render(p) for p in prompts]
+        for r in rendered:
+            unique.setdefault(r, len(unique))
+        enc = tok(list(unique), add_special_tokens=self.lm.format.add_special_tokens)["input_ids"]
+        context: dict[tuple, int] = {}
+        row_ids, row_pair, need = [], [], []  # need[r]: (context row, token) per continuation token
+        for r, (text, c) in enumerate(zip(rendered, cont)):
+            key = (unique[text], None if steer is None else steer.planning_key(r))
+            pairs = []
+            for j in range(len(c)):
+                ctx = (key, tuple(c[:j]))
+                if ctx not in context:
+                    context[ctx] = len(row_ids)
+                    row_ids.append(enc[unique[text]] + list(c[:j]))
+                    row_pair.append(r)
+                pairs.append((context[ctx], c[j]))
+            need.append(pairs)
+        rows = [(i, 0) for i in range(len(row_ids))]
+        saved = None
+        if steer is not None:  # the hook reads injections by engine row: one per context row
+            saved, steer.injections = steer.injections, [steer.injections[r] for r in row_pair]
+        try:
+            shared, prefix, rest, batches, prefix_cache = self._plan(row_ids, rows, self.batch_size, steer,
+                                                                     keep_last=[1] * len(rows))
+            self.stats.prompts += len(prompts)
+            self.stats.rows += len(rows)
+            self.stats.prompt_tokens += sum(len(x) for x in row_ids)
+            wanted: dict[int, set[int]] = {}
+            for pairs in need:
+                for row, t in pairs:
+                    wanted.setdefault(row, set()).add(t)
+            got: dict[tuple[int, int], float] = {}
+            bar = tqdm(total=len(rows), desc=progress, unit="seq", disable=progress is None, leave=False)
+            for batch in batches:
+                members, _, out = self._prefill(batch, prefix, prefix_cache, rest, rows, steer)
+                logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1).cpu()
+                for b, row in enumerate(members):
+                    for t in wanted[row]:
+                        got[row, t] = float(logp[b, t])
+                bar.update(len(members))
+            bar.close()
+        finally:
+            if saved is not None:
+                steer.injections = saved
+                steer.set_rows(None)
+        self.stats.seconds += time.perf_counter() - t0
+        return [np.array([got[row, t] for row, t in pairs], dtype=np.float64) for pairs in need]
+
+    @torch.inference_mode()
+    def _score_rows(self, prompts, cont, steer, progress) -> list[np.ndarray]:
+        """Long continuations (a text's perplexity): one row per pair, the logits of its continuation's
+        positions only."""
+        t0 = time.perf_counter()
+        tok = self.lm.tokenizer
+        unique: dict[str, int] = {}
+        rendered = [self.lm.format.render(p) for p in prompts]
+        for r in rendered:
+            unique.setdefault(r, len(unique))
+        enc = tok(list(unique), add_special_tokens=self.lm.format.add_special_tokens)["input_ids"]
+        ids = [enc[unique[r]] + c for r, c in zip(rendered, cont)]
+        rows = [(r, 0) for r in range(len(ids))]
+        keep = [len(c) + 1 for c in cont]
+        K = max(keep)
+        max_rows = max(1, min(self.batch_size, self.SCORE_LOGIT_BYTES // (4 * K * self.vocab_size)))
+        shared, prefix, rest, batches, prefix_cache = self._plan(ids, rows, max_rows, steer, keep_last=keep)
+        self.stats.prompts += len(ids)
+        self.stats.rows += len(ids)
+        self.stats.prompt_tokens += sum(len(x) for x in ids)
+        out_lp: list[np.ndarray | None] = [None] * len(ids)
+        bar = tqdm(total=len(rows), desc=progress, unit="seq", disable=progress is None, leave=False)
+        for batch in batches:
+            # the positions whose next-token distribution is needed, each computed once: positions of rows of one
+            # group (same prompt prefix, same injection) with the same suffix so far have the same hidden state,
+            # so the candidates of one prompt share the distribution of their first token
+            gi = {r: k for k, g in enumerate(batch) for r in g.rows}
+            members = [r for g in batch for r in g.rows]
+            width_s = max(len(rest[r]) - g.prefix for g in batch for r in g.rows)
+            where: dict[tuple, int] = {}
+            pick_b, pick_t, need = [], [], {}
+            for b, r in enumerate(members):
+                g = batch[gi[r]]
+                suffix = list(rest[r][g.prefix:])
+                m = len(cont[r])
+                key0 = (gi[r], None if steer is None else steer.planning_key(rows[r][0]))
+                idx = []
+                for j in range(len(suffix) - m - 1, len(suffix) - 1):  # predicts suffix[j + 1]
+                    key = (key0, tuple(suffix[:j + 1]))
+                    if key not in where:
+                        where[key] = len(pick_b)
+                        pick_b.append(b)
+                        pick_t.append(width_s - len(suffix) + j)
+                    idx.append(where[key])
+                need[r] = idx
+            _, _, out = self._prefill(batch, prefix, prefix_cache, rest, rows, steer, logits_to_keep=0,
+                                      select=(torch.tensor(pick_b), torch.tensor(pick_t)))
+            self.stats.logit_rows += len(pick_b)
+            logp = torch.log_softmax(out.logits[0].float(), dim=-1)
+            for r in members:
+                at = torch.tensor(need[r], device=logp.device)
+                out_lp[r] = logp[at, torch.tensor(cont[r], device=logp.device)].cpu().numpy().astype(np.float64)
+            bar.update(len(members))
+        bar.close()
+        if steer is not None:
+            steer.set_rows(None)
+        self.stats.seconds += time.perf_counter() - t0
+        return out_lp  # type: ignore[return-value]
+
+    def _plan(self, ids: list[list[int]], rows: list[tuple[int, int]], max_rows: int, steer, keep_last: list[int] | None = None):
+        """Call prefix, rows' remaining tokens, batches of groups, and the call prefix's cache.
+
+        Under ``steer``, shared computation never crosses an injection: the call prefix ends at or before the
+        earliest injected position, and for grouping, a row's tokens from its injection's start on are told
+        apart by the injection's key, so only rows with the same injection share positions it reaches.
+        ``keep_last[r]``: row ``r``'s last ``keep_last[r]`` tokens stay in its own suffix (teacher forcing
+        needs the logits there)."""
+        shared = self._shared_prefix(ids if keep_last is None else
+                                     [x[:len(x) - keep_last[r] + 1] for r, x in enumerate(ids)])
+        if steer is not None and steer.min_start() is not None:
+            shared = min(shared, steer.min_start())
+            shared = shared if shared >= self.MIN_SHARED_PREFIX else 0
+        prefix = ids[0][:shared]
+        rest = [ids[i][shared:] for i, _ in rows]
+        plan = rest
+        if steer is not None or keep_last is not None:
+            big = 1 << 40
+            keys: dict = {}
+            plan = []
+            for r, (i, _) in enumerate(rows):
+                x = list(rest[r])
+                key = None if steer is None else steer.planning_key(i)
+                if key is not None:
+                    n = keys.setdefault(key, len(keys) + 1)
+                    x = x[:max(0, key[0] - shared)] + [t + n * big for t in x[max(0, key[0] - shared):]]
+                if keep_last is not None:
+                    x = x[:len(x) - keep_last[r]] + [-(r + 1)]  # a unique end: no group prefix reaches the kept tokens
+                plan.append(x)
+        if self.share_prefix:
+            groups = plan_groups(plan, self.MIN_SHARED_PREFIX, max_rows)
+        else:
+            groups = [Group((r,), 0) for r in range(len(rows))]
+        batches = pack_batches(groups, [len(x) for x in rest], max_rows)
+        prefix_cache = None
+        if shared:
+            if steer is not None:
+                steer.set_rows(None)
+            out = self._forward([prefix], torch.ones(1, shared, dtype=torch.long, device=self.lm.device), None)
+            prefix_cache = out.past_key_values
+            self.stats.computed_tokens += shared
+        return shared, prefix, rest, batches, prefix_cache
+
+    def _prefill(self, batch: list[Group], prefix: list[int], prefix_cache, rest, rows, steer, logits_to_keep: int = 1,
+                 select: tuple[torch.Tensor, torch.Tensor] | None = None):
+        """The prompt pass of one batch: group prefixes (one row per group, on a copy of the call prefix's
+        cache), then every row's own tokens on its group's cache. Returns (members, mask, output).
+        ``select = (rows, positions)``: the suffix pass projects only those hidden states to logits (output
+        logits ``[1, len(rows), vocab]``), the rest of the model unchanged."""
         tok, dev = self.lm.tokenizer, self.lm.device
         pad = tok.pad_token_id
         P = len(prefix)
@@ -383,6 +568,8 @@ class Engine:
             if prefix_cache is not None:
                 cache = copy.deepcopy(prefix_cache)
                 cache.batch_repeat_interleave(len(batch))
+            if steer is not None:
+                steer.set_rows([rows[g.rows[0]][0] for g in batch])
             cache = self._forward(gtok, torch.tensor(gmask, device=dev), cache).past_key_values
             self.stats.computed_tokens += sum(g.prefix for g in batch)
             owner = [gi for gi, g in enumerate(batch) for _ in g.rows]
@@ -401,7 +588,25 @@ class Engine:
             mask.append(ones(P) + [0] * (width_g - g.prefix) + ones(g.prefix) + [0] * (width_s - len(s)) + ones(len(s)))
             self.stats.computed_tokens += len(s)
         mask = torch.tensor(mask, device=dev)
-        out = self._forward(stok, mask, cache)
+        if steer is not None:
+            steer.set_rows([rows[r][0] for r in members])
+        if select is None:
+            return members, mask, self._forward(stok, mask, cache, logits_to_keep)
+
+        def only_selected(module, args):
+            h = args[0]
+            return (h[select[0].to(h.device), select[1].to(h.device)].unsqueeze(0),)
+
+        hook = self.lm.model.get_output_embeddings().register_forward_pre_hook(only_selected)
+        try:
+            return members, mask, self._forward(stok, mask, cache, logits_to_keep)
+        finally:
+            hook.remove()
+
+    def _batch(self, batch: list[Group], prefix: list[int], prefix_cache, rest, rows, ids, limits, sample,
+               temperature, seed, options, steer=None, stop_at_newline: bool = True) -> dict[int, Generation]:
+        tok, dev = self.lm.tokenizer, self.lm.device
+        members, mask, out = self._prefill(batch, prefix, prefix_cache, rest, rows, steer)
         cache, logits = out.past_key_values, out.logits[:, -1].float().to(dev)
 
         # option distributions: read from the raw logits of each step until the row's greedy token carries content
@@ -443,7 +648,7 @@ class Engine:
                     finish[r] = "eos"
                     continue
                 new[r].append(t)
-                stop = self._newline[t] and seen_content[r]
+                stop = stop_at_newline and self._newline[t] and seen_content[r]
                 seen_content[r] = seen_content[r] or self._content[t]
                 if not stop and len(new[r]) < limits[rows[r][0]]:
                     keep.append(row)
@@ -455,6 +660,8 @@ class Engine:
                 mask, pos, nxt = mask[sel], pos[sel], nxt[sel]
                 active = [active[row] for row in keep]
             mask = torch.cat([mask, torch.ones(len(active), 1, dtype=mask.dtype, device=dev)], dim=-1)
+            if steer is not None:
+                steer.set_rows([rows[r][0] for r in active])
             out = self.lm.model(input_ids=nxt.unsqueeze(-1), attention_mask=mask, position_ids=pos.unsqueeze(-1),
                                 past_key_values=cache, use_cache=True)
             pos = pos + 1
@@ -464,7 +671,7 @@ class Engine:
 
         for r in members:
             raw = tok.decode(new[r], skip_special_tokens=True)
-            response, was_cut = cut_response(raw)
+            response, was_cut = cut_response(raw) if stop_at_newline else (raw.strip(), False)
             if r in first and r not in dists:  # no content token generated: the first step, flagged
                 dists[r] = (*first[r][:2], -1)
             probs, outside, position = dists.get(r, (None, None, None))

@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -294,6 +295,16 @@ def pick_device(device: str = "auto") -> torch.device:
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def check_conversation(messages: "Sequence[dict]") -> None:
+    """A conversation alternates user and assistant turns, starting with a user turn, each with text."""
+    if not messages:
+        raise ModelError("a conversation needs at least one user turn")
+    for i, m in enumerate(messages):
+        want = "user" if i % 2 == 0 else "assistant"
+        if not isinstance(m, dict) or m.get("role") != want or not isinstance(m.get("content"), str):
+            raise ModelError(f"turn {i} of a conversation must be {{'role': {want!r}, 'content': <text>}}; got {m!r}")
+
+
 @dataclass
 class PromptFormat:
     """How a raw user prompt becomes model input text."""
@@ -302,13 +313,27 @@ class PromptFormat:
     tokenizer: object = field(repr=False)
     system_prompt: str | None = None
 
-    def render(self, prompt: str) -> str:
+    def render(self, prompt: "str | Sequence[dict]") -> str:
+        """The model input for one user prompt, or for a conversation: a list of ``{"role": "user" |
+        "assistant", "content": ...}`` turns starting with a user turn. A conversation that ends with a user
+        turn gets the generation prompt; one that ends with an assistant turn is left open after that turn's
+        text (a prefilled answer the model continues). The plain format writes each turn as ``Question: ...``
+        / ``Answer: ...`` lines."""
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        check_conversation(messages)
+        open_answer = messages[-1]["role"] == "assistant"
         if self.kind == "chat":
-            messages = [{"role": "user", "content": prompt}]
             if self.system_prompt is not None:
                 messages.insert(0, {"role": "system", "content": self.system_prompt})
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return PLAIN_TEMPLATE.format(prompt=prompt)
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=not open_answer,
+                                                      continue_final_message=open_answer)
+        parts = []
+        for m in messages:
+            if m["role"] == "user":
+                parts.append(PLAIN_TEMPLATE.format(prompt=m["content"]))
+            else:
+                parts[-1] += " " + m["content"]
+        return "\n".join(parts)
 
     @property
     def add_special_tokens(self) -> bool:

@@ -112,6 +112,9 @@ def run_datasets(root: Path = DATA_RAW, seed: int = DATASET_SEED) -> list[dict]:
             "seed": seed,
         }
         manifests.append(write_task(root, manifest, items))
+    from .injection_data import write_injection_dataset
+
+    manifests.append(write_injection_dataset(root))
     return manifests
 
 
@@ -120,7 +123,7 @@ class Plan:
     """Everything a stage needs, validated before any model is loaded."""
 
     def __init__(self, profile: Profile, data_raw: Path = DATA_RAW):
-        self.profile = profile
+        self.profile, self.data_raw = profile, Path(data_raw)
         self.tasks: dict[str, TaskData] = {}
         self.properties: dict[str, list[str]] = {}
         for split in ("train", "test"):

@@ -1,0 +1,118 @@
+"""Rule-based graders of free text, and the optional local judge model.
+
+The rules are deliberately simple and public, so a reader can check any verdict by hand; the exact measures
+(probabilities from one forward pass) are the primary outcomes and these grades are reported beside them.
+
+* :func:`claims_detection`: the text says that it notices something injected / unusual, and does not deny it
+  first ("I don't detect ..." is a denial; "Yes, I notice ..." a claim).
+* :func:`names_concept`: the concept word (or its simple plural / singular) appears as a whole word.
+* :func:`detection_before_naming`: a claim is made before the concept is first named (naming it first and
+  then "noticing" can be the steering speaking, not a report).
+* :func:`coherent`: enough words, mostly letters, no degenerate repetition.
+* :func:`notices_oddity` (the mirror test): the reply remarks on typos, errors or glitches in earlier text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+CLAIM = re.compile(
+    r"\b(yes\b|i (?:do |can |now |definitely |clearly )?(?:notice|detect|sense|feel|perceive|am aware of)\b|"
+    r"there (?:is|seems to be|appears to be) (?:an? )?(?:injected|unusual|foreign|new)|"
+    r"(?:an|the) injected thought (?:is|seems|appears)|i(?:'m| am) (?:noticing|detecting|sensing))", re.I)
+DENIAL = re.compile(
+    r"\b(no\b|i (?:do not|don't|cannot|can't|did not|didn't) (?:notice|detect|sense|feel|perceive)|"
+    r"(?:there is|there's|i see|i notice|i detect) (?:no|nothing)|nothing (?:unusual|injected|out of the ordinary)|"
+    r"not (?:detect|notice|sense)|no injected thought)", re.I)
+ODDITY = re.compile(
+    r"\b(typos?|misspell\w*|spelling (?:mistakes?|errors?)|glitch\w*|garbled|corrupt\w*|"
+    r"(?:strange|weird|odd|unusual) (?:characters?|letters?|spelling|pattern|text|formatting)|"
+    r"errors? in my (?:previous |earlier |last )?(?:messages?|responses?|replies|answers?)|"
+    r"(?:my|the) (?:previous|earlier|last) (?:messages?|responses?|replies) (?:had|contained|were|was)|"
+    r"i (?:wrote|made) (?:some |a few )?(?:typos?|mistakes?|errors?)|did i (?:write|do) that)", re.I)
+
+
+def _word_pattern(word: str) -> re.Pattern:
+    w = re.escape(word.lower())
+    stem = re.escape(word.lower()[:-1]) if word.lower().endswith("s") and len(word) > 3 else w
+    return re.compile(rf"\b(?:{w}|{stem}|{w}s|{w}es)\b", re.I)
+
+
+def claims_detection(text: str) -> bool:
+    """A claim of noticing, with no denial before it."""
+    claim, denial = CLAIM.search(text), DENIAL.search(text)
+    return claim is not None and (denial is None or claim.start() < denial.start())
+
+
+def names_concept(text: str, word: str) -> bool:
+    return _word_pattern(word).search(text) is not None
+
+
+def detection_before_naming(text: str, word: str) -> bool:
+    """A claim of detection that comes before the first mention of the concept (and the concept is named)."""
+    claim, named = CLAIM.search(text), _word_pattern(word).search(text)
+    return claims_detection(text) and named is not None and claim is not None and claim.start() < named.start()
+
+
+def coherent(text: str, min_words: int = 3) -> bool:
+    """At least ``min_words`` words; at least 60% of non-space characters letters; at most half the words of
+    one or two letters and at most one line break per three words (fragments scattered over lines); no word
+    making up more than 40% of the words (of 5 or more); no 3-word sequence repeated three times or more."""
+    words = re.findall(r"[A-Za-z']+", text.lower())
+    chars = [c for c in text if not c.isspace()]
+    if len(words) < min_words or not chars:
+        return False
+    if sum(len(w) <= 2 for w in words) > len(words) / 2 or text.strip().count("\n") > len(words) / 3:
+        return False
+    if sum(c.isalpha() for c in chars) / len(chars) < 0.6:
+        return False
+    if len(words) >= 5 and Counter(words).most_common(1)[0][1] / len(words) > 0.4:
+        return False
+    grams = Counter(zip(words, words[1:], words[2:]))
+    return not grams or grams.most_common(1)[0][1] < 3
+
+
+def notices_oddity(text: str) -> bool:
+    """The mirror test's spontaneous noticing: the reply remarks on typos, errors or glitches in earlier text."""
+    return ODDITY.search(text) is not None
+
+
+def grade_injection_text(text: str, word: str | None) -> dict:
+    """Every rule-based grade of one free-text answer to the detection question (``word``: the injected
+    concept, ``None`` on a control trial)."""
+    return {"claims_detection": claims_detection(text),
+            "names_concept": bool(word) and names_concept(text, word),
+            "detection_before_naming": bool(word) and detection_before_naming(text, word),
+            "coherent": coherent(text)}
+
+
+# ------------------------------------------------------------------------------------------- judge
+JUDGE_DETECT = ("Below is a reply an AI assistant gave when asked whether it noticed an injected thought.\n\n"
+                "Reply: \"{text}\"\n\nDoes the assistant claim that it notices an injected or unusual thought? "
+                "Answer with only \"yes\" or \"no\".")
+JUDGE_NAMES = ("Below is a reply an AI assistant gave when asked what an injected thought was about.\n\n"
+               "Reply: \"{text}\"\n\nDoes the reply say the thought is about {word}, or something very closely "
+               "related to {word}? Answer with only \"yes\" or \"no\".")
+JUDGE_ODDITY = ("Below is a reply an AI assistant gave in a conversation.\n\nReply: \"{text}\"\n\nDoes the "
+                "assistant remark on typos, errors or anything odd in its own earlier messages? Answer with only "
+                "\"yes\" or \"no\".")
+
+
+def judge(engine, questions: list[str]) -> list[float]:
+    """A local judge model's P(yes) (normalised over yes / no) for each question, from one forward pass each."""
+    gens = engine.generate(questions, 3, options=[("yes", "no")] * len(questions))
+    return [g[0].option_probs[0] for g in gens]
+
+
+def cohen_kappa(a, b) -> float:
+    """Cohen's kappa of two binary gradings (NaN when either is constant and they disagree on that)."""
+    import numpy as np
+
+    a, b = np.asarray(a, bool), np.asarray(b, bool)
+    if not len(a):
+        return float("nan")
+    po = float((a == b).mean())
+    pa, pb = a.mean(), b.mean()
+    pe = float(pa * pb + (1 - pa) * (1 - pb))
+    return float("nan") if pe == 1.0 else (po - pe) / (1 - pe)

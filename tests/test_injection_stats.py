@@ -1,0 +1,192 @@
+"""The concept-injection statistics (analysis/injection.py): parameter recovery on simulated data of the
+experiment's realistic size, fits through the convergence gate, a null prefill effect, per-model fits,
+the frequentist cross-check, and schema errors.
+
+The fits use the default sampler settings (4 chains x 1000 draws after 1000 tuning steps): the gate asks
+for 400 bulk and tail ESS on every free variable, which 2 chains x 300 draws cannot give whatever the
+model, so these recovery fits are also the realistic-size gate check. All of them together take about a
+minute on two cores."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import injection as I
+from analysis import models as M
+from reproduce.errors import DataError
+
+FIT = M.SamplerSettings(draws=1000, tune=1000, chains=4, target_accept=0.98, seed=0)
+COVERAGE = 0.8  # the share of cells whose 95% interval must contain the truth
+CELL = ["condition", "layer_fraction", "strength"]
+
+
+def covered(frame: pd.DataFrame, truth: str, prefix: str = "") -> pd.Series:
+    return (frame[f"{prefix}low"] <= frame[truth]) & (frame[truth] <= frame[f"{prefix}high"])
+
+
+@pytest.fixture(scope="module")
+def sim():
+    det, det_truth = I.simulate_detection(seed=2)  # 50 concepts x 3 layers x 4 strengths x 3 conditions + 50
+    ide, ide_truth = I.simulate_identification(seed=1)  # 50 concepts x 12 cells + 50 controls
+    intn, intn_truth = I.simulate_intention(seed=1)  # 24 sentences x 2 instructions x 10 layers
+    tables = {"detection": det, "identification": ide, "intention": intn}
+    return tables, {"detection": det_truth, "identification": ide_truth, "intention": intn_truth}
+
+
+@pytest.fixture(scope="module")
+def fitted(sim):
+    tables, truth = sim
+    return I.fit_all(tables, FIT), truth
+
+
+@pytest.fixture(scope="module")
+def prefill():
+    """Two models in one table, fitted separately: ``effect`` with the published effect (matching injection
+    lowers the accident rate), ``null`` with none."""
+    eff, eff_truth = I.simulate_prefill(seed=4, model="effect")
+    null, null_truth = I.simulate_prefill(seed=3, model="null", p_control=0.8, p_matching=0.8, p_random=0.8)
+    return I.fit_all({"prefill": pd.concat([eff, null], ignore_index=True)}, FIT), {"effect": eff_truth,
+                                                                                     "null": null_truth}
+
+
+# ------------------------------------------------------------------------------------------- schemas
+def test_simulated_tables_have_the_stage_schemas(sim):
+    tables, _ = sim
+    for name, rows in tables.items():
+        assert list(rows.columns) == I.COLUMNS[name]
+    det = tables["detection"]
+    ctl = det[det["condition"] == "control"]
+    assert (ctl["layer"] == -1).all() and ctl["layer_fraction"].isna().all() and (ctl["strength"] == 0).all()
+    assert ((det["p_yes"] > 0.5) == det["detected"]).all()
+    assert det.loc[det["condition"] == "random", "concept"].isna().all()  # a random vector has no concept
+    ide = tables["identification"]
+    assert ((ide["rank"] == 1) == ide["correct"]).all() and ide["p_true"].between(0, 1).all()
+    p, _ = I.simulate_prefill(seed=0)
+    assert list(p.columns) == I.COLUMNS["prefill"] and ((p["p_accident"] > 0.5) == p["accident"]).all()
+
+
+@pytest.mark.parametrize("table,column", [("detection", "strength"), ("identification", "n_concepts"),
+                                          ("prefill", "pair_id"), ("intention", "cosine")])
+def test_a_missing_column_is_named(table, column):
+    rows = {"detection": I.simulate_detection, "identification": I.simulate_identification,
+            "prefill": I.simulate_prefill, "intention": I.simulate_intention}[table](seed=0)[0]
+    with pytest.raises(DataError, match=f"the {table} table lacks the column.*'{column}'"):
+        I.fit_all({table: rows.drop(columns=column)}, FIT)  # before anything is sampled
+    with pytest.raises(DataError, match=f"'{column}'"):
+        I.frequentist_summary({table: rows.drop(columns=column)})
+
+
+def test_bad_values_are_refused_with_the_fix():
+    det, _ = I.simulate_detection(seed=0, n_concepts=3, n_controls=3, n_bias_questions=2)
+    with pytest.raises(DataError, match="condition.*'steered'"):
+        I.detection_model(det.assign(condition=det["condition"].replace("negated", "steered")))
+    with pytest.raises(DataError, match="no control 'detect' rows"):
+        I.detection_model(det[det["condition"] != "control"])
+    with pytest.raises(DataError, match="one model's rows"):
+        I.detection_model(pd.concat([det, det.assign(model="other")]))
+    with pytest.raises(DataError, match="injected rows without a layer_fraction"):
+        I.detection_model(det.assign(layer_fraction=np.nan))
+    with pytest.raises(DataError, match="unknown injection table"):
+        I.fit_all({"detections": det}, FIT)
+
+
+# ------------------------------------------------------------------------------------------ recovery
+def test_every_fit_passes_the_gate(fitted, prefill):
+    res, _ = fitted
+    fits = [(d["model"], d["fit"]) for d in res["diagnostics"] + prefill[0]["diagnostics"]]
+    assert sorted(fits) == sorted([("sim", "detection"), ("sim", "yes_bias"), ("sim", "identification"),
+                                   ("sim", "intention"), ("effect", "prefill"), ("null", "prefill")])
+    for d in res["diagnostics"] + prefill[0]["diagnostics"]:
+        g = d["diagnostics"]
+        assert g["r_hat_max"] <= M.RHAT_MAX and min(g["ess_bulk_min"], g["ess_tail_min"]) >= M.ESS_MIN
+        assert g["divergences"] == 0 and g["chains"] == 4 and g["draws"] == 1000
+
+
+def test_detection_cells_fp_rate_and_contrasts_are_recovered(fitted):
+    res, truth = fitted
+    t = truth["detection"]
+    cells = res["detection_cells"].merge(t["cells"], on=CELL, validate="one_to_one")
+    assert len(cells) == 36 and (cells["model"] == "sim").all()
+    assert (cells["k"] == 0).sum() >= 3  # all-zero cells (no detection at weak strength) are part of the data
+    assert covered(cells, "p").mean() >= COVERAGE
+    assert covered(cells, "p_obs", "obs_").mean() >= COVERAGE
+    assert covered(cells, "diff", "diff_").mean() >= COVERAGE
+    fp = res["fp_rate"].iloc[0]
+    assert fp["low"] <= t["fp_rate"] <= fp["high"] and fp["n"] == 50
+    for frame in (res["detection_cells"], res["fp_rate"]):
+        assert frame[["mean", "low", "high"]].stack().between(0, 1).all()
+        assert (frame["low"] <= frame["mean"]).all() and (frame["mean"] <= frame["high"]).all()
+    # the headline: the strongest concept injection is detected above the false-positive rate
+    best = cells.set_index(CELL).loc[("concept", 20 / 30, 8.0)]
+    assert best["diff_low"] > 0 and best["p_positive"] > 0.99
+    # and the weakest random injection is not distinguishable from it
+    weak = cells.set_index(CELL).loc[("random", 10 / 30, 1.0)]
+    assert weak["diff_low"] < 0 < weak["diff_high"]
+
+
+def test_yes_bias_is_recovered(fitted):
+    res, truth = fitted
+    yb = res["yes_bias"].merge(truth["detection"]["yes_bias"], on=CELL, suffixes=("", "_true"))
+    assert len(yb) == 36
+    assert covered(yb, "p").mean() >= COVERAGE and covered(yb, "diff", "diff_").mean() >= COVERAGE
+    c = yb.iloc[0]
+    assert c["control_low"] <= truth["detection"]["yes_control"] <= c["control_high"]
+
+
+def test_identification_is_recovered_against_chance_and_control(fitted):
+    res, truth = fitted
+    t = truth["identification"]
+    idc = res["identification_cells"]
+    ctl = idc[idc["condition"] == "control"].iloc[0]
+    assert ctl["low"] <= t["control"] <= ctl["high"] and ctl["chance"] == pytest.approx(1 / 50)
+    cells = idc[idc["condition"] == "concept"].merge(t["cells"], on=["layer_fraction", "strength"])
+    assert len(cells) == 12
+    for truth_col, prefix in (("p", ""), ("vs_chance", "vs_chance_"), ("vs_control", "vs_control_")):
+        assert covered(cells, truth_col, prefix).mean() >= COVERAGE, truth_col
+    best = cells.set_index(["layer_fraction", "strength"]).loc[(20 / 30, 8.0)]
+    assert best["vs_chance_low"] > 0 and best["vs_control_low"] > 0  # the headline contrasts
+
+
+def test_prefill_contrasts_are_recovered_and_the_null_covers_zero(prefill):
+    res, truth = prefill
+    con = res["prefill_contrasts"].set_index(["model", "contrast"])
+    assert sorted(con.index) == sorted([(m, c) for m in ("effect", "null")
+                                        for c in ("matching - control", "matching - random")])
+    for c, value in truth["effect"]["contrasts"].items():
+        r = con.loc[("effect", c)]
+        assert r["low"] <= value <= r["high"], c
+        assert r["high"] < 0, c  # matching injection lowers the accident rate: the published finding
+    for c in ("matching - control", "matching - random"):
+        r = con.loc[("null", c)]
+        assert r["low"] < 0 < r["high"], c  # no effect simulated, none found
+    conds = res["prefill_conditions"]
+    eff = conds[conds["model"] == "effect"].set_index("condition")
+    for c, p in truth["effect"]["conditions"].items():
+        assert eff.loc[c, "low"] <= p <= eff.loc[c, "high"], c
+    assert eff.loc["control", "n"] == 60 and np.isnan(eff.loc["control", "layer_fraction"])
+
+
+def test_think_minus_dont_think_is_recovered_per_layer(fitted):
+    res, truth = fitted
+    lay = res["intention_layers"].merge(truth["intention"]["layers"], on=["layer", "layer_fraction"])
+    assert len(lay) == 10 and (lay["n"] == 48).all()
+    assert covered(lay, "diff").mean() >= COVERAGE
+    peak = lay.loc[lay["diff"].idxmax()]
+    assert peak["low"] > 0  # the headline: thinking about the word raises its representation
+    assert np.allclose(lay["raw_diff"], lay["raw_think"] - lay["raw_dont_think"])
+
+
+# -------------------------------------------------------------------------------- cross-checks
+def test_frequentist_summary_gives_wilson_intervals_that_agree_with_the_posterior(sim, fitted):
+    tables, _ = sim
+    res, _ = fitted
+    freq = I.frequentist_summary(tables)
+    assert set(freq["table"]) == {"detection", "yes_bias", "identification"}
+    assert ((freq["low"] <= freq["rate"]) & (freq["rate"] <= freq["high"])).all()
+    det = freq[freq["table"] == "detection"]
+    ctl = det[det["condition"] == "control"].iloc[0]
+    assert ctl["n"] == 50 and ctl["k"] == res["fp_rate"]["k"].iloc[0] and np.isnan(ctl["layer_fraction"])
+    both = res["detection_cells"].merge(det, on=["model", *CELL], suffixes=("", "_w"))
+    assert len(both) == 36 and (both["k"] == both["k_w"]).all()
+    # the posterior rate averaged over the observed concepts lies in the Wilson interval in nearly every cell
+    assert ((both["low_w"] <= both["obs_mean"]) & (both["obs_mean"] <= both["high_w"])).mean() >= 0.9
