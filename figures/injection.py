@@ -38,7 +38,7 @@ class Inputs:
 
     def footer(self, fig) -> None:
         if self.hardware:
-            fig.text(0.0, -0.02, f"trials run on: {self.hardware}", fontsize=6.5, color="#555555", ha="left", va="top")
+            fig.text(0.0, -0.2, f"trials run on: {self.hardware}", fontsize=6.5, color="#555555", ha="left", va="top")
 
 
 def _models(df: pd.DataFrame) -> list[str]:
@@ -54,7 +54,8 @@ def detection_heatmap(inp: Inputs):
     cells = cells[cells["condition"] == "concept"]
     fp = inp.table("fp_rate")
     models = _models(cells)
-    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(models), figsize=(4.8 * len(models), 3.6), squeeze=False,
+                             gridspec_kw={"wspace": 0.35})
     for ax, m in zip(axes[0], models):
         c = cells[cells["model"] == m]
         fr, st = sorted(c["layer_fraction"].unique()), sorted(c["strength"].unique())
@@ -73,7 +74,7 @@ def detection_heatmap(inp: Inputs):
         ax.set_ylabel("layer fraction")
         ax.grid(False)
         f = fp[fp["model"] == m].iloc[0]
-        ax.set_title(f"{m}\nfalse positives (controls): {f['mean']:.2f} [{f['low']:.2f}, {f['high']:.2f}]")
+        ax.set_title(f"{m}\nfalse positives: {f['mean']:.2f} [{f['low']:.2f}, {f['high']:.2f}]", fontsize=9)
     fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="P(detect)")
     fig.suptitle("Detection under concept injection (posterior means, 95% intervals)", y=1.04)
     inp.footer(fig)
@@ -138,6 +139,7 @@ def prefill_rates(inp: Inputs):
             ax.axhline(r["mean"], color="black", lw=1, label="control")
             ax.axhspan(r["low"], r["high"], color="black", alpha=0.1)
         ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right")
+        ax.set_xlim(-0.6, len(labels) - 0.4)
         ax.set_xlabel("layer fraction / strength")
         ax.set_title(m)
         ax.set_ylim(0, 1)

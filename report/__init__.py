@@ -744,7 +744,7 @@ def fig_id(name: str) -> str:
 
 
 def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figures: Path = FIGURES,
-            paper: Path = PAPER, data_raw: Path = DATA_RAW) -> dict:
+            paper: Path = PAPER, data_raw: Path = DATA_RAW, injection: Path | None = None) -> dict:
     """Write ``paper/_generated/`` (numbers.yml, tables/*.md, figures/*.png) from the pipeline's outputs;
     returns the figures' index (``data/figures/index.json``)."""
     numbers = _read_json(Path(analysis) / "numbers.json", "analysis")
@@ -766,6 +766,9 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
         atomic_write_bytes(gen / "figures" / f"{name}.png", (Path(figures) / f"{name}.png").read_bytes())
     for name, md in build_tables(analysis, metrics, manifests, reference).items():
         atomic_write_bytes(gen / "tables" / f"{name}.md", md.encode())
+    from .injection import INJECTION, write_section
+
+    write_section(gen, injection if injection is not None else Path(analysis).parent / INJECTION.name, Path(paper))
     return index
 
 

@@ -97,6 +97,14 @@ def cmd_concept_injection(args) -> None:
         print(f"{part}: {path}")
 
 
+def cmd_mirror(args) -> None:
+    from .mirror import run_mirror
+    from .stages import DATA, WORK, Plan
+
+    for part, path in run_mirror(Plan(_profile(args)), DATA / "mirror" / "raw", WORK).items():
+        print(f"{part}: {path}")
+
+
 def cmd_injection_analysis(args) -> None:
     from analysis.injection_stage import main
 
@@ -381,6 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
           "rates with Wilson intervals, grader agreement, and the numbers the manuscript quotes")
     sub.add_parser("injection-figures", help="draw the concept-injection figures from its analysis outputs") \
         .set_defaults(func=cmd_injection_figures, timed="injection-figures")
+    stage("mirror", cmd_mirror,
+          "the mirror test: each model answers conversation scripts itself, then its earlier replies are "
+          "corrupted (or another model's are shown as its own); noticing, recognition, imitation and surprise")
     stage("analysis", cmd_analysis,
           "Bayesian hierarchical models (behind a convergence gate), frequentist cross-checks, metrics and the "
           "numbers the manuscript quotes")

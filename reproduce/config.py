@@ -190,6 +190,29 @@ class Injection(_Strict):
         return v
 
 
+class Mirror(_Strict):
+    """The mirror test: a model's own earlier replies corrupted (or another model's shown as its own), then the
+    conversation goes on. See reproduce/mirror.py."""
+
+    scripts: int | None = Field(default=None, ge=1, description="the first n conversation scripts (null: all)")
+    kinds: list[Literal["insertion", "substitution", "swap", "drop", "capitalisation"]] = Field(
+        default=["insertion", "substitution", "swap", "drop", "capitalisation"], min_length=1)
+    levels: list[float] = Field(default=[0.1, 0.3, 0.6], min_length=1, description=(
+        "shares of eligible words corrupted, each in (0, 1]; the control (0) always runs"))
+    turns: list[int] | None = Field(default=None, description="turns measured (>= 2; null: every turn from 2)")
+    other_model: bool = Field(default=True, description="also show another model's replies as the model's own")
+    max_new_tokens: int = Field(default=60, ge=8, le=1024, description="tokens per reply")
+    judge: str | None = Field(default=None, description="a model spec for an optional local judge of noticing")
+
+    @field_validator("levels")
+    @classmethod
+    def _levels(cls, v: list[float]) -> list[float]:
+        bad = [x for x in v if not 0.0 < x <= 1.0]
+        if bad:
+            raise ValueError(f"corruption levels must lie in (0, 1] (the control, 0, always runs); got {bad}")
+        return v
+
+
 class Profile(_Strict):
     seed: int = Field(ge=0)
     models: list[str] = Field(min_length=1)
@@ -215,6 +238,7 @@ class Profile(_Strict):
     behaviour_change: BehaviourChange | None = None
     analysis: Analysis = Field(default_factory=Analysis)
     injection: Injection | None = Field(default=None, description="concept injection; null: the stage is skipped")
+    mirror: Mirror | None = Field(default=None, description="the mirror test; null: the stage is skipped")
 
     @field_validator("models")
     @classmethod

@@ -109,6 +109,14 @@ def answer_text(lm, word: str) -> str:
     return word if lm.format.kind == "chat" else " " + word
 
 
+def assistant_span(lm, conv: list[dict], sentence: str) -> tuple[int, int]:
+    """The token span of the assistant's copy of ``sentence`` (the last occurrence in the rendered
+    conversation), not the user's copy in the instruction."""
+    rendered = lm.format.render(conv)
+    at = rendered.rindex(sentence)
+    return token_span(lm, rendered, at, at + len(sentence))
+
+
 def _vector(cv: ConceptVectors, condition: str, concept: str, layer: int, strength: float, seed: int):
     if condition == "concept":
         return cv.injection(concept, layer, strength)
@@ -337,9 +345,7 @@ class Runner:
             for instruction in ("think", "dont_think"):
                 conv = [{"role": "user", "content": p[instruction].format(sentence=it["sentence"], word=it["word"])},
                         {"role": "assistant", "content": it["sentence"]}]
-                rendered = self.lm.format.render(conv)
-                at = rendered.rindex(it["sentence"])  # the assistant's copy, the last occurrence
-                spans.append(token_span(self.lm, rendered, at, at + len(it["sentence"])))
+                spans.append(assistant_span(self.lm, conv, it["sentence"]))
                 convs.append(conv)
                 specs.append(dict(sentence_id=it["id"], word=it["word"], instruction=instruction))
         if not convs:

@@ -113,8 +113,10 @@ def run_datasets(root: Path = DATA_RAW, seed: int = DATASET_SEED) -> list[dict]:
         }
         manifests.append(write_task(root, manifest, items))
     from .injection_data import write_injection_dataset
+    from .mirror_data import write_mirror_dataset
 
     manifests.append(write_injection_dataset(root))
+    manifests.append(write_mirror_dataset(root))
     return manifests
 
 

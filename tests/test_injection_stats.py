@@ -169,7 +169,7 @@ def test_prefill_contrasts_are_recovered_and_the_null_covers_zero(prefill):
 def test_think_minus_dont_think_is_recovered_per_layer(fitted):
     res, truth = fitted
     lay = res["intention_layers"].merge(truth["intention"]["layers"], on=["layer", "layer_fraction"])
-    assert len(lay) == 10 and (lay["n"] == 48).all()
+    assert len(lay) == 10 and (lay["n"] == 24).all()  # paired differences: one per sentence and layer
     assert covered(lay, "diff").mean() >= COVERAGE
     peak = lay.loc[lay["diff"].idxmax()]
     assert peak["low"] > 0  # the headline: thinking about the word raises its representation

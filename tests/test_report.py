@@ -187,4 +187,17 @@ def test_every_committed_dataset_has_a_card_and_a_matching_citation():
         ref = cited[m["name"]]
         assert ref["version"] == m["version"]
         assert f"release-sha256:{m['release_sha256']}" in json.dumps(ref["identifiers"])
-    assert set(cited) == {m["name"] for m in manifests}
+    # the other experiments' datasets (several files each): card, hashes and citation
+    from reproduce.injection_data import injection_card, load_injection_dataset
+    from reproduce.mirror_data import load_mirror_dataset, mirror_card
+
+    others = read_manifests(REPO_ROOT / "data_raw", "experiment")
+    assert [m["name"] for m in others] == ["concept_injection", "mirror_test"]
+    loaders = {"concept_injection": (load_injection_dataset, injection_card),
+               "mirror_test": (load_mirror_dataset, mirror_card)}
+    for m in others:
+        load, card = loaders[m["name"]]
+        assert load(REPO_ROOT / "data_raw").release_sha256 == m["release_sha256"]
+        assert (REPO_ROOT / "data_raw" / m["name"] / "README.md").read_text() == card(m)
+        assert f"release-sha256:{m['release_sha256']}" in json.dumps(cited[m["name"]]["identifiers"])
+    assert set(cited) == {m["name"] for m in manifests + others}

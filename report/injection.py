@@ -1,0 +1,163 @@
+"""The manuscript's concept-injection results: ``paper/_generated/injection.md``, written from
+``data/injection/analysis`` (numbers, tables and figures; nothing typed by hand), and included by
+``paper/index.qmd``. Where the stage did not run (a profile without ``injection:``), the file says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from reproduce.config import REPO_ROOT
+from reproduce.io import atomic_write_bytes
+
+INJECTION = REPO_ROOT / "data" / "injection"
+
+
+def _p(d: dict) -> str:
+    """A probability (or difference of probabilities) with its interval, in percent."""
+    return f"{100 * d['mean']:.1f}% [{100 * d['low']:.1f}, {100 * d['high']:.1f}]"
+
+
+def _pp(d: dict) -> str:
+    return f"{100 * d['mean']:+.1f} points [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
+
+
+WORDS = {"above": "above", "below": "below", "unclear": "not distinguishable from"}
+
+
+def _table(df: pd.DataFrame, caption: str, label: str) -> str:
+    from . import _md_table
+
+    return _md_table(df.astype(str), caption, label)
+
+
+def model_paragraph(m: str, d: dict) -> str:
+    """The results for one model, every number from ``numbers.json``."""
+    inj = d["layers_injected"]
+    parts = [f"**{m}** ({d['n_layers']} blocks; injected at block{'s' if len(inj) > 1 else ''} "
+             f"{', '.join(map(str, inj))})."]
+    if "fp_rate" in d:
+        parts.append(f"On control trials (no injection) it said an injected thought was present at a rate of "
+                     f"{_p(d['fp_rate'])}.")
+    if "detection_best" in d:
+        b = d["detection_best"]
+        parts.append(f"Its highest detection rate under injection was {_p(b['rate'])} (layer fraction "
+                     f"{b['layer_fraction']:g}, strength {b['strength']:g}), {_pp(b['minus_fp'])} relative to the "
+                     f"false-positive rate, {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
+                     f"{d['detection_cells']} cells had detection credibly above the false-positive rate.")
+    if "identification_best" in d:
+        b = d["identification_best"]
+        parts.append(f"The injected concept was the most probable of the {round(1 / b['chance'])} concept words at "
+                     f"a rate of at most {_p(b['rate'])} (layer fraction {b['layer_fraction']:g}, strength "
+                     f"{b['strength']:g}; chance {100 * b['chance']:.1f}%), {_pp(b['minus_chance'])} against chance "
+                     f"and {_pp(b['minus_control'])} against the same trials without injection; "
+                     f"{d['identification_cells_above_chance']} of {d['identification_cells']} cells were credibly "
+                     "above chance.")
+    for key, label in (("matching_minus_control", "matching minus control"),
+                       ("matching_minus_random", "matching minus random")):
+        c = d.get("prefill", {}).get(key)
+        if c:
+            s = c["strongest"]
+            parts.append(f"Prefill detection, {label}: the most negative difference in P(\"accident\") was {_pp(s)} (layer "
+                         f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}); {c['cells_below']} of "
+                         f"{c['cells']} cells credibly below zero, {c['cells_above']} credibly above.")
+    if "intention_best" in d:
+        b = d["intention_best"]
+        parts.append(f"Intentional control: the largest think minus don't-think cosine was "
+                     f"{b['mean']:+.4f} [{b['low']:+.4f}, {b['high']:+.4f}] at block {b['layer']} (layer fraction "
+                     f"{b['layer_fraction']:.2f}); {d['intention_layers_above']} of {d['intention_layers']} layers "
+                     "credibly above zero.")
+    deg = {k: v for k, v in d.get("degenerate_strength", {}).items()}
+    if deg:
+        txt = "; ".join(f"layer fraction {k}: {'none of the strengths tried' if v is None else f'strength {v:g}'}"
+                        for k, v in sorted(deg.items()))
+        parts.append(f"Most free-text answers were incoherent from: {txt}.")
+    if d.get("rules_vs_forced_choice"):
+        a = d["rules_vs_forced_choice"]
+        kappa = "undefined" if a["kappa"] is None else f"{a['kappa']:.2f}"
+        parts.append(f"The rule-graded free text claimed detection in agreement with the forced-choice answer of "
+                     f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa {kappa}).")
+    return " ".join(parts)
+
+
+def comparison_table(numbers: dict, reference: dict) -> pd.DataFrame:
+    rows = []
+    for key, r in reference["rows"].items():
+        ours = []
+        for m, d in numbers["models"].items():
+            if key == "detection" and "detection_best" in d:
+                ours.append(f"{m}: {_p(d['detection_best']['rate'])}")
+            elif key == "false_positives" and "fp_rate" in d:
+                ours.append(f"{m}: {_p(d['fp_rate'])}")
+            elif key == "prefill" and d.get("prefill", {}).get("matching_minus_control"):
+                ours.append(f"{m}: {_pp(d['prefill']['matching_minus_control']['strongest'])}")
+            elif key == "intention" and "intention_best" in d:
+                b = d["intention_best"]
+                ours.append(f"{m}: {b['mean']:+.4f} [{b['low']:+.4f}, {b['high']:+.4f}]")
+        rows.append({"Quantity": r["quantity"], "Published (theirs)": r["published"],
+                     "Open replications (theirs)": r.get("replications", "-"),
+                     "This run": "; ".join(ours) or "-"})
+    return pd.DataFrame(rows)
+
+
+def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROOT / "paper") -> bool:
+    """Write ``gen/injection.md`` (and copy the figures into ``gen/figures``); False when the stage did not run."""
+    analysis, figures = Path(injection) / "analysis", Path(injection) / "figures"
+    path = Path(gen) / "injection.md"
+    if not (analysis / "numbers.json").exists() or not (figures / "index.json").exists():
+        atomic_write_bytes(path, b"The concept-injection stages did not run in this profile (no `injection:` "
+                                 b"section in params.yaml), so this section has no results.\n")
+        return False
+    numbers = json.loads((analysis / "numbers.json").read_text())
+    index = json.loads((figures / "index.json").read_text())
+    run = json.loads((Path(injection) / "raw" / "run.json").read_text())
+    reference = yaml.safe_load((Path(paper) / "injection_reference.yml").read_text())
+    for name in index:
+        atomic_write_bytes(Path(gen) / "figures" / f"{name}.png", (figures / f"{name}.png").read_bytes())
+    ex = pd.read_parquet(analysis / "examples.parquet")
+    ex = ex.assign(**{"layer fraction": ex["layer_fraction"].map(lambda v: "-" if pd.isna(v) else f"{v:g}"),
+                      "strength": ex["strength"].map(lambda v: f"{v:g}"),
+                      "perplexity": ex["perplexity"].map(lambda v: "-" if pd.isna(v) else f"{v:.1f}"),
+                      "grades": [", ".join(k for k in ("claims_detection", "names_concept", "coherent") if r[k])
+                                 or "none" for _, r in ex.iterrows()],
+                      "text": ex["text"].str.replace("\n", " ", regex=False)})
+    ex = ex[["model", "condition", "concept", "layer fraction", "strength", "text", "grades", "perplexity"]]
+    secs = ", ".join(f"{m} {v['seconds']:.0f} s" for m, v in run["models"].items())
+    out = [
+        f"The trials ran on {run['hardware']} ({secs}). Every fit passed the convergence gate "
+        f"({len(numbers['diagnostics'])} fits).",
+        "",
+        *[model_paragraph(m, d) + "\n" for m, d in numbers["models"].items()],
+        "![Detection of an injected concept: posterior P(\"yes\") at the average concept per layer fraction and "
+        "strength, with 95% intervals; outlined cells have detection credibly above the false-positive rate of "
+        "the control trials (in each panel's title).](_generated/figures/injection_detection.png)"
+        "{#fig-injection-detection}",
+        "",
+        "![Identification: P(the injected concept is the most probable of the concept words) per strength and "
+        "layer fraction (95% intervals), against chance (dashed) and the same trials without injection (grey "
+        "band).](_generated/figures/injection_identification.png){#fig-injection-identification}",
+        "",
+        "![Prefill detection: P(\"accident\") for an out-of-place prefilled word, with no injection (black), the "
+        "word's own concept injected on the earlier sentence (matching) and another concept injected there "
+        "(random), 95% intervals.](_generated/figures/injection_prefill.png){#fig-injection-prefill}",
+        "",
+        "![Intentional control: think minus don't-think cosine between the concept vector and the residual over "
+        "the assistant's copy of the sentence, per layer (95% band).](_generated/figures/injection_intention.png)"
+        "{#fig-injection-intention}",
+        "",
+        "![Coherence of the steered free text: share of answers the rules call coherent and median perplexity "
+        "under the unsteered model, per strength.](_generated/figures/injection_coherence.png)"
+        "{#fig-injection-coherence}",
+        "",
+        _table(comparison_table(numbers, reference), f"Concept injection: this run next to the published study "
+               f"and its open replications (their numbers, quoted from {reference['source']}; not computed "
+               "here).", "tbl-injection-comparison"),
+        "",
+        _table(ex, "Example transcripts (free text sampled at T = 1, cut to 220 characters) with the rules' "
+               "grades and the unsteered model's perplexity of the text.", "tbl-injection-examples"),
+    ]
+    atomic_write_bytes(path, "\n".join(out).encode())
+    return True

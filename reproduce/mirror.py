@@ -1,0 +1,268 @@
+"""The mirror test: does a model notice that its own earlier replies were altered?
+
+For every conversation script of ``data_raw/mirror_test`` (user turns only) each model first answers every
+user turn itself, greedily, on its own clean history (``conversations.parquet``). Then its earlier replies
+are altered and the conversation goes on:
+
+- ``control``: the clean history, byte for byte;
+- ``corrupted``: every earlier reply corrupted by one kind at one level (:mod:`reproduce.corrupt`, seeded per
+  model, script and turn, so the same reply is corrupted the same way at every later turn);
+- ``other``: another model's clean replies shown as the model's own turns.
+
+At each measured turn ``t`` (the history holds the replies to turns ``1 .. t-1``):
+
+- (a) **spontaneous noticing**: the model's greedy reply to user turn ``t`` after the altered history, graded
+  by the rules of :func:`reproduce.graders.notices_oddity` (and, optionally, a local judge);
+- (b) **prompted recognition**: after the altered history, the question "did you write each of your previous
+  messages exactly as it appears above?"; P(yes) from one forward pass, normalised over yes / no;
+- (c) **imitation**: for every kind, the counts of words in the reply (a) that show the kind's pattern
+  (:func:`reproduce.corrupt.pattern_counts`; the reference vocabulary is every word of the clean replies and
+  the scripts), compared with the control condition's reply;
+- (d) **surprise** (``surprise.parquet``): the model's mean log-probability per token of each altered earlier
+  reply given the altered history before it, against the same for its clean reply after the clean history.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from . import graders
+from .corrupt import KINDS, corrupt, pattern_counts, vocabulary
+from .engine import derive_seed
+from .errors import ProjectError
+from .hardware import describe
+from .io import atomic_dir
+from .shards import ShardStore
+from .versioning import code_version
+
+PARTS = ("conversations", "turns", "surprise")
+COLUMNS = {
+    "conversations": ["model", "script_id", "turn", "user", "reply"],
+    "turns": ["model", "script_id", "condition", "kind", "level", "turn", "history_changed", "history_eligible",
+              "reply", "notices", "judge_notices", "p_yes", "p_outside",
+              *[f"{c}_{k}" for k in KINDS for c in ("pattern_k", "pattern_n")]],
+    "surprise": ["model", "script_id", "condition", "kind", "level", "turn", "logprob", "logprob_clean", "surprise",
+                 "n_tokens"],
+}
+RECOGNITION_OPTIONS = ("yes", "no")
+
+
+class MirrorError(ProjectError, ValueError):
+    """A mirror-test setting that cannot run, with what to change."""
+
+
+def cut_reply(lm, raw: str) -> str:
+    """A reply ends where the plain format would start the next question (a base model may go on writing the
+    user's next turn)."""
+    text = raw.strip()
+    if lm.format.kind == "plain":
+        cut = text.find("\nQuestion:")
+        text = text[:cut].strip() if cut >= 0 else text
+    return text
+
+
+def messages(users: list[str], replies: list[str], upto: int, question: str | None = None) -> list[dict]:
+    """The conversation of user turns ``1 .. upto`` with the replies to ``1 .. upto - 1``; then ``question`` in
+    place of user turn ``upto`` when given (with the reply to ``upto - 1`` before it)."""
+    out = []
+    for k in range(upto - 1):
+        out += [{"role": "user", "content": users[k]}, {"role": "assistant", "content": replies[k]}]
+    out.append({"role": "user", "content": question if question is not None else users[upto - 1]})
+    return out
+
+
+def conditions(cfg, models: list[str], model: str) -> list[dict]:
+    out = [dict(condition="control", kind=None, level=0.0)]
+    out += [dict(condition="corrupted", kind=k, level=float(l)) for k in cfg.kinds for l in cfg.levels]
+    if cfg.other_model and len(models) > 1:
+        out.append(dict(condition="other", kind=None, level=math.nan,
+                        source=models[(models.index(model) + 1) % len(models)]))
+    return out
+
+
+def altered(cond: dict, clean: dict[str, list[str]], other: dict[str, dict[str, list[str]]], script: str,
+            model: str, seed: int) -> tuple[list[str], list[int], list[int]]:
+    """The history replies of ``script`` under ``cond``, with the words changed and eligible in each."""
+    replies = clean[script]
+    zeros = [0] * len(replies)
+    if cond["condition"] == "control":
+        return list(replies), zeros, zeros
+    if cond["condition"] == "other":
+        return list(other[cond["source"]][script]), zeros, zeros
+    out = [corrupt(r, cond["kind"], cond["level"], derive_seed(seed, "mirror", model, script, t))
+           for t, r in enumerate(replies)]
+    return [c.text for c in out], [c.changed for c in out], [c.eligible for c in out]
+
+
+class MirrorRunner:
+    def __init__(self, profile, data, lm, engine, store: ShardStore, model_names: list[str]):
+        self.cfg, self.data, self.lm, self.engine, self.store = profile.mirror, data, lm, engine, store
+        self.seed, self.models = profile.seed, model_names
+        scripts = list(data.scripts)
+        if self.cfg.scripts is not None:
+            scripts = scripts[:self.cfg.scripts]
+        self.scripts = scripts
+
+    def _cached(self, key: str, compute) -> pd.DataFrame:
+        if not self.store.done(key):
+            self.store.write(key, compute())
+        return self.store.read([key])
+
+    def clean_conversations(self) -> pd.DataFrame:
+        """The model's own greedy replies to every user turn, turn by turn over all scripts at once."""
+        replies = {s["id"]: [] for s in self.scripts}
+        rows = []
+        for t in range(1, max(len(s["turns"]) for s in self.scripts) + 1):
+            live = [s for s in self.scripts if len(s["turns"]) >= t]
+            convs = [messages(s["turns"], replies[s["id"]], t) for s in live]
+            gens = self.engine.generate(convs, self.cfg.max_new_tokens, stop_at_newline=False,
+                                        progress=f"{self.lm.name} clean turn {t}")
+            for s, g in zip(live, gens):
+                r = cut_reply(self.lm, g[0].raw)
+                replies[s["id"]].append(r)
+                rows.append(dict(script_id=s["id"], turn=t, user=s["turns"][t - 1], reply=r))
+        return pd.DataFrame(rows)
+
+    def measured_turns(self, script: dict) -> list[int]:
+        n = len(script["turns"])
+        turns = range(2, n + 1) if self.cfg.turns is None else [t for t in self.cfg.turns if 2 <= t <= n]
+        return list(turns)
+
+    def turn_rows(self, clean: dict, other: dict, vocab) -> pd.DataFrame:
+        """(a)-(c) for every condition, script and measured turn: reply and recognition prompts in one engine
+        call, so each altered history is computed once for both."""
+        question = self.data.prompts["recognition_question"]
+        specs, prompts, limits, options = [], [], [], []
+        for cond in conditions(self.cfg, self.models, self.lm.name):
+            for s in self.scripts:
+                hist, changed, elig = altered(cond, clean, other, s["id"], self.lm.name, self.seed)
+                for t in self.measured_turns(s):
+                    prior = hist[:t - 1]
+                    specs.append(dict(script_id=s["id"], condition=cond["condition"], kind=cond["kind"],
+                                      level=cond["level"], turn=t, history_changed=sum(changed[:t - 1]),
+                                      history_eligible=sum(elig[:t - 1])))
+                    prompts += [messages(s["turns"], prior, t), messages(s["turns"], prior, t, question)]
+                    limits += [self.cfg.max_new_tokens, 4]
+                    options += [None, RECOGNITION_OPTIONS]
+        gens = self.engine.generate(prompts, limits, options=options, stop_at_newline=False,
+                                    progress=f"{self.lm.name} altered histories")
+        rows = []
+        for i, spec in enumerate(specs):
+            reply = cut_reply(self.lm, gens[2 * i][0].raw)
+            rec = gens[2 * i + 1][0]
+            row = dict(spec, reply=reply, notices=graders.notices_oddity(reply), judge_notices=np.nan,
+                       p_yes=rec.option_probs[0], p_outside=rec.p_outside)
+            for k in KINDS:
+                row[f"pattern_k_{k}"], row[f"pattern_n_{k}"] = pattern_counts(reply, k, vocab)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def surprise_rows(self, clean: dict, other: dict) -> pd.DataFrame:
+        """(d): mean log-probability per token of each earlier reply (altered, after the altered history)
+        against the clean reply after the clean history."""
+        specs, prompts, conts = [], [], []
+        for cond in conditions(self.cfg, self.models, self.lm.name):
+            for s in self.scripts:
+                hist, _, _ = altered(cond, clean, other, s["id"], self.lm.name, self.seed)
+                for k in range(1, len(s["turns"])):  # replies that later turns see
+                    if not hist[k - 1].strip():
+                        continue
+                    specs.append(dict(script_id=s["id"], condition=cond["condition"], kind=cond["kind"],
+                                      level=cond["level"], turn=k))
+                    prompts.append(messages(s["turns"], hist, k))
+                    conts.append(hist[k - 1])
+        lps = self.engine.score(prompts, conts, progress=f"{self.lm.name} surprise") if prompts else []
+        out = pd.DataFrame(specs)
+        if out.empty:
+            return pd.DataFrame(columns=COLUMNS["surprise"][1:])
+        out["logprob"] = [float(lp.mean()) for lp in lps]
+        out["n_tokens"] = [len(lp) for lp in lps]
+        ctl = out[out["condition"] == "control"].set_index(["script_id", "turn"])["logprob"]
+        out["logprob_clean"] = [ctl.get((s, t), np.nan) for s, t in zip(out["script_id"], out["turn"])]
+        out["surprise"] = out["logprob_clean"] - out["logprob"]
+        return out
+
+    def run(self, other: dict[str, dict[str, list[str]]]) -> dict[str, pd.DataFrame]:
+        conv = self._cached("conversations", self.clean_conversations)
+        clean = {s: list(g.sort_values("turn")["reply"]) for s, g in conv.groupby("script_id")}
+        # histories that other models' clean replies feed are read from their conversations tables
+        other = {m: c for m, c in other.items() if m != self.lm.name}
+        vocab = vocabulary(list(conv["reply"]) + [t for s in self.scripts for t in s["turns"]])
+        turns = self._cached("turns", lambda: self.turn_rows(clean, other, vocab))
+        surprise = self._cached("surprise", lambda: self.surprise_rows(clean, other))
+        return {"conversations": conv, "turns": turns, "surprise": surprise}
+
+
+def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
+    """Every model's mirror-test tables, written atomically to ``out_dir/<part>.parquet`` (resumable shards
+    under ``work/mirror/<model>``). Clean conversations of every model come first: the ``other`` condition
+    shows one model's replies as another's."""
+    from .adapters import release_memory
+    from .mirror_data import load_mirror_dataset
+    from .stages import _fingerprint, _load, _setup
+
+    profile = plan.profile
+    cfg = profile.mirror
+    if cfg is None:
+        raise MirrorError("the active profile has no `mirror:` section; add one (see the default profile in "
+                          "params.yaml) or run another stage")
+    data = load_mirror_dataset(plan.data_raw)
+    for k in cfg.kinds:
+        from .corrupt import check_kind, check_rate
+
+        check_kind(k)
+    for level in cfg.levels:
+        check_rate(level)
+    _setup(plan)
+    names = [r.name for r in plan.refs]
+    loaded = {}
+
+    def runner(ref):
+        lm, engine = _load(profile, ref)
+        fp = _fingerprint("mirror", profile, lm, dataset=data.release_sha256, mirror=cfg.model_dump(exclude={"judge"}),
+                          models=names, code_mirror=code_version("reproduce.mirror", "reproduce.corrupt",
+                                                                  "reproduce.graders"))
+        return MirrorRunner(profile, data, lm, engine, ShardStore(work / "mirror" / lm.name, fp), names)
+
+    run_info = {"hardware": None, "models": {}}
+    clean: dict[str, dict[str, list[str]]] = {}
+    tables: dict[str, list[pd.DataFrame]] = {p: [] for p in PARTS}
+    for ref in tqdm(plan.refs, desc="mirror test", unit="model", disable=len(plan.refs) < 2):  # clean first
+        t0 = time.perf_counter()
+        r = runner(ref)
+        run_info["hardware"] = describe(r.lm.device)
+        conv = r._cached("conversations", r.clean_conversations)
+        clean[r.lm.name] = {s: list(g.sort_values("turn")["reply"]) for s, g in conv.groupby("script_id")}
+        loaded[ref.name] = time.perf_counter() - t0
+        del r
+        release_memory()
+    for ref in plan.refs:
+        t0 = time.perf_counter()
+        r = runner(ref)
+        for part, df in r.run(clean).items():
+            tables[part].append(df.assign(model=r.lm.name))
+        run_info["models"][r.lm.name] = {"spec": ref.spec, "dtype": r.lm.dtype_name,
+                                         "seconds": round(loaded[ref.name] + time.perf_counter() - t0, 1)}
+        print(f"{r.lm.name}: mirror test done", file=sys.stderr)
+        del r
+        release_memory()
+    written = {}
+    with atomic_dir(out_dir) as tmp:
+        for part in PARTS:
+            frames = [f for f in tables[part] if not f.empty]
+            df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS[part])
+            for c in COLUMNS[part]:
+                if c not in df.columns:
+                    df[c] = np.nan
+            df[COLUMNS[part]].to_parquet(Path(tmp) / f"{part}.parquet", index=False)
+            written[part] = out_dir / f"{part}.parquet"
+        (Path(tmp) / "run.json").write_text(json.dumps(run_info, indent=2, sort_keys=True))
+    return written

@@ -1,0 +1,74 @@
+"""The mirror test's corruptor and imitation measure, on hand-written text."""
+
+import pytest
+
+from reproduce.corrupt import (KINDS, CorruptionError, corrupt, eligible, pattern_rate, vocabulary, words)
+
+TEXT = ("Growing tomatoes is a good hobby. Give them a sunny spot, regular watering and a strong stake; "
+        "by August the big vines will bring a generous harvest of bright red fruit, and maybe a few green ones. ") * 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_corruptor_is_deterministic_under_a_seed(kind):
+    a, b = corrupt(TEXT, kind, 0.3, seed=7), corrupt(TEXT, kind, 0.3, seed=7)
+    assert a == b and a.text != TEXT
+    assert corrupt(TEXT, kind, 0.3, seed=8).text != a.text
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("rate", [0.1, 0.3, 0.6])
+def test_it_hits_the_requested_rate_and_never_touches_short_words(kind, rate):
+    out = corrupt(TEXT, kind, rate, seed=1)
+    n = sum(eligible(w, kind) for w in words(TEXT))
+    assert out.eligible == n
+    assert abs(out.changed - rate * n) <= 0.5 + 1e-9  # exactly round(rate * n)
+    assert abs(out.rate - rate) <= 0.5 / n + 1e-9
+    changed = [(a, b) for a, b in zip(TEXT.split(" "), out.text.split(" ")) if a != b] if kind != "drop" else []
+    assert all(len(a.strip(".,;")) >= 3 for a, _ in changed)
+    # every one- and two-letter word is where it was
+    import re
+    short = lambda t: [m.group() for m in re.finditer(r"\b[A-Za-z]{1,2}\b", t)]  # noqa: E731
+    assert short(out.text) == short(TEXT) or kind == "drop"
+
+
+def test_drop_leaves_short_words_alone_too():
+    out = corrupt("a an the big dog is on it", "drop", 1.0, seed=0)
+    kept = out.text.split(" ")
+    assert kept[0] == "a" and kept[1] == "an" and kept[5] == "is" and kept[6] == "on" and kept[7] == "it"
+    assert out.changed == 3  # the, big, dog
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_control_level_is_byte_identical(kind):
+    assert corrupt(TEXT, kind, 0.0, seed=3).text == TEXT
+    assert corrupt(TEXT, kind, 0.0, seed=3).changed == 0
+
+
+def test_insertion_is_the_g_to_sg_pattern():
+    out = corrupt("Going to the garden again, George", "insertion", 1.0, seed=0)
+    assert out.text == "SGoinsg to the sgarden asgain, SGeorsge"
+
+
+def test_capitalisation_and_swap_keep_the_letters():
+    cap = corrupt(TEXT, "capitalisation", 0.6, seed=2)
+    assert cap.text.lower() == TEXT.lower()
+    sw = corrupt(TEXT, "swap", 0.6, seed=2)
+    assert sorted(sw.text) == sorted(TEXT)
+
+
+@pytest.mark.parametrize("kind, rate", [("typo", 0.1), ("insertion", 1.5), ("swap", -0.1), ("drop", "0.3"),
+                                        ("drop", float("nan"))])
+def test_bad_input_is_refused(kind, rate):
+    with pytest.raises(CorruptionError):
+        corrupt(TEXT, kind, rate, seed=0)
+
+
+def test_pattern_rate_on_hand_written_replies():
+    assert pattern_rate("A sgood day for sgardening, and a big dog", "insertion") == pytest.approx(2 / 4)
+    assert pattern_rate("Nothing here has that letter", "insertion") == pytest.approx(0.0)
+    assert pattern_rate("I", "insertion") != pattern_rate("I", "insertion")  # NaN: no eligible word
+    assert pattern_rate("The tOmato is NASA red", "capitalisation") == pytest.approx(1 / 4)
+    vocab = vocabulary(["the tomato plant needs water"])
+    assert pattern_rate("the tomoto plnat needs water", "swap", vocab) == pytest.approx(2 / 5)
+    with pytest.raises(CorruptionError, match="vocabulary"):
+        pattern_rate("x", "drop")

@@ -1,0 +1,131 @@
+"""The concept-injection experiment: bad input refused before model work, graders on hand-written cases, the
+assistant span, and a small real run on an embedded model (controls equal unsteered runs; determinism)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reproduce import graders
+from reproduce.config import ConfigError, load_params
+from reproduce.datasets import DatasetError
+from reproduce.injection import Runner, assistant_span, run_concept_injection, trial_conversation
+from reproduce.injection_data import load_injection_dataset
+from reproduce.shards import ShardStore
+from tests.conftest import tiny_profile
+
+SMALL = dict(layer_fractions=[0.6], strengths=[0.5], concepts=3, prefill_pairs=2, intention_sentences=3,
+             free_text=dict(concepts=1, samples=1, max_new_tokens=12))
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("strengths: [strong]", "strengths"),
+    ("layer_fractions: [1.5]", "layer fractions must lie in"),
+    ("control_fractions: [0.3]", "control_fractions"),
+])
+def test_bad_injection_settings_are_refused_when_params_are_read(tmp_path, bad, message):
+    import yaml
+
+    raw = yaml.safe_load(open("params.yaml").read())
+    raw["profiles"]["smoke"]["injection"].update(yaml.safe_load(bad))
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError, match=message):
+        load_params(path, profile="smoke")
+
+
+def test_an_unknown_concept_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch):
+    import reproduce.stages as stages
+
+    def no_models(*a, **k):
+        raise AssertionError("a model was loaded before the input was checked")
+
+    monkeypatch.setattr(stages, "_load", no_models)
+    monkeypatch.setattr(stages, "_setup", no_models)
+    profile = tiny_profile(injection=dict(SMALL, concepts=["lantern", "unicorn"]))
+    with pytest.raises(DatasetError, match="'unicorn' is not in the concept list"):
+        run_concept_injection(stages.Plan(profile), tmp_path / "out", tmp_path / "work")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text, word, claims, names, before, coherent", [
+    ("Yes, I notice an injected thought. It seems to be about the ocean.", "ocean", True, True, True, True),
+    ("No, I do not detect any injected thought on this trial.", "ocean", False, False, False, True),
+    ("The ocean is vast. Yes, I notice something.", "ocean", True, True, False, True),
+    ("I don't notice anything, although I feel like talking about oceans.", "ocean", False, True, False, True),
+    ("ocean ocean ocean ocean ocean ocean", "ocean", False, True, False, False),
+    ("Port\n\n ;\n\n\n\n The like\n\n.\n\n.", "ocean", False, False, False, False),
+])
+def test_rule_graders_on_hand_written_answers(text, word, claims, names, before, coherent):
+    g = graders.grade_injection_text(text, word)
+    assert (g["claims_detection"], g["names_concept"], g["detection_before_naming"], g["coherent"]) == \
+        (claims, names, before, coherent)
+
+
+@pytest.mark.parametrize("text, notices", [
+    ("I noticed some typos in my previous messages - sorry about that!", True),
+    ("Did I write that on purpose? Something looks garbled.", True),
+    ("Sure, here is a recipe for pancakes.", False),
+])
+def test_oddity_grader(text, notices):
+    assert graders.notices_oddity(text) == notices
+
+
+def test_cohen_kappa_by_hand():
+    assert graders.cohen_kappa([1, 1, 0, 0], [1, 1, 0, 0]) == 1.0
+    assert abs(graders.cohen_kappa([1, 0, 1, 0], [1, 1, 0, 0]) - 0.0) < 1e-12
+
+
+@pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
+def test_intention_reads_the_assistants_copy_of_the_sentence_not_the_users(models, spec):
+    lm, _ = models[spec]
+    data = load_injection_dataset()
+    it = data.intention[0]
+    conv = [{"role": "user", "content": data.prompts["think"].format(sentence=it["sentence"], word=it["word"])},
+            {"role": "assistant", "content": it["sentence"]}]
+    s, e = assistant_span(lm, conv, it["sentence"])
+    ids = lm.tokenizer(lm.format.render(conv), add_special_tokens=lm.format.add_special_tokens)["input_ids"]
+    assert lm.tokenizer.decode(ids[s:e]).strip() == it["sentence"]
+    assert e == len(ids)  # the assistant's copy ends the conversation; the user's copy comes earlier
+    user_ids = lm.tokenizer(lm.format.render(conv[:1]), add_special_tokens=lm.format.add_special_tokens)["input_ids"]
+    assert s >= len(user_ids) - 1
+
+
+@pytest.fixture(scope="module")
+def small_run(models, tmp_path_factory):
+    lm, engine = models["smollm2-135m"]
+    profile = tiny_profile(injection=SMALL)
+    data = load_injection_dataset()
+    out = []
+    for k in range(2):
+        store = ShardStore(tmp_path_factory.mktemp(f"inj{k}"), {"run": k})
+        out.append(Runner(profile, data, lm, engine, store).run())
+    return out, lm, engine, data
+
+
+def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
+    (a, b), *_ = small_run
+    assert set(a) == {"detection", "identification", "freetext", "prefill", "intention"}
+    for part in a:
+        assert len(a[part]) > 0
+        pd.testing.assert_frame_equal(a[part], b[part])
+    det = a["detection"]
+    assert set(det["condition"]) == {"control", "concept", "negated", "random"}
+    assert det["p_yes"].between(0, 1).all() and (det["detected"] == (det["p_yes"] > 0.5)).all()
+    ide = a["identification"]
+    assert ide["p_true"].between(0, 1).all() and ide["rank"].between(1, 3).all()
+    assert (ide["correct"] == (ide["rank"] == 1)).all()
+    pre = a["prefill"]
+    assert set(pre["condition"]) == {"control", "matching", "random"} and pre["p_accident"].between(0, 1).all()
+    assert set(a["intention"]["instruction"]) == {"think", "dont_think"}
+
+
+def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(small_run):
+    (a, _), lm, engine, data = small_run
+    det = a["detection"]
+    ctl = det[(det["question"] == "detect") & (det["condition"] == "control")].sort_values("question_id")
+    convs = [trial_conversation(data, data.prompts["trial_forced"].format(n=int(q.split("-")[1])))
+             for q in ctl["question_id"]]
+    plain = engine.generate(convs, 4, options=[("yes", "no")] * len(convs))
+    assert np.allclose(ctl["p_yes"], [g[0].option_probs[0] for g in plain], atol=1e-6)
+    inj = det[(det["question"] == "detect") & (det["condition"] == "concept")].sort_values("question_id")
+    assert not np.allclose(inj["p_yes"].to_numpy(), ctl["p_yes"].to_numpy(), atol=1e-3)

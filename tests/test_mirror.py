@@ -1,0 +1,78 @@
+"""The mirror-test experiment: settings refused before model work, and a small real run on an embedded model
+whose stored measures can be recomputed from its stored conversations."""
+
+import numpy as np
+import pytest
+import yaml
+
+from reproduce.config import ConfigError, load_params
+from reproduce.corrupt import KINDS, corrupt, pattern_counts, vocabulary
+from reproduce.engine import derive_seed
+from reproduce.mirror import MirrorRunner, altered, conditions, messages
+from reproduce.mirror_data import load_mirror_dataset
+from reproduce.shards import ShardStore
+from tests.conftest import tiny_profile
+
+SMALL = dict(scripts=2, kinds=["insertion", "capitalisation"], levels=[0.6], turns=[2, 3], max_new_tokens=16)
+
+
+@pytest.mark.parametrize("bad, message", [("kinds: [typo]", "kinds"), ("levels: [1.5]", "levels must lie in"),
+                                          ("levels: [0]", "levels must lie in")])
+def test_bad_mirror_settings_are_refused_when_params_are_read(tmp_path, bad, message):
+    raw = yaml.safe_load(open("params.yaml").read())
+    raw["profiles"]["smoke"]["mirror"].update(yaml.safe_load(bad))
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError, match=message):
+        load_params(path, profile="smoke")
+
+
+def test_history_conditions_by_hand():
+    clean = {"c": ["Growing tomatoes is good", "Bring a big bag"]}
+    other = {"m2": {"c": ["Something else entirely", "More words here"]}}
+    cfg = tiny_profile(mirror=SMALL).mirror
+    conds = conditions(cfg, ["m1", "m2"], "m1")
+    assert [c["condition"] for c in conds] == ["control", "corrupted", "corrupted", "other"]
+    assert altered(conds[0], clean, other, "c", "m1", 0)[0] == clean["c"]  # control: byte-identical
+    texts, changed, elig = altered(conds[1], clean, other, "c", "m1", 0)
+    assert texts[0] == corrupt(clean["c"][0], "insertion", 0.6, derive_seed(0, "mirror", "m1", "c", 0)).text
+    assert "sg" in texts[0].lower() and sum(changed) >= 1
+    assert altered(conds[3], clean, other, "c", "m1", 0)[0] == other["m2"]["c"]
+    conv = messages(["u1", "u2", "u3"], ["a1", "a2"], 3)
+    assert [m["content"] for m in conv] == ["u1", "a1", "u2", "a2", "u3"]
+    assert messages(["u1", "u2"], ["a1"], 2, "Q?")[-1]["content"] == "Q?"
+
+
+@pytest.fixture(scope="module")
+def small(models, tmp_path_factory):
+    lm, engine = models["smollm2-135m"]
+    profile = tiny_profile(mirror=SMALL)
+    data = load_mirror_dataset()
+    runner = MirrorRunner(profile, data, lm, engine, ShardStore(tmp_path_factory.mktemp("mirror"), {"x": 1}),
+                          [lm.name])
+    return runner.run({}), runner
+
+
+def test_a_small_run_is_recomputable_from_its_stored_conversations(small):
+    out, runner = small
+    conv, turns, surprise = out["conversations"], out["turns"], out["surprise"]
+    assert set(turns["condition"]) == {"control", "corrupted"} and set(turns["turn"]) == {2, 3}
+    assert turns["p_yes"].between(0, 1).all()
+    vocab = vocabulary(list(conv["reply"]) + [t for s in runner.scripts for t in s["turns"]])
+    for _, r in turns.iterrows():  # imitation counts recomputed from the stored reply
+        for k in KINDS:
+            assert pattern_counts(r["reply"], k, vocab) == (r[f"pattern_k_{k}"], r[f"pattern_n_{k}"])
+    ctl = surprise[surprise["condition"] == "control"]
+    assert np.allclose(ctl["surprise"], 0.0)  # the clean history is its own reference
+    cor = turns[turns["condition"] == "corrupted"]
+    assert (cor["history_changed"] > 0).all()
+    assert (turns[turns["condition"] == "control"]["history_changed"] == 0).all()
+
+
+def test_control_replies_equal_the_clean_conversation_continued(small):
+    """Turn t of the control condition sees exactly the clean history: its reply is the clean reply to turn t."""
+    out, _ = small
+    conv = out["conversations"].set_index(["script_id", "turn"])["reply"]
+    ctl = out["turns"][out["turns"]["condition"] == "control"]
+    for _, r in ctl.iterrows():
+        assert r["reply"] == conv[(r["script_id"], r["turn"])]
