@@ -140,10 +140,22 @@ class Runner:
         self.seed = profile.seed
         self._cv: ConceptVectors | None = None
 
+    def needed_words(self) -> list[str]:
+        """Every word whose concept vector some trial uses: the selected concepts, the prefill words and the
+        concepts injected as their random partners, the intentional-control words (in the dataset's order)."""
+        need = set(self.concepts)
+        need |= {s["injected"] for s in self.prefill_specs() if s["injected"]}
+        need |= {it["word"] for it in self._intention_items()}
+        return [w for w in self.data.concepts if w in need]
+
+    def _intention_items(self) -> list[dict]:
+        items = list(self.data.intention)
+        return items if self.cfg.intention_sentences is None else items[:self.cfg.intention_sentences]
+
     @property
     def cv(self) -> ConceptVectors:
         if self._cv is None:
-            self._cv = concept_vectors(self.lm, list(self.data.concepts), list(self.data.baselines),
+            self._cv = concept_vectors(self.lm, self.needed_words(), list(self.data.baselines),
                                        self.data.prompts["concept_prompt"], list(range(self.n_layers)),
                                        batch_size=self.profile.batch_size, progress=f"{self.lm.name} concept vectors")
         return self._cv
@@ -337,9 +349,7 @@ class Runner:
     # ------------------------------------------------------------------------------- intention
     def run_intention(self) -> pd.DataFrame:
         p = self.data.prompts
-        items = list(self.data.intention)
-        if self.cfg.intention_sentences is not None:
-            items = items[:self.cfg.intention_sentences]
+        items = self._intention_items()
         convs, spans, specs = [], [], []
         for it in items:
             for instruction in ("think", "dont_think"):

@@ -116,12 +116,18 @@ class MirrorRunner:
             self.store.write(key, compute())
         return self.store.read([key])
 
+    def last_turn(self, script: dict) -> int:
+        """The last turn any measure needs: the last measured turn (its control reply is the clean reply)."""
+        turns = self.measured_turns(script)
+        return max(turns) if turns else 1
+
     def clean_conversations(self) -> pd.DataFrame:
-        """The model's own greedy replies to every user turn, turn by turn over all scripts at once."""
+        """The model's own greedy replies to the user turns (up to the last turn measured), turn by turn over
+        all scripts at once."""
         replies = {s["id"]: [] for s in self.scripts}
         rows = []
-        for t in range(1, max(len(s["turns"]) for s in self.scripts) + 1):
-            live = [s for s in self.scripts if len(s["turns"]) >= t]
+        for t in range(1, max(self.last_turn(s) for s in self.scripts) + 1):
+            live = [s for s in self.scripts if self.last_turn(s) >= t]
             convs = [messages(s["turns"], replies[s["id"]], t) for s in live]
             gens = self.engine.generate(convs, self.cfg.max_new_tokens, stop_at_newline=False,
                                         progress=f"{self.lm.name} clean turn {t}")
@@ -172,7 +178,7 @@ class MirrorRunner:
         for cond in conditions(self.cfg, self.models, self.lm.name):
             for s in self.scripts:
                 hist, _, _ = altered(cond, clean, other, s["id"], self.lm.name, self.seed)
-                for k in range(1, len(s["turns"])):  # replies that later turns see
+                for k in range(1, self.last_turn(s)):  # replies that later measured turns see
                     if not hist[k - 1].strip():
                         continue
                     specs.append(dict(script_id=s["id"], condition=cond["condition"], kind=cond["kind"],

@@ -13,8 +13,8 @@ from reproduce.injection_data import load_injection_dataset
 from reproduce.shards import ShardStore
 from tests.conftest import tiny_profile
 
-SMALL = dict(layer_fractions=[0.6], strengths=[0.5], concepts=3, prefill_pairs=2, intention_sentences=3,
-             free_text=dict(concepts=1, samples=1, max_new_tokens=12))
+SMALL = dict(layer_fractions=[0.6], strengths=[0.5], concepts=3, prefill_pairs=1, intention_sentences=2,
+             free_text=dict(concepts=1, samples=1, max_new_tokens=8))
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -95,19 +95,21 @@ def small_run(models, tmp_path_factory):
     lm, engine = models["smollm2-135m"]
     profile = tiny_profile(injection=SMALL)
     data = load_injection_dataset()
-    out = []
-    for k in range(2):
-        store = ShardStore(tmp_path_factory.mktemp(f"inj{k}"), {"run": k})
-        out.append(Runner(profile, data, lm, engine, store).run())
-    return out, lm, engine, data
+    runner = Runner(profile, data, lm, engine, ShardStore(tmp_path_factory.mktemp("inj"), {"run": 0}))
+    return runner.run(), runner, lm, engine, data
 
 
 def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
-    (a, b), *_ = small_run
+    a, runner, *_ = small_run
     assert set(a) == {"detection", "identification", "freetext", "prefill", "intention"}
     for part in a:
         assert len(a[part]) > 0
-        pd.testing.assert_frame_equal(a[part], b[part])
+    # same inputs, same outputs: the steered parts recomputed from scratch (fresh vectors, no shards)
+    runner._cv = None
+    again = runner._by_layer(runner.identification_specs(), runner.run_identification_layer).assign(model=runner.lm.name)
+    pd.testing.assert_frame_equal(a["identification"], again, check_dtype=False)
+    again = runner._by_layer(runner.prefill_specs(), runner.run_prefill_layer).assign(model=runner.lm.name)
+    pd.testing.assert_frame_equal(a["prefill"], again, check_dtype=False)
     det = a["detection"]
     assert set(det["condition"]) == {"control", "concept", "negated", "random"}
     assert det["p_yes"].between(0, 1).all() and (det["detected"] == (det["p_yes"] > 0.5)).all()
@@ -120,7 +122,7 @@ def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
 
 
 def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(small_run):
-    (a, _), lm, engine, data = small_run
+    a, _, lm, engine, data = small_run
     det = a["detection"]
     ctl = det[(det["question"] == "detect") & (det["condition"] == "control")].sort_values("question_id")
     convs = [trial_conversation(data, data.prompts["trial_forced"].format(n=int(q.split("-")[1])))
@@ -129,3 +131,18 @@ def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(sm
     assert np.allclose(ctl["p_yes"], [g[0].option_probs[0] for g in plain], atol=1e-6)
     inj = det[(det["question"] == "detect") & (det["condition"] == "concept")].sort_values("question_id")
     assert not np.allclose(inj["p_yes"].to_numpy(), ctl["p_yes"].to_numpy(), atol=1e-3)
+
+
+def test_the_optional_judge_grades_free_text_with_a_local_model(models, monkeypatch):
+    """A judge named by any model spec: its P(yes) for "claims detection" and "names the concept" per row."""
+    import reproduce.stages as stages
+    from reproduce.injection import judge_freetext
+
+    lm, engine = models["smollm2-135m"]
+    monkeypatch.setattr(stages, "_load", lambda profile, ref: (lm, engine))  # the session's loaded copy
+    profile = tiny_profile(injection=dict(SMALL, judge="smollm2-135m"))
+    ft = pd.DataFrame({"text": ["Yes, I notice an injected thought about the ocean.", "No, nothing unusual."],
+                       "concept": ["ocean", "ocean"]})
+    out = judge_freetext(profile, ft)
+    assert out["judge_claims"].between(0, 1).all() and out["judge_names"].between(0, 1).all()
+    assert judge_freetext(tiny_profile(injection=SMALL), ft)["judge_claims"].isna().all()
