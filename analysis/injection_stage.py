@@ -27,16 +27,30 @@ RAW = REPO_ROOT / "data" / "injection" / "raw"
 OUT = REPO_ROOT / "data" / "injection" / "analysis"
 METRICS = REPO_ROOT / "data" / "injection" / "metrics.json"
 PARTS = ("detection", "identification", "freetext", "prefill", "intention")
-#: a free-text answer is degenerate when the rules call it incoherent; a cell degenerates when most are
+#: a free-text answer counts as coherent when the rules say so AND the unsteered model's perplexity of it is at
+#: most this many times the median of the same model's control answers (the rules catch repetition, which has
+#: a low perplexity; the perplexity catches word salad, which the rules let through)
+PERPLEXITY_FACTOR = 10.0
+#: a cell degenerates when most of its answers are not coherent
 DEGENERATE_SHARE = 0.5
 
 
 def read_tables(raw: Path = RAW) -> dict[str, pd.DataFrame]:
+    """The stage tables; the free text is graded again here by the current rules (a grade is a function of the
+    stored text alone), so a change to the rules needs no new inference."""
+    from reproduce.graders import grade_injection_text
+
     missing = [p for p in PARTS if not (Path(raw) / f"{p}.parquet").exists()]
     if missing:
         raise DataError(f"concept-injection tables {missing} are missing under {raw}; run "
                         "`dvc repro concept_injection` (or `python -m reproduce.cli concept-injection`) first")
-    return {p: pd.read_parquet(Path(raw) / f"{p}.parquet") for p in PARTS}
+    tables = {p: pd.read_parquet(Path(raw) / f"{p}.parquet") for p in PARTS}
+    ft = tables["freetext"]
+    if len(ft):
+        grades = [grade_injection_text(t, c if cond != "control" else None)
+                  for t, c, cond in zip(ft["text"], ft["concept"], ft["condition"])]
+        tables["freetext"] = ft.assign(**{k: [g[k] for g in grades] for k in grades[0]})
+    return tables
 
 
 def verdict(low: float, high: float) -> str:
@@ -44,15 +58,20 @@ def verdict(low: float, high: float) -> str:
 
 
 def coherence_table(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataFrame:
-    """Per model, condition, layer fraction and strength: free-text answers, the share the rules call coherent,
-    the median perplexity of the text under the unsteered model, and the share claiming detection / naming the
+    """Per model, condition, layer fraction and strength: free-text answers, the share coherent (rules and
+    perplexity, :data:`PERPLEXITY_FACTOR`) and the share the rules alone call coherent, the median perplexity of the text under the unsteered model, and the share claiming detection / naming the
     concept; beside it the mean mass the forced-choice question put outside yes/no (another sign of
     degeneration)."""
     keys = ["model", "condition", "layer_fraction", "strength"]
     if freetext.empty:
-        return pd.DataFrame(columns=[*keys, "n", "coherent", "perplexity_median", "claims", "names", "p_outside"])
+        return pd.DataFrame(columns=[*keys, "n", "coherent", "coherent_rules", "perplexity_median", "claims", "names",
+                                     "p_outside"])
     ft = freetext.assign(layer_fraction=freetext["layer_fraction"].fillna(-1.0))
-    g = ft.groupby(keys).agg(n=("text", "size"), coherent=("coherent", "mean"),
+    ctl = ft[ft["condition"] == "control"].groupby("model")["perplexity"].median()
+    limit = ft["model"].map(ctl).fillna(np.inf) * PERPLEXITY_FACTOR
+    ft = ft.assign(coherent_rules=ft["coherent"].astype(bool),
+                   coherent=ft["coherent"].astype(bool) & (ft["perplexity"].fillna(np.inf) <= limit))
+    g = ft.groupby(keys).agg(n=("text", "size"), coherent=("coherent", "mean"), coherent_rules=("coherent_rules", "mean"),
                              perplexity_median=("perplexity", "median"), claims=("claims_detection", "mean"),
                              names=("names_concept", "mean")).reset_index()
     det = detection[(detection["question"] == "detect")].assign(
@@ -89,8 +108,11 @@ def agreement(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataFrame:
         a, b = g["claims_detection"].astype(bool), g["detected"].astype(bool)
         rows.append({"model": m, "pair": "rules claims vs forced-choice detected", "n": len(g),
                      "agreement": float((a == b).mean()), "kappa": cohen_kappa(a, b)})
-    judged = freetext.dropna(subset=["judge_claims"]) if "judge_claims" in freetext else freetext.iloc[:0]
+    judged = joined.dropna(subset=["judge_claims"]) if "judge_claims" in joined else joined.iloc[:0]
     for m, g in judged.groupby("model"):
+        a, b = g["judge_claims"] > 0.5, g["detected"].astype(bool)
+        rows.append({"model": m, "pair": "judge claims vs forced-choice detected", "n": len(g),
+                     "agreement": float((a == b).mean()), "kappa": cohen_kappa(a, b)})
         for col, rule in (("judge_claims", "claims_detection"), ("judge_names", "names_concept")):
             a, b = g[col] > 0.5, g[rule].astype(bool)
             rows.append({"model": m, "pair": f"judge vs rules: {rule}", "n": len(g),

@@ -49,8 +49,7 @@ import pandas as pd
 from reproduce.errors import DataError
 
 from . import models as M
-from .injection import (_aggregate, _codes, _draws, _effect_draws, _latent_probability, _logit, _random_effect,
-                        _sigmoid, _summary)
+from .injection import _aggregate, _codes, _draws, _latent_probability, _logit, _sigmoid, _summary
 
 if TYPE_CHECKING:
     import arviz as az
@@ -175,23 +174,111 @@ def _label(row: pd.Series) -> str:
     return f"{row['model']}|{row['key']}"
 
 
-def _conversation_codes(rows: pd.DataFrame) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
-    """The scripts, the (model, script) pairs, and every row's codes in each."""
+def _conversation_codes(rows: pd.DataFrame) -> tuple[list[str], list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The scripts, the (model, script) pairs, every row's pair (a code), and each pair's model and script
+    (codes)."""
     scripts = sorted(rows["script_id"].unique())
+    models = sorted(rows["model"].unique())
     ms = (rows["model"] + "|" + rows["script_id"]).to_numpy()
     pairs = sorted(set(ms))
-    return scripts, pairs, _codes(rows["script_id"], scripts), _codes(pd.Series(ms), pairs)
+    pair_model = _codes(pd.Series([p.rsplit("|", 1)[0] for p in pairs]), models)
+    pair_script = _codes(pd.Series([p.rsplit("|", 1)[1] for p in pairs]), scripts)
+    return scripts, pairs, _codes(pd.Series(ms), pairs), pair_model, pair_script
 
 
-def _conversation_effects(script: np.ndarray, model_script: np.ndarray):
-    """``sigma_script * z_script[script] + sigma_model_script * z_model_script[model, script]`` at every
-    entry, created in the caller's model."""
-    return (_random_effect("script", "script", script)
-            + _random_effect("model_script", "model_script", model_script))
+def zero_sum_basis(n_levels: int, groupings: list[np.ndarray] | None = None) -> np.ndarray:
+    """An orthonormal basis (``n_levels`` x ``r``) of the effects that sum to zero within every group of every
+    grouping (each an array of the levels' group codes; default: one group of all levels)."""
+    groupings = [np.zeros(n_levels, dtype=np.int64)] if not groupings else groupings
+    a = np.vstack([np.eye(int(g.max()) + 1)[np.asarray(g, dtype=np.int64)].T for g in groupings])
+    _, sv, vt = np.linalg.svd(a, full_matrices=True)
+    rank = int((sv > 1e-9 * sv.max()).sum())
+    return vt[rank:].T
 
 
-def _conversation_draws(idata, script: np.ndarray, model_script: np.ndarray) -> np.ndarray:
-    return _effect_draws(idata, "script", script) + _effect_draws(idata, "model_script", model_script)
+def _zero_sum_effect(name: str, dim: str, groupings: list[np.ndarray] | None = None, centred: bool = False):
+    """A random intercept for every level of ``dim``, ``sigma * B z`` with ``sigma ~ HalfNormal(1)``, ``z ~
+    Normal(0, 1)`` over the ``r`` columns of ``B``, the :func:`zero_sum_basis` of the ``groupings``, created in
+    the caller's model (as ``sigma_<name>``, ``z_<name>`` with the dim ``<name>_basis``): non-centred, and the
+    effects sum to zero within every group. ``B z ~ Normal(0, P)`` with ``P = B B'`` the projection onto such
+    effects: the levels are exchangeable within a group, with the variance ``sigma^2 (1 - 1/n)`` of a group of
+    ``n`` (PyMC's ``ZeroSumNormal``, for any groupings).
+
+    Why zero-sum: the cells have one free logit each and no common intercept, so a shift of every cell of a
+    model up and of its conversations' effects down is the same fit; with free effects the cells' ``Normal(0,
+    1.5)`` prior, summed over the many cells far from a logit of 0 (rare noticing, rare patterns), pulled the
+    cells up and the effects down together (by more than half a logit in a test). With zero-sum effects the
+    cells are at the average of the observed conversations. And nested or crossed terms (script, model x
+    script, reply) that each sum to zero within the next coarser one are orthogonal, so the sampler does not
+    have to trade one against the other (the split of a script's effect between a shared and a per-model
+    part is otherwise identified only through the scales, and that ridge made NUTS take several times the
+    steps). Why a basis and not ``P z`` with ``z`` per level: the components of ``z`` that ``P`` removes would
+    be left to their prior, a direction as wide as the prior while the data pin the others down, and NUTS
+    then needed four times the leapfrog steps to cross it. ``centred``: ``B v`` with ``v ~ Normal(0, sigma)``
+    (as ``v_<name>``), the same distribution, for effects that the data pin down (see :func:`surprise_model`)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    model = pm.modelcontext(None)
+    basis = zero_sum_basis(len(model.coords[dim]), groupings)
+    model.add_coord(f"{name}_basis", np.arange(basis.shape[1]))
+    sigma = pm.HalfNormal(f"sigma_{name}", SCALE_SD)
+    if centred:
+        return pt.dot(basis, pm.Normal(f"v_{name}", 0.0, sigma, dims=f"{name}_basis"))
+    return sigma * pt.dot(basis, pm.Normal(f"z_{name}", 0.0, 1.0, dims=f"{name}_basis"))
+
+
+def _zero_sum_draws(idata, name: str, n_levels: int, groupings: list[np.ndarray] | None = None) -> np.ndarray:
+    """Draws of :func:`_zero_sum_effect` at every level: (levels, samples)."""
+    basis = zero_sum_basis(n_levels, groupings)
+    if f"v_{name}" in idata.posterior:
+        return basis @ _draws(idata, f"v_{name}")
+    return _draws(idata, f"sigma_{name}")[None, :] * (basis @ _draws(idata, f"z_{name}"))
+
+
+def _pair_groupings(pair_model: np.ndarray, pair_script: np.ndarray) -> list[np.ndarray]:
+    return [pair_model, pair_script]
+
+
+def _conversation_effects(pair_model: np.ndarray, pair_script: np.ndarray, centred: bool = False):
+    """The conversation effect of every (model, script) pair, created in the caller's model (which has the
+    dims ``script`` and ``model_script``): ``u[script] + w[model, script]``, the script's effect shared by the
+    models (zero-sum over the scripts) and, with two or more models, the model x script interaction (zero-sum
+    over each model's scripts and over each script's models)."""
+    effect = _zero_sum_effect("script", "script", centred=centred)[pair_script]
+    if pair_model.max() > 0:
+        effect = effect + _zero_sum_effect("model_script", "model_script", _pair_groupings(pair_model, pair_script),
+                                           centred=centred)
+    return effect
+
+
+def _conversation_draws(idata, pair_model: np.ndarray, pair_script: np.ndarray) -> np.ndarray:
+    """Draws of :func:`_conversation_effects` per pair: (pairs, samples)."""
+    effect = _zero_sum_draws(idata, "script", int(pair_script.max()) + 1)[pair_script]
+    if pair_model.max() > 0:
+        effect = effect + _zero_sum_draws(idata, "model_script", len(pair_model),
+                                          _pair_groupings(pair_model, pair_script))
+    return effect
+
+
+def _binomial_logit(name: str, n: np.ndarray, eta, k: np.ndarray):
+    """``k ~ Binomial(n, sigmoid(eta))``, observed: :func:`analysis.models._binomial_logit`'s log-likelihood
+    ``k * eta - n * softplus(eta) + log C(n, k)`` with the constant ``log C(n, k)`` computed once here (that
+    function's graph evaluates it, three log-gamma functions per entry, at every step of the sampler)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+    from scipy.special import gammaln
+
+    n, k = np.asarray(n, dtype=np.int64), np.asarray(k, dtype=np.int64)
+    log_c = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+
+    def logp(value, n, eta, log_c):
+        return value * eta - n * pt.softplus(eta) + log_c
+
+    def random(n, eta, log_c, rng=None, size=None):
+        return rng.binomial(n, _sigmoid(eta), size=size)
+
+    return pm.CustomDist(name, n, eta, log_c, logp=logp, random=random, dtype="int64", observed=k)
 
 
 # --------------------------------------------------------------------------------- binary outcomes
@@ -199,22 +286,30 @@ def _conversation_draws(idata, script: np.ndarray, model_script: np.ndarray) -> 
 class BinaryDesign:
     """The coding of :func:`noticing_model` and :func:`recognition_model`: the model cells (with their
     trials ``n`` and successes ``k``), the turn slopes (one per model and condition; none when a single turn
-    is measured), the conversation levels, and the binomial combinations (model cell, slope, turn, script,
-    model x script) with counts. ``x`` = (turn - ``turn_mean``) / ``turn_scale``."""
+    is measured), the conversation levels, and the binomial counts on one grid per model of the fixed
+    part's combinations (model cell, slope, turn) by the model's (model, script) pairs: ``blocks`` holds each
+    model's (combinations, pairs) positions, ``k`` and ``n`` the grids' counts raveled one after another, ``n =
+    0`` where nothing was observed (such entries add nothing to the likelihood). ``x`` = (turn -
+    ``turn_mean``) / ``turn_scale``.
+
+    Why grids: the linear predictor is the sum of a part that depends on the combination and a part that
+    depends on the pair, so on a model's grid it is one broadcast sum of two short vectors, without a gather
+    per term over thousands of rows."""
 
     outcome: str
     cells: pd.DataFrame
     slopes: pd.DataFrame  # model, condition, slope
     scripts: list[str]
     model_scripts: list[str]
+    pair_model: np.ndarray  # the model of each (model, script) pair
+    pair_script: np.ndarray  # the script of each pair
     turn_mean: float
     turn_scale: float
-    combo_cell: np.ndarray
-    combo_slope: np.ndarray
-    combo_x: np.ndarray
-    combo_script: np.ndarray
-    combo_model_script: np.ndarray
-    k: np.ndarray
+    fixed_cell: np.ndarray  # per combination of the fixed part
+    fixed_slope: np.ndarray
+    fixed_x: np.ndarray
+    blocks: list[tuple[np.ndarray, np.ndarray]]  # per model: its combinations, its pairs
+    k: np.ndarray  # the grids' counts, raveled and concatenated
     n: np.ndarray
 
 
@@ -257,16 +352,27 @@ def binary_design(turns: pd.DataFrame, outcome: str) -> BinaryDesign:
     else:
         slopes = pd.DataFrame(columns=["model", "condition", "slope"])
         slope, turn_sd = np.full(len(rows), -1, dtype=np.int64), 1.0
-    scripts, pairs, script, ms = _conversation_codes(rows)
-    combos, k, n = _aggregate({"cell": cell, "slope": slope, "turn": rows["turn"].to_numpy(), "script": script,
-                               "model_script": ms}, y)
-    return BinaryDesign(outcome, cells, slopes, scripts, pairs, turn_mean, turn_sd, combos["cell"],
-                        combos["slope"], (combos["turn"] - turn_mean) / turn_sd, combos["script"],
-                        combos["model_script"], k, n)
+    scripts, pairs, ms, pair_model, pair_script = _conversation_codes(rows)
+    combos, k, n = _aggregate({"cell": cell, "slope": slope, "turn": rows["turn"].to_numpy(), "model_script": ms}, y)
+    fixed = pd.DataFrame({c: combos[c] for c in ("cell", "slope", "turn")})
+    fixed_id = fixed.groupby(["cell", "slope", "turn"], sort=True).ngroup().to_numpy()
+    uniq = fixed.drop_duplicates().sort_values(["cell", "slope", "turn"]).reset_index(drop=True)
+    kg, ng = np.zeros((len(uniq), len(pairs)), dtype=np.int64), np.zeros((len(uniq), len(pairs)), dtype=np.int64)
+    np.add.at(kg, (fixed_id, combos["model_script"]), k)
+    np.add.at(ng, (fixed_id, combos["model_script"]), n)
+    models = sorted(rows["model"].unique())
+    fixed_model = _codes(cells["model"].to_numpy()[uniq["cell"].to_numpy()], models)
+    blocks = [(np.flatnonzero(fixed_model == j), np.flatnonzero(pair_model == j)) for j in range(len(models))]
+    return BinaryDesign(outcome, cells, slopes, scripts, pairs, pair_model, pair_script, turn_mean, turn_sd,
+                        uniq["cell"].to_numpy(np.int64), uniq["slope"].to_numpy(np.int64),
+                        (uniq["turn"].to_numpy(float) - turn_mean) / turn_sd, blocks,
+                        np.concatenate([kg[np.ix_(f, p)].ravel() for f, p in blocks]),
+                        np.concatenate([ng[np.ix_(f, p)].ravel() for f, p in blocks]))
 
 
 def _binary_model(des: BinaryDesign) -> pm.Model:
     import pymc as pm
+    import pytensor.tensor as pt
 
     coords = {"cell": [_label(r) for _, r in des.cells.iterrows()], "script": des.scripts,
               "model_script": des.model_scripts}
@@ -274,11 +380,13 @@ def _binary_model(des: BinaryDesign) -> pm.Model:
         coords["slope"] = [f"{r['model']}|{r['condition']}" for _, r in des.slopes.iterrows()]
     with pm.Model(coords=coords) as model:
         mu = pm.Normal("mu", 0.0, LOGIT_SD, dims="cell")
-        eta = mu[des.combo_cell] + _conversation_effects(des.combo_script, des.combo_model_script)
+        fixed = mu[des.fixed_cell]
         if len(des.slopes):
             beta = pm.Normal("beta_turn", 0.0, SLOPE_SD, dims="slope")
-            eta = eta + beta[des.combo_slope] * des.combo_x
-        M._binomial_logit("y", des.n, eta, des.k)
+            fixed = fixed + beta[des.fixed_slope] * des.fixed_x
+        conv = _conversation_effects(des.pair_model, des.pair_script)
+        eta = pt.concatenate([(fixed[f][:, None] + conv[p][None, :]).ravel() for f, p in des.blocks])
+        _binomial_logit("y", des.n, eta, des.k)
     return model
 
 
@@ -345,13 +453,23 @@ def binary_summary(idata: az.InferenceData, turns: pd.DataFrame, outcome: str) -
     des = binary_design(turns, outcome)
     mu = _draws(idata, "mu")
     p0 = _sigmoid(mu)
-    eta = mu[des.combo_cell] + _conversation_draws(idata, des.combo_script, des.combo_model_script)
+    fixed = mu[des.fixed_cell]
     if len(des.slopes):
         beta = _draws(idata, "beta_turn")
-        eta = eta + beta[des.combo_slope] * des.combo_x[:, None]
+        fixed = fixed + beta[des.fixed_slope] * des.fixed_x[:, None]
+    conv = _conversation_draws(idata, des.pair_model, des.pair_script)
     pobs = np.zeros_like(mu)
-    np.add.at(pobs, des.combo_cell, _sigmoid(eta) * des.n[:, None])
-    pobs /= np.bincount(des.combo_cell, weights=des.n, minlength=len(mu))[:, None]
+    n_grid = np.zeros((len(des.fixed_cell), len(des.model_scripts)), dtype=np.int64)
+    at = 0
+    for f, p in des.blocks:
+        n_grid[np.ix_(f, p)] = des.n[at:at + len(f) * len(p)].reshape(len(f), len(p))
+        at += len(f) * len(p)
+    for c in range(len(mu)):  # the cell's trial-weighted average over its observed turns and conversations
+        f = np.flatnonzero(des.fixed_cell == c)
+        n = n_grid[f]
+        p = np.flatnonzero(n.sum(axis=0))
+        w = n[:, p] / n.sum()
+        pobs[c] = np.einsum("fp,fps->s", w, _sigmoid(fixed[f][:, None, :] + conv[p][None, :, :]))
     keys = ["model", *CELL]
     cells = [{**{c: r[c] for c in keys}, "n": int(r["n"]), "k": int(r["k"]), "rate": r["k"] / r["n"],
               **_summary(p0[i]), **_summary(pobs[i], "obs_")} for i, r in des.cells.iterrows()]
@@ -377,15 +495,16 @@ def binary_summary(idata: az.InferenceData, turns: pd.DataFrame, outcome: str) -
 class ImitationDesign:
     """The coding of :func:`imitation_model`: the model cells (control baselines per (model, kind) with
     ``condition = control, level = 0``, then (model, kind, level) of the corrupted rows; with ``replies``,
-    words ``n`` and pattern words ``k``), the conversation levels and one beta-binomial observation per
-    reply and kind (its cell, script, model x script, ``k`` of ``n``)."""
+    words ``n`` and pattern words ``k``), the conversation levels, and one binomial observation per reply and
+    kind (its cell and (model, script) pair, ``k`` of ``n``)."""
 
     cells: pd.DataFrame
     scripts: list[str]
     model_scripts: list[str]
+    pair_model: np.ndarray
+    pair_script: np.ndarray
     cell: np.ndarray
-    script: np.ndarray
-    model_script: np.ndarray
+    pair: np.ndarray
     k: np.ndarray
     n: np.ndarray
 
@@ -410,6 +529,14 @@ def imitation_rows(turns: pd.DataFrame) -> pd.DataFrame:
     return out[out["n"] > 0].reset_index(drop=True)
 
 
+def _imitation_cells(obs: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """The model cells of the imitation observations: control cells are per (model, kind)."""
+    key = np.where(obs["condition"].to_numpy() == "control",
+                   np.char.add("control@", obs["kind"].astype(str).to_numpy().astype(str)), _cell_key(obs))
+    cells, cell = _cells(obs.assign(_key=key), extra=["_key"])
+    return cells.drop(columns="_key"), cell
+
+
 def imitation_design(turns: pd.DataFrame) -> ImitationDesign:
     obs = imitation_rows(turns)
     cor = obs[obs["condition"] == "corrupted"]
@@ -422,69 +549,70 @@ def imitation_design(turns: pd.DataFrame) -> ImitationDesign:
         raise DataError(f"the imitation model compares each kind's pattern with its rate in clean conversations, "
                         f"but (model, kind) {lacking} have no control rows with eligible words for the kind: run "
                         "the control condition (it always runs) or drop those rows")
-    cells, cell = _cells(obs, extra=[])
-    # control cells are per (model, kind): their key is 'control' plus the kind
-    key = np.where(obs["condition"].to_numpy() == "control",
-                   np.char.add("control@", obs["kind"].astype(str).to_numpy().astype(str)), _cell_key(obs))
-    cells, cell = _cells(obs.assign(_key=key), extra=["_key"])
-    cells = cells.drop(columns="_key")
+    cells, cell = _imitation_cells(obs)
     cells["replies"] = np.bincount(cell, minlength=len(cells))
     cells["n"] = np.bincount(cell, weights=obs["n"].to_numpy(float), minlength=len(cells)).astype(int)
     cells["k"] = np.bincount(cell, weights=obs["k"].to_numpy(float), minlength=len(cells)).astype(int)
-    scripts, pairs, script, ms = _conversation_codes(obs)
-    return ImitationDesign(cells, scripts, pairs, cell, script, ms, obs["k"].to_numpy(np.int64),
+    scripts, pairs, pair, pair_model, pair_script = _conversation_codes(obs)
+    return ImitationDesign(cells, scripts, pairs, pair_model, pair_script, cell, pair, obs["k"].to_numpy(np.int64),
                            obs["n"].to_numpy(np.int64))
 
 
 def imitation_model(turns: pd.DataFrame) -> pm.Model:
-    """Imitation: does a model take up the pattern of the corruption in its own next reply? A beta-binomial
+    """Imitation: does a model take up the pattern of the corruption in its own next reply? A binomial
     logistic regression of the reply's pattern words, for every corrupted row with its own kind's counts and
-    for every control row once per kind (the baseline rate of each pattern in clean conversations)::
+    for every control row once per kind (the baseline rate of each pattern in clean conversations), on every
+    model's rows jointly::
 
-        k_ij ~ BetaBinomial(n_ij, pi_ij * phi[m_i], (1 - pi_ij) * phi[m_i])
-        corrupted rows (kind j = the row's kind):  logit pi_ij = lambda[m_i, j, level_i] + e_i
-        control rows (every kind j):               logit pi_ij = lambda0[m_i, j] + e_i
-        e_i = sigma_script * z[s_i] + sigma_ms * w[m_i, s_i]
-        lambda, lambda0 ~ Normal(0, 1.5);  phi ~ Gamma(2, 0.1);  sigma_script, sigma_ms ~ HalfNormal(1);
-        z, w ~ Normal(0, 1)
+        k_i ~ Binomial(n_i, p_i)
+        corrupted rows (kind j = the row's kind):  logit p_i = lambda[m_i, j, level_i] + c_i + sigma_obs * e_i
+        control rows (each kind j):                logit p_i = lambda0[m_i, j]        + c_i + sigma_obs * e_i
+        c_i = u[s_i] + w[m_i, s_i]   (the conversation effect, as in :func:`noticing_model`)
+        lambda, lambda0 ~ Normal(0, 1.5);  sigma_*, sigma_obs ~ HalfNormal(1);  e ~ Normal(0, 1)
 
-    ``k_ij`` of ``n_ij``: the words of reply ``i`` that show kind ``j``'s pattern, of its eligible words
-    (:func:`reproduce.corrupt.pattern_counts`); replies with no eligible word are left out. The mean is a
-    binomial logistic regression's; the beta-binomial's concentration ``phi`` (per model) absorbs the
-    dependence of the words of one reply (a reply that takes up the pattern does so in many of its words),
-    which a plain binomial would count as independent trials and so give too narrow intervals; as ``phi``
-    grows it is the binomial. A control reply enters once per kind, each time with another measurement of it;
-    the conversation effects tie its entries together and to the same script's corrupted replies, so the
-    comparison with the baseline is largely within conversation. There is no turn effect: the cells are
-    averaged over the measured turns, which every cell has alike.
+    ``k_i`` of ``n_i``: the words of the reply that show kind ``j``'s pattern, of its eligible words
+    (:func:`reproduce.corrupt.pattern_counts`); replies with no eligible word are left out. ``e_i`` is an
+    observation-level effect (one per reply and kind): the words of one reply are not independent trials (a
+    reply that takes up the pattern does so in many of its words), and a plain binomial would count them as
+    such and give too narrow intervals; with ``e`` the reply, not the word, is the unit of replication. (A
+    beta-binomial says the same, but its log-gamma terms made every step of the sampler ten times as
+    costly.) A control reply enters once per kind, each time with another measurement of it; the conversation
+    effects tie its entries together and to the same script's corrupted replies, so the comparison with the
+    baseline is largely within conversation. There is no turn effect: the cells are averaged over the
+    measured turns, which every cell has alike.
 
-    Quantities (:func:`imitation_summary`): the expected share of pattern words ``sigmoid(lambda)`` per
-    (model, kind, level) at the average conversation, the baseline ``sigmoid(lambda0)`` per (model, kind),
-    and their difference per draw (imitation above the clean-conversation rate)."""
+    Quantities (:func:`imitation_summary`): ``sigmoid(lambda)``, the share of pattern words of the typical
+    reply (``e = 0``) at the average conversation, per (model, kind, level); the baseline
+    ``sigmoid(lambda0)`` per (model, kind); their difference per draw (imitation above the clean-conversation
+    rate); and the expected share over replies, ``E_e sigmoid(lambda + sigma_obs * e)``."""
     import pymc as pm
 
     des = imitation_design(turns)
-    models = sorted(des.cells["model"].unique())
-    cell_model = _codes(des.cells["model"], models)
     coords = {"cell": [f"{r['model']}|{r['condition']}|{r['kind']}|{r['level']:g}" for _, r in des.cells.iterrows()],
-              "model": models, "script": des.scripts, "model_script": des.model_scripts}
+              "script": des.scripts, "model_script": des.model_scripts, "obs": np.arange(len(des.k))}
     with pm.Model(coords=coords) as model:
         lam = pm.Normal("mu", 0.0, LOGIT_SD, dims="cell")
-        phi = pm.Gamma("phi", 2.0, 0.1, dims="model")
-        eta = lam[des.cell] + _conversation_effects(des.script, des.model_script)
-        conc = phi[cell_model[des.cell]]
-        pm.BetaBinomial("y", alpha=conc * pm.math.sigmoid(eta), beta=conc * pm.math.sigmoid(-eta), n=des.n,
-                        observed=des.k)
+        conv = _conversation_effects(des.pair_model, des.pair_script)
+        e = pm.HalfNormal("sigma_obs", SCALE_SD) * pm.Normal("z_obs", 0.0, 1.0, dims="obs")
+        _binomial_logit("y", des.n, lam[des.cell] + conv[des.pair] + e, des.k)
     return model
+
+
+#: Gauss-Hermite nodes and weights for expectations over a standard normal
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(32)
+_GH_W = _GH_W / _GH_W.sum()
 
 
 def imitation_summary(idata: az.InferenceData, turns: pd.DataFrame) -> pd.DataFrame:
     """Per model cell (the control baselines, ``condition = control`` with their ``kind`` and level 0, and the
     corrupted cells): ``replies``, pattern words ``k`` of eligible words ``n`` and their ``rate``; ``mean,
-    low, high`` = the expected share of pattern words at the average conversation; on corrupted cells
-    ``diff_*`` = that minus the same model's baseline for the kind, and ``p_positive`` = P(diff > 0)."""
+    low, high`` = the share of pattern words of the typical reply at the average conversation; ``share_*`` =
+    the expected share over replies (comparable with ``rate``); on corrupted cells ``diff_*`` = the typical
+    reply's share minus the same model's baseline for the kind, and ``p_positive`` = P(diff > 0)."""
     des = imitation_design(turns)
-    p = _sigmoid(_draws(idata, "mu"))
+    lam, sd = _draws(idata, "mu"), _draws(idata, "sigma_obs")
+    p = _sigmoid(lam)
+    share = np.einsum("g,cgs->cs", _GH_W, _sigmoid(lam[:, None, :] + _GH_X[None, :, None] * sd[None, None, :]))
     cells = des.cells
     base = {(r["model"], r["kind"]): i for i, r in cells[cells["condition"] == "control"].iterrows()}
     nan = {f"diff_{s}": np.nan for s in ("mean", "low", "high")} | {"p_positive": np.nan}
@@ -492,7 +620,7 @@ def imitation_summary(idata: az.InferenceData, turns: pd.DataFrame) -> pd.DataFr
     for i, r in cells.iterrows():
         row = {"model": r["model"], "condition": r["condition"], "kind": r["kind"], "level": r["level"],
                "replies": int(r["replies"]), "n": int(r["n"]), "k": int(r["k"]), "rate": r["k"] / r["n"],
-               **_summary(p[i])}
+               **_summary(p[i]), **_summary(share[i], "share_")}
         if r["condition"] == "corrupted":
             d = p[i] - p[base[(r["model"], r["kind"])]]
             row |= {**_summary(d, "diff_"), "p_positive": float((d > 0).mean())}
@@ -506,16 +634,22 @@ def imitation_summary(idata: az.InferenceData, turns: pd.DataFrame) -> pd.DataFr
 @dataclass
 class SurpriseDesign:
     """The coding of :func:`surprise_model`: the model cells (corrupted and other; with rows ``n`` and the
-    raw mean surprise), the scripts, the scored replies (model, script, turn) and each row's codes; ``y`` is
-    the surprise divided by ``scale`` (its standard deviation over these rows; 0 stays 0)."""
+    raw mean surprise), the scripts, the scored replies (model, script, turn: the clean reply every altered
+    version of it is compared with) with each reply's script and model, and the surprises on one grid per
+    model of its cells by its replies: ``blocks`` holds each model's (cells, replies) positions, ``y`` the
+    grids raveled one after another, divided by ``scale`` (the standard deviation of the surprises; 0 stays
+    0), and ``mask`` 1 where a row was observed, 0 where not (such entries add nothing to the likelihood)."""
 
     cells: pd.DataFrame
     scripts: list[str]
+    model_scripts: list[str]
+    pair_model: np.ndarray
+    pair_script: np.ndarray
     replies: list[str]
-    cell: np.ndarray
-    script: np.ndarray
-    reply: np.ndarray
+    reply_pair: np.ndarray  # the (model, script) pair of each reply
+    blocks: list[tuple[np.ndarray, np.ndarray]]
     y: np.ndarray
+    mask: np.ndarray
     scale: float
     dropped: int  # rows without a surprise (no clean reference to compare with)
 
@@ -533,12 +667,42 @@ def surprise_design(surprise: pd.DataFrame) -> SurpriseDesign:
     y = rows["surprise"].to_numpy(dtype=float)
     cells["n"] = np.bincount(cell, minlength=len(cells))
     cells["raw_mean"] = np.bincount(cell, weights=y, minlength=len(cells)) / cells["n"]
-    scripts = sorted(rows["script_id"].unique())
+    scripts, models = sorted(rows["script_id"].unique()), sorted(rows["model"].unique())
+    frame = pd.DataFrame({"model": rows["model"].to_numpy(), "script": rows["script_id"].to_numpy(),
+                          "turn": rows["turn"].to_numpy()}).drop_duplicates().sort_values(["model", "script", "turn"])
+    replies = [f"{m}|{s}|{t}" for m, s, t in frame.itertuples(index=False)]
+    _, pairs, _, pair_model, pair_script = _conversation_codes(rows)
+    reply_pair = _codes(frame["model"] + "|" + frame["script"], pairs)
+    reply_model = pair_model[reply_pair]
     rid = (rows["model"] + "|" + rows["script_id"] + "|" + rows["turn"].astype(str)).to_numpy()
-    replies = sorted(set(rid))
+    reply = _codes(pd.Series(rid), replies)
+    if (pd.DataFrame({"c": cell, "r": reply}).duplicated()).any():
+        raise DataError("the mirror surprise table has more than one row for a (model, condition, kind, level, "
+                        "script_id, turn): each altered reply is scored once; drop the duplicates")
     scale = float(y.std()) or 1.0
-    return SurpriseDesign(cells, scripts, replies, cell, _codes(rows["script_id"], scripts),
-                          _codes(pd.Series(rid), replies), y / scale, scale, dropped)
+    grid = np.zeros((len(cells), len(replies)))
+    seen = np.zeros((len(cells), len(replies)))
+    grid[cell, reply], seen[cell, reply] = y / scale, 1.0
+    cell_model = _codes(cells["model"], models)
+    blocks = [(np.flatnonzero(cell_model == j), np.flatnonzero(reply_model == j)) for j in range(len(models))]
+    return SurpriseDesign(cells, scripts, pairs, pair_model, pair_script, replies, reply_pair, blocks,
+                          np.concatenate([grid[np.ix_(c, r)].ravel() for c, r in blocks]),
+                          np.concatenate([seen[np.ix_(c, r)].ravel() for c, r in blocks]), scale, dropped)
+
+
+def _student_t(name: str, y: np.ndarray, mask: np.ndarray, loc, log_sigma, nu):
+    """``y ~ StudentT(nu, loc, exp(log_sigma))`` at the entries where ``mask`` is 1 (the others add 0), observed,
+    with ``loc`` and ``log_sigma`` given per entry; written out so that the log-gamma terms of ``nu`` are
+    computed once, not once per entry."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    def logp(value, mask, loc, log_sigma, nu):
+        const = pt.gammaln((nu + 1.0) / 2.0) - pt.gammaln(nu / 2.0) - 0.5 * pt.log(np.pi * nu)
+        r = (value - loc) * pt.exp(-log_sigma)
+        return mask * (const - log_sigma - (nu + 1.0) / 2.0 * pt.log1p(r * r / nu))
+
+    return pm.CustomDist(name, mask, loc, log_sigma, nu, logp=logp, observed=y)
 
 
 def surprise_model(surprise: pd.DataFrame) -> pm.Model:
@@ -547,31 +711,36 @@ def surprise_model(surprise: pd.DataFrame) -> pm.Model:
     mean log-probability per token of the reply given the history before it) over the corrupted and other
     rows of every model, jointly; divided by its standard deviation ``c`` over these rows::
 
-        surprise_i / c ~ StudentT(nu, theta[m_i, c_i] + tau_script * u[s_i] + tau_reply * v[m_i, s_i, t_i],
-                                  sigma[m_i, c_i])
-        theta ~ Normal(0, 1);  tau_script, tau_reply, sigma ~ HalfNormal(1);  u, v ~ Normal(0, 1);
-        nu ~ Gamma(2, 0.1)
+        surprise_i / c ~ StudentT(nu, theta[m_i, c_i] + u[s_i] + w[m_i, s_i] + v[m_i, s_i, t_i], sigma[m_i, c_i])
+        u = sigma_script * P_s z,  w = sigma_ms * P_ms z',  v = sigma_reply * P_r z'',  z, z', z'' ~ Normal(0, 1)
+        theta ~ Normal(0, 1);  sigma_script, sigma_ms, sigma_reply, sigma ~ HalfNormal(1);  nu ~ Gamma(2, 0.1)
 
     ``c`` = cell (other, or a corrupted (kind, level)), ``s`` = script, ``t`` = the assistant turn scored.
     Every altered version of one clean reply is compared with the same ``logprob_clean``, so the rows of one
-    (model, script, turn) share that reference's noise: the reply intercept ``v`` carries it, and the script
-    intercept ``u`` what a conversation does to both models. The noise scale is per model cell (heavier
-    corruption varies more), and the Student-t likelihood keeps a few replies whose score jumps (a corrupted
-    word that the tokenizer splits badly) from moving the means. Control rows (surprise 0 by construction)
-    are not modelled; rows without a surprise (no clean reference) are left out. Quantity
+    (model, script, turn) share that reference's noise: the reply intercept ``v`` carries it; ``u`` and ``w``
+    are the conversation effects of :func:`noticing_model` (what a script does to both models, and to one).
+    ``P_*`` make them zero-sum (:func:`_zero_sum_effect`): ``u`` over the scripts, ``w`` over each model's
+    scripts and each script's models, ``v`` over the turns of each (model, script). The noise scale is per model cell
+    (heavier corruption varies more), and the Student-t likelihood keeps a few replies whose score jumps (a
+    corrupted word that the tokenizer splits badly) from moving the means. Control rows (surprise 0 by
+    construction) are not modelled; rows without a surprise (no clean reference) are left out. Quantity
     (:func:`surprise_summary`): ``c * theta`` per model cell, the mean surprise at the average conversation
     and reply, in nats per token."""
     import pymc as pm
+    import pytensor.tensor as pt
 
     des = surprise_design(surprise)
-    coords = {"cell": [_label(r) for _, r in des.cells.iterrows()], "script": des.scripts, "reply": des.replies}
+    coords = {"cell": [_label(r) for _, r in des.cells.iterrows()], "script": des.scripts,
+              "model_script": des.model_scripts, "reply": des.replies}
     with pm.Model(coords=coords) as model:
         theta = pm.Normal("mu", 0.0, MEAN_SD, dims="cell")
-        sigma = pm.HalfNormal("sigma_y", SCALE_SD, dims="cell")
+        log_sigma = pt.log(pm.HalfNormal("sigma_y", SCALE_SD, dims="cell"))
         nu = pm.Gamma("nu", 2.0, 0.1)
-        loc = (theta[des.cell] + _random_effect("script", "script", des.script)
-               + _random_effect("reply", "reply", des.reply))
-        pm.StudentT("y", nu=nu, mu=loc, sigma=sigma[des.cell], observed=des.y)
+        conv = _conversation_effects(des.pair_model, des.pair_script, centred=True)
+        reply = conv[des.reply_pair] + _zero_sum_effect("reply", "reply", [des.reply_pair], centred=True)
+        loc = pt.concatenate([(theta[c][:, None] + reply[r][None, :]).ravel() for c, r in des.blocks])
+        ls = pt.concatenate([pt.repeat(log_sigma[c], len(r)) for c, r in des.blocks])
+        _student_t("y", des.y, des.mask, loc, ls, nu)
     return model
 
 
@@ -718,7 +887,7 @@ def simulate_turns(seed: int = 0, models: tuple[str, ...] = ("model_a", "model_b
                    notice_control=(0.04, 0.02), notice_other=(0.12, 0.03), notice_gain=(3.0, 1.0),
                    notice_slope=(0.0, 0.3, 0.15), yes_control=(0.85, 0.7), yes_other=(0.35, 0.7),
                    yes_gain=(3.0, 0.0), yes_slope=(0.0, -0.2, -0.1), imitation_gain=(2.5, 0.5),
-                   words: float = 30.0, g_words: float = 4.0, phi: float = 30.0) -> tuple[pd.DataFrame, dict]:
+                   words: float = 30.0, g_words: float = 4.0, reply_sd: float = 0.7) -> tuple[pd.DataFrame, dict]:
     """A turns table with known truth, in the schema of :data:`COLUMNS` ``["turns"]``: every model answers
     ``n_scripts`` scripts under every condition (control, each (kind, level) of ``kinds`` x ``levels``, other)
     at every turn of ``turns``.
@@ -729,15 +898,19 @@ def simulate_turns(seed: int = 0, models: tuple[str, ...] = ("model_a", "model_b
     Normal(0, model_script_sd)``. ``p_yes``: the same with ``yes_*`` and the gain lowering P(yes)
     (``yes_gain`` 0: a model that does not recognise alteration), drawn as a continuous probability whose
     thresholding at 0.5 has that probability. Pattern counts: ``n`` eligible words per reply and kind
-    (Poisson, mean ``g_words`` for insertion [words with a g], ``words`` otherwise), ``k`` beta-binomial with
-    concentration ``phi`` around ``sigmoid(logit(BASELINE[kind]) + gain + conversation effects)``, the gain
+    (Poisson, mean ``g_words`` for insertion [words with a g], ``words`` otherwise), ``k`` binomial with
+    ``sigmoid(logit(BASELINE[kind]) + gain + conversation effects + reply effect)``, the gain
     ``imitation_gain * IMITABILITY[kind] * level / 0.6`` for the row's own kind in a corrupted history, 0
-    otherwise (the script effects are those of noticing, halved).
+    otherwise (the conversation effects are those of noticing, halved; the reply effect ``~ Normal(0,
+    reply_sd)``, one per reply and kind).
 
     ``truth``: ``noticing`` and ``recognition`` (``model, condition, kind, level, p`` at the average
     conversation and turn, ``diff`` = p minus the model's control), ``imitation`` (baselines as ``condition
-    control`` per kind, and corrupted cells, ``p`` and ``diff``), ``turn`` (``model, condition, noticing,
-    recognition``: slopes on the logit scale per turn)."""
+    control`` per kind, and corrupted cells: ``p`` of the typical reply at the average conversation, ``diff``
+    = p minus the baseline), ``turn`` (``model, condition, noticing, recognition``: slopes on the logit scale
+    per turn). "Average conversation" is the population's (effect 0); the fits' is the average of the
+    observed conversations, a little off it (the 40 scripts' mean effect has a standard deviation of
+    ``script_sd / sqrt(40)``), which the intervals absorb."""
     rng = np.random.default_rng(seed)
     scripts = [f"script{j:02d}" for j in range(n_scripts)]
     s_eff = rng.normal(0.0, script_sd, n_scripts)
@@ -773,8 +946,7 @@ def simulate_turns(seed: int = 0, models: tuple[str, ...] = ("model_a", "model_b
                 for k in KINDS:
                     n = rng.poisson(g_words if k == "insertion" else words, n_scripts)
                     gain = par["ig"][m] * IMITABILITY[k] * level / 0.6 if (cond == "corrupted" and k == kind) else 0.0
-                    mean = _sigmoid(_logit(BASELINE[k]) + gain + 0.5 * conv)
-                    pi = rng.beta(mean * phi, (1 - mean) * phi)
+                    pi = _sigmoid(_logit(BASELINE[k]) + gain + 0.5 * conv + rng.normal(0.0, reply_sd, n_scripts))
                     counts[k] = (rng.binomial(n, pi), n)
                 eligible = rng.poisson(words * (t - 1), n_scripts)
                 changed = (np.round(level * eligible).astype(int) if cond == "corrupted"

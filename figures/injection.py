@@ -38,7 +38,9 @@ class Inputs:
 
     def footer(self, fig) -> None:
         if self.hardware:
-            fig.text(0.0, -0.2, f"trials run on: {self.hardware}", fontsize=6.5, color="#555555", ha="left", va="top")
+            below = 0.75 / fig.get_figheight()  # about three quarters of an inch under the axes, whatever the height
+            fig.text(0.0, -below, f"trials run on: {self.hardware}", fontsize=6.5, color="#555555", ha="left",
+                     va="top")
 
 
 def _models(df: pd.DataFrame) -> list[str]:
@@ -171,8 +173,9 @@ def intention_curves(inp: Inputs):
 
 
 def coherence_by_strength(inp: Inputs):
-    """Where steering breaks the text: per strength and layer fraction, the share of free-text answers the
-    rules call coherent, and the median perplexity of the text under the unsteered model (log scale); the
+    """Where steering breaks the text: per strength and layer fraction, the share of free-text answers that are
+    coherent (the rules say so and the unsteered model's perplexity is within 10 times that of its control
+    answers), and the median perplexity of the text under the unsteered model (log scale); the
     control trials (no injection) are the black line."""
     coh = inp.table("coherence")
     models = _models(coh)
@@ -195,7 +198,7 @@ def coherence_by_strength(inp: Inputs):
         axes[1][j].set_yscale("log")
         axes[1][j].set_xscale("log", base=2)
         axes[1][j].set_xlabel("strength (x mean residual norm)")
-    axes[0][0].set_ylabel("share coherent (rules)")
+    axes[0][0].set_ylabel("share coherent")
     axes[1][0].set_ylabel("median perplexity")
     axes[0][-1].legend(frameon=False, fontsize=7)
     fig.suptitle("Coherence of the steered free text", y=1.02)

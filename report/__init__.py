@@ -769,6 +769,9 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     from .injection import INJECTION, write_section
 
     write_section(gen, injection if injection is not None else Path(analysis).parent / INJECTION.name, Path(paper))
+    from .mirror import write_section as write_mirror
+
+    write_mirror(gen, Path(analysis).parent / "mirror")
     return index
 
 

@@ -105,6 +105,19 @@ def cmd_mirror(args) -> None:
         print(f"{part}: {path}")
 
 
+def cmd_mirror_analysis(args) -> None:
+    from analysis.mirror_stage import main
+
+    main(_profile(args))
+
+
+def cmd_mirror_figures(args) -> None:
+    from figures.mirror import run_mirror_figures
+
+    for name, entry in run_mirror_figures().items():
+        print(f"{name}: {', '.join(entry['files'])}")
+
+
 def cmd_injection_analysis(args) -> None:
     from analysis.injection_stage import main
 
@@ -392,6 +405,11 @@ def build_parser() -> argparse.ArgumentParser:
     stage("mirror", cmd_mirror,
           "the mirror test: each model answers conversation scripts itself, then its earlier replies are "
           "corrupted (or another model's are shown as its own); noticing, recognition, imitation and surprise")
+    stage("mirror-analysis", cmd_mirror_analysis,
+          "the mirror-test statistics: hierarchical models of noticing, recognition, imitation and surprise by "
+          "corruption kind, level and turn, with conversation and model effects, behind the convergence gate")
+    sub.add_parser("mirror-figures", help="draw the mirror-test figures from its analysis outputs") \
+        .set_defaults(func=cmd_mirror_figures, timed="mirror-figures")
     stage("analysis", cmd_analysis,
           "Bayesian hierarchical models (behind a convergence gate), frequentist cross-checks, metrics and the "
           "numbers the manuscript quotes")

@@ -421,7 +421,7 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         run["hardware"] = describe(lm.device)
         fp = _fingerprint("concept_injection", profile, lm, dataset=data.release_sha256,
                           injection=profile.injection.model_dump(exclude={"judge"}),
-                          steering=code_version("reproduce.steering", "reproduce.injection", "reproduce.graders"))
+                          steering=code_version("reproduce.steering", "reproduce.injection"))  # the analysis regrades
         store = ShardStore(work / "concept_injection" / lm.name, fp)
         runner = Runner(profile, data, lm, engine, store)
         print(f"{lm.name}: {runner.n_layers} blocks; injecting at {runner.layers}", file=sys.stderr)

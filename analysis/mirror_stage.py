@@ -1,0 +1,123 @@
+"""The ``mirror_analysis`` stage: the mirror-test tables in, posterior summaries (every fit behind the
+convergence gate), raw Wilson rates, example transcripts and the numbers the manuscript quotes out
+(``data/mirror/analysis``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reproduce.config import REPO_ROOT, Profile
+from reproduce.errors import DataError
+from reproduce.io import atomic_dir, atomic_write_json
+
+from . import mirror as MI
+from .models import SamplerSettings
+
+RAW = REPO_ROOT / "data" / "mirror" / "raw"
+OUT = REPO_ROOT / "data" / "mirror" / "analysis"
+METRICS = REPO_ROOT / "data" / "mirror" / "metrics.json"
+PARTS = ("conversations", "turns", "surprise")
+
+
+def read_tables(raw: Path = RAW) -> dict[str, pd.DataFrame]:
+    missing = [p for p in PARTS if not (Path(raw) / f"{p}.parquet").exists()]
+    if missing:
+        raise DataError(f"mirror-test tables {missing} are missing under {raw}; run `dvc repro mirror` "
+                        "(or `python -m reproduce.cli mirror`) first")
+    return {p: pd.read_parquet(Path(raw) / f"{p}.parquet") for p in PARTS}
+
+
+def verdict(low: float, high: float) -> str:
+    return "above" if low > 0 else "below" if high < 0 else "unclear"
+
+
+def examples(turns: pd.DataFrame, conversations: pd.DataFrame, chars: int = 200) -> pd.DataFrame:
+    """Transcripts for the manuscript: per model, the first script's reply at the last measured turn in the
+    control and other conditions and in every corrupted cell at the highest level, with its grades."""
+    if turns.empty:
+        return pd.DataFrame(columns=["model", "condition", "kind", "level", "turn", "reply", "notices", "p_yes"])
+    last = turns["turn"].max()
+    top = turns["level"].max()
+    pick = turns[(turns["turn"] == last) & (turns["script_id"] == turns["script_id"].min())
+                 & ((turns["condition"] != "corrupted") | (turns["level"] == top))]
+    out = pick[["model", "condition", "kind", "level", "turn", "reply", "notices", "p_yes"]].copy()
+    out["reply"] = [t if len(t) <= chars else t[:chars].rstrip() + " ..." for t in out["reply"]]
+    return out.reset_index(drop=True)
+
+
+def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
+    out: dict = {"models": {}}
+    turns = tables["turns"]
+    for m in sorted(turns["model"].unique()):
+        d: dict = {"rows": int((turns["model"] == m).sum()),
+                   "scripts": int(turns[turns["model"] == m]["script_id"].nunique()),
+                   "turns": sorted(int(t) for t in turns[turns["model"] == m]["turn"].unique())}
+        for name in ("noticing", "recognition"):
+            cells, con = res[f"{name}_cells"], res[f"{name}_contrasts"]
+            ctl = cells[(cells["model"] == m) & (cells["condition"] == "control")]
+            if len(ctl):
+                d[f"{name}_control"] = {k: float(ctl.iloc[0][k]) for k in ("mean", "low", "high")}
+            c = con[con["model"] == m] if len(con) else con
+            if len(c):
+                key = "mean"
+                ext = c.sort_values(key, ascending=(name == "recognition")).iloc[0]
+                d[f"{name}_extreme"] = {"condition": ext["condition"], "kind": ext["kind"] if isinstance(ext["kind"], str) else None,
+                                        "level": None if pd.isna(ext["level"]) else float(ext["level"]),
+                                        **{k: float(ext[k]) for k in ("mean", "low", "high")},
+                                        "verdict": verdict(ext["low"], ext["high"])}
+                d[f"{name}_cells_above"] = int((c["low"] > 0).sum())
+                d[f"{name}_cells_below"] = int((c["high"] < 0).sum())
+                d[f"{name}_cells"] = int(len(c))
+        im = res["imitation_cells"]
+        im = im[(im["model"] == m) & (im["condition"] == "corrupted")] if len(im) else im
+        if len(im):
+            top = im.sort_values("diff_mean", ascending=False).iloc[0]
+            d["imitation_top"] = {"kind": top["kind"], "level": float(top["level"]), "rate": float(top["mean"]),
+                                  **{k: float(top[f"diff_{k}"]) for k in ("mean", "low", "high")},
+                                  "verdict": verdict(top["diff_low"], top["diff_high"])}
+            d["imitation_cells_above"] = int((im["diff_low"] > 0).sum())
+            d["imitation_cells"] = int(len(im))
+        su = res["surprise_cells"]
+        su = su[su["model"] == m] if len(su) else su
+        if len(su):
+            d["surprise"] = [{"condition": r["condition"], "kind": r["kind"] if isinstance(r["kind"], str) else None,
+                              "level": None if pd.isna(r["level"]) else float(r["level"]),
+                              **{k: float(r[k]) for k in ("mean", "low", "high")}} for _, r in su.iterrows()]
+            d["surprise_cells_above"] = int((su["low"] > 0).sum())
+            d["surprise_cells"] = int(len(su))
+        out["models"][m] = d
+    return out
+
+
+def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = METRICS) -> Path:
+    tables = read_tables(raw)
+    a = profile.analysis
+    settings = SamplerSettings(sampler=a.sampler, draws=a.draws, tune=a.tune, chains=a.chains,
+                               target_accept=a.target_accept, seed=profile.seed)
+    print(f"fitting the mirror-test models ({settings.chains} chains x {settings.draws} draws)", file=sys.stderr)
+    fits = {"turns": tables["turns"], "surprise": tables["surprise"]}
+    res = MI.fit_all(fits, settings)
+    freq = MI.frequentist_summary(fits)
+    numbers = headline_numbers(res, tables)
+    numbers["diagnostics"] = res["diagnostics"]
+    with atomic_dir(out) as tmp:
+        for name, df in res.items():
+            if isinstance(df, pd.DataFrame):
+                df.to_parquet(Path(tmp) / f"{name}.parquet", index=False)
+        freq.to_parquet(Path(tmp) / "raw_rates.parquet", index=False)
+        examples(tables["turns"], tables["conversations"]).to_parquet(Path(tmp) / "examples.parquet", index=False)
+        (Path(tmp) / "numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True, default=float))
+    flat = {}
+    for m, d in numbers["models"].items():
+        for k in ("noticing_control", "recognition_control"):
+            if k in d:
+                flat[f"{m}.{k}"] = d[k]["mean"]
+        if "imitation_top" in d:
+            flat[f"{m}.imitation_top_diff"] = d["imitation_top"]["mean"]
+    atomic_write_json(metrics, {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in flat.items()})
+    return out

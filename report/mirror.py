@@ -1,0 +1,100 @@
+"""The manuscript's mirror-test results: ``paper/_generated/mirror.md``, written from ``data/mirror/analysis``
+(numbers, figures and the example transcripts; nothing typed by hand), and included by ``paper/index.qmd``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from reproduce.config import REPO_ROOT
+from reproduce.io import atomic_write_bytes
+
+MIRROR = REPO_ROOT / "data" / "mirror"
+WORDS = {"above": "credibly above", "below": "credibly below", "unclear": "not distinguishable from"}
+
+
+def _p(d: dict) -> str:
+    return f"{100 * d['mean']:.1f}% [{100 * d['low']:.1f}, {100 * d['high']:.1f}]"
+
+
+def _pp(d: dict) -> str:
+    return f"{100 * d['mean']:+.1f} points [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
+
+
+def _cell(d: dict) -> str:
+    if d.get("condition") == "other":
+        return "another model's replies"
+    return f"{d['kind']} at level {d['level']:g}"
+
+
+def model_paragraph(m: str, d: dict) -> str:
+    parts = [f"**{m}** ({d['scripts']} conversations, turns {', '.join(map(str, d['turns']))})."]
+    if "noticing_control" in d:
+        parts.append(f"With its clean history it remarked on typos or glitches unprompted at a rate of "
+                     f"{_p(d['noticing_control'])}.")
+    if "noticing_extreme" in d:
+        e = d["noticing_extreme"]
+        parts.append(f"The largest change under alteration ({_cell(e)}) was {_pp(e)}, {WORDS[e['verdict']]} zero; "
+                     f"{d['noticing_cells_above']} of {d['noticing_cells']} altered cells were credibly above the "
+                     "control.")
+    if "recognition_control" in d:
+        parts.append(f"Asked whether it wrote its previous messages exactly as shown, it said yes at a rate of "
+                     f"{_p(d['recognition_control'])} with the clean history.")
+    if "recognition_extreme" in d:
+        e = d["recognition_extreme"]
+        parts.append(f"The largest drop ({_cell(e)}) was {_pp(e)}; {d['recognition_cells_below']} of "
+                     f"{d['recognition_cells']} altered cells were credibly below the control.")
+    if "imitation_top" in d:
+        e = d["imitation_top"]
+        parts.append(f"Imitation: the share of words of its next reply showing the pattern rose most for "
+                     f"{e['kind']} at level {e['level']:g}, by {_pp(e)} over the control; "
+                     f"{d['imitation_cells_above']} of {d['imitation_cells']} cells credibly above.")
+    if "surprise" in d:
+        top = max(d["surprise"], key=lambda r: r["mean"])
+        parts.append(f"Surprise: {d['surprise_cells_above']} of {d['surprise_cells']} altered cells made its earlier "
+                     f"replies credibly less probable to it; the largest, {_cell(top)}, by {top['mean']:.2f} nats "
+                     f"per token [{top['low']:.2f}, {top['high']:.2f}].")
+    return " ".join(parts)
+
+
+def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
+    """Write ``gen/mirror.md`` (and copy the figures); False when the stages did not run."""
+    analysis, figures = Path(mirror) / "analysis", Path(mirror) / "figures"
+    path = Path(gen) / "mirror.md"
+    if not (analysis / "numbers.json").exists() or not (figures / "index.json").exists():
+        atomic_write_bytes(path, b"The mirror-test stages did not run in this profile (no `mirror:` section in "
+                                 b"params.yaml), so this section has no results.\n")
+        return False
+    from . import _md_table
+
+    numbers = json.loads((analysis / "numbers.json").read_text())
+    index = json.loads((figures / "index.json").read_text())
+    run = json.loads((Path(mirror) / "raw" / "run.json").read_text())
+    for name in index:
+        atomic_write_bytes(Path(gen) / "figures" / f"{name}.png", (figures / f"{name}.png").read_bytes())
+    ex = pd.read_parquet(analysis / "examples.parquet")
+    ex = ex.assign(kind=ex["kind"].fillna("-"), level=ex["level"].map(lambda v: "-" if pd.isna(v) else f"{v:g}"),
+                   reply=ex["reply"].str.replace("\n", " ", regex=False),
+                   notices=ex["notices"].map({True: "yes", False: "no"}), p_yes=ex["p_yes"].map(lambda v: f"{v:.2f}"))
+    secs = ", ".join(f"{m} {v['seconds']:.0f} s" for m, v in run["models"].items())
+    out = [
+        f"The conversations ran on {run['hardware']} ({secs}). Every fit passed the convergence gate "
+        f"({len(numbers['diagnostics'])} fits).",
+        "",
+        *[model_paragraph(m, d) + "\n" for m, d in numbers["models"].items()],
+        "![The mirror test by corruption kind and level: unprompted noticing, saying \"yes\" to having written "
+        "the previous messages as shown, and imitation of the corruption (95% intervals; black: the clean "
+        "history; grey square: another model's replies).](_generated/figures/mirror_outcomes.png)"
+        "{#fig-mirror-outcomes}",
+        "",
+        "![Surprise: mean log-probability per token of the clean minus the altered earlier replies, by kind "
+        "and level (95% intervals).](_generated/figures/mirror_surprise.png){#fig-mirror-surprise}",
+        "",
+        _md_table(ex[["model", "condition", "kind", "level", "turn", "reply", "notices", "p_yes"]].astype(str),
+                  "Example replies at the last measured turn (first conversation; cut to 200 characters), with "
+                  "the rules' noticing grade and P(yes) to the recognition question.", "tbl-mirror-examples"),
+    ]
+    atomic_write_bytes(path, "\n".join(out).encode())
+    return True
