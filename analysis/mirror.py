@@ -27,12 +27,17 @@ Common choices, stated once:
   does. The proper prior keeps an all-zero cell's posterior finite, so its interval is an upper bound whose
   lower end reflects the prior (rates below ~1% are not resolved: ``logit(0.01)`` is three prior standard
   deviations out).
-* Random intercepts ``sigma * z`` with ``sigma ~ HalfNormal(1)`` and ``z ~ Normal(0, 1)`` (non-centred: no
-  funnel where a scale is near zero, which is where they are when a table is all zeros).
-* Reported probabilities are at the average conversation (random effects 0) and, where there is a turn
-  effect, at the average measured turn, in ``mean, low, high``; the same quantity averaged over the observed
-  conversations and turns of the cell (comparable with the raw rate) is in ``obs_mean, obs_low, obs_high``.
-  Contrasts are computed per posterior draw, so their intervals carry the correlation of the two arms.
+* Conversation effects: a script intercept ``u`` shared by the models and a model x script interaction
+  ``w``, each with a scale ``~ HalfNormal(1)``, both *zero-sum* (``u`` over the scripts; ``w`` over each
+  model's scripts and over each script's models), written as ``sigma * B z`` with ``z ~ Normal(0, 1)`` on an
+  orthonormal basis ``B`` of the zero-sum effects (:func:`_zero_sum_effect`, which says why). Non-centred in
+  the binary and imitation models (no funnel where a scale is near zero, which is where they are when a
+  table is all zeros); centred in the surprise model, whose data pin every intercept down.
+* Reported probabilities are at the average conversation (the observed conversations' average: effects 0)
+  and, where there is a turn effect, at the average measured turn, in ``mean, low, high``; the same quantity
+  averaged over the observed conversations and turns of the cell (comparable with the raw rate) is in
+  ``obs_mean, obs_low, obs_high``. Contrasts are computed per posterior draw, so their intervals carry the
+  correlation of the two arms.
 * Intervals are equal-tailed 95% posterior intervals (:data:`INTERVAL`); ``p_positive`` is the posterior
   probability that a difference is above zero. Every published fit passes
   :func:`analysis.models.check_convergence` (r_hat <= 1.01, bulk and tail ESS >= 400, no divergences).
@@ -49,7 +54,7 @@ import pandas as pd
 from reproduce.errors import DataError
 
 from . import models as M
-from .injection import _aggregate, _codes, _draws, _latent_probability, _logit, _sigmoid, _summary
+from .injection import _aggregate, _codes, _draws, _latent_probability, _logit, _sigmoid
 
 if TYPE_CHECKING:
     import arviz as az
@@ -77,6 +82,12 @@ COLUMNS = {
 }
 CELL = ["condition", "kind", "level"]
 OUTCOMES = ("notices", "judge_notices")  # the noticing model's outcome: the rules' grade or the judge's
+
+
+def _summary(d: np.ndarray, prefix: str = "") -> dict:
+    """Posterior mean and 95% interval of draws ``d`` (last axis: samples), as ``<prefix>mean, low, high``."""
+    return {f"{prefix}mean": float(np.mean(d)), f"{prefix}low": float(np.quantile(d, Q_LOW)),
+            f"{prefix}high": float(np.quantile(d, Q_HIGH))}
 
 
 # ------------------------------------------------------------------------------------------- checks
@@ -221,6 +232,8 @@ def _zero_sum_effect(name: str, dim: str, groupings: list[np.ndarray] | None = N
 
     model = pm.modelcontext(None)
     basis = zero_sum_basis(len(model.coords[dim]), groupings)
+    if basis.shape[1] == 0:  # e.g. one script: a zero-sum effect is zero
+        return pt.zeros(basis.shape[0])
     model.add_coord(f"{name}_basis", np.arange(basis.shape[1]))
     sigma = pm.HalfNormal(f"sigma_{name}", SCALE_SD)
     if centred:
@@ -231,6 +244,8 @@ def _zero_sum_effect(name: str, dim: str, groupings: list[np.ndarray] | None = N
 def _zero_sum_draws(idata, name: str, n_levels: int, groupings: list[np.ndarray] | None = None) -> np.ndarray:
     """Draws of :func:`_zero_sum_effect` at every level: (levels, samples)."""
     basis = zero_sum_basis(n_levels, groupings)
+    if basis.shape[1] == 0:
+        return np.zeros((n_levels, idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]))
     if f"v_{name}" in idata.posterior:
         return basis @ _draws(idata, f"v_{name}")
     return _draws(idata, f"sigma_{name}")[None, :] * (basis @ _draws(idata, f"z_{name}"))
@@ -396,14 +411,18 @@ def noticing_model(turns: pd.DataFrame, outcome: str = "notices") -> pm.Model:
     grade, on the rows that have one) on every model's rows of the ``turns`` table, jointly::
 
         notices_i ~ Bernoulli(p_i)
-        logit p_i = mu[m_i, c_i] + beta[m_i, g_i] * (turn_i - tbar) / sd_turn
-                    + sigma_script * z[s_i] + sigma_ms * w[m_i, s_i]
-        mu ~ Normal(0, 1.5);  beta ~ Normal(0, 1);  sigma_script, sigma_ms ~ HalfNormal(1);  z, w ~ Normal(0, 1)
+        logit p_i = mu[m_i, c_i] + beta[m_i, g_i] * (turn_i - tbar) / sd_turn + u[s_i] + w[m_i, s_i]
+        u = sigma_script * B_s z_s        (sum_s u[s] = 0)
+        w = sigma_ms * B_ms z_ms          (sum_s w[m, s] = 0 for every m;  sum_m w[m, s] = 0 for every s)
+        mu ~ Normal(0, 1.5);  beta ~ Normal(0, 1);  sigma_script, sigma_ms ~ HalfNormal(1);
+        z_s, z_ms ~ Normal(0, 1)
 
     ``m`` = model, ``c`` = cell (control | other | each corrupted (kind, level)), ``g`` = condition (control,
     corrupted, other), ``s`` = conversation script; ``tbar`` and ``sd_turn`` are the mean and standard
     deviation of the measured turns (so ``mu`` is the logit at the average turn and ``beta`` the change per
-    standard deviation of turn).
+    standard deviation of turn); ``B_*`` are orthonormal bases of the zero-sum effects
+    (:func:`_zero_sum_effect`), so ``mu`` is at the average of the observed conversations. With one model
+    there is no ``w`` (it would be zero).
 
     The turn effect is linear and per (model, condition): what grows with the turn differs between the
     conditions (a corrupted history accumulates corrupted replies, ``t - 1`` of them at turn ``t``; a control
@@ -413,12 +432,14 @@ def noticing_model(turns: pd.DataFrame, outcome: str = "notices") -> pm.Model:
     kinds and levels (its cells differ in their mean, not in how the turn moves them on the logit scale).
     With one measured turn there is no slope. The script effect is shared by the models (the scripts, and so
     which conversations invite a remark, are the same for every model); the model x script term is the part
-    of a script's effect that belongs to one model (its own replies are what is altered).
+    of a script's effect that belongs to one model (its own replies are what is altered). Both are one
+    intercept per conversation for all its cells and turns: the cells are compared within conversation.
 
     Quantities (:func:`binary_summary`): P(notice) per model cell, ``sigmoid(mu)``, at the average
     conversation and turn; and per model each corrupted / other cell minus the model's control cell, per
     draw. A model that never remarks on anything gives an all-zero table: it still samples (the priors are
-    proper and the random effects non-centred), and every cell's interval is then an upper bound."""
+    proper and the random effects non-centred), and every cell's interval is then an upper bound (about 6% with
+    80 replies per cell; the lower end reflects the prior)."""
     return _binary_model(binary_design(turns, outcome))
 
 
@@ -428,9 +449,8 @@ def recognition_model(turns: pd.DataFrame) -> pm.Model:
     above?", the model claims the history as its own)::
 
         says_yes_i ~ Bernoulli(p_i)
-        logit p_i = mu[m_i, c_i] + beta[m_i, g_i] * (turn_i - tbar) / sd_turn
-                    + sigma_script * z[s_i] + sigma_ms * w[m_i, s_i]
-        mu ~ Normal(0, 1.5);  beta ~ Normal(0, 1);  sigma_script, sigma_ms ~ HalfNormal(1);  z, w ~ Normal(0, 1)
+        logit p_i = mu[m_i, c_i] + beta[m_i, g_i] * (turn_i - tbar) / sd_turn + u[s_i] + w[m_i, s_i]
+        u, w, and the priors: as in noticing_model
 
     The answer is thresholded at 0.5 (the forced-choice answer the model would give greedily) rather than
     modelled as a probability, as in the injection analysis: ``p_yes`` of a small model sits near 0 or 1 for
@@ -657,6 +677,10 @@ class SurpriseDesign:
 def surprise_design(surprise: pd.DataFrame) -> SurpriseDesign:
     rows = check_table(surprise, "surprise")
     rows = rows[rows["condition"] != "control"]
+    # a corrupted reply that the corruption left unchanged (a short reply at a low level: round(level * n) = 0)
+    # is the clean reply itself, with a surprise of exactly 0 that says nothing about noticing; a pile of such
+    # exact zeros would collapse a cell's noise scale
+    rows = rows[~((rows["condition"] == "corrupted") & (rows["logprob"] == rows["logprob_clean"]))]
     finite = np.isfinite(rows["surprise"].to_numpy(dtype=float))
     dropped = int((~finite).sum())
     rows = rows[finite]
@@ -705,6 +729,12 @@ def _student_t(name: str, y: np.ndarray, mask: np.ndarray, loc, log_sigma, nu):
     return pm.CustomDist(name, mask, loc, log_sigma, nu, logp=logp, observed=y)
 
 
+#: the surprise model's intercepts are centred from this many conversations on; with fewer (the ``default``
+#: profile's 6), few replies pin each intercept down and the centred form is a funnel (the sampler failed the
+#: gate with r_hat 4.4 on the model x script effect), so they are non-centred there
+CENTRED_MIN_SCRIPTS = 20
+
+
 def surprise_model(surprise: pd.DataFrame) -> pm.Model:
     """Surprise: how much less probable an altered earlier reply is to the model than its own clean reply, in
     nats per token. A hierarchical Student-t regression of ``surprise = logprob_clean - logprob`` (each the
@@ -712,15 +742,19 @@ def surprise_model(surprise: pd.DataFrame) -> pm.Model:
     rows of every model, jointly; divided by its standard deviation ``c`` over these rows::
 
         surprise_i / c ~ StudentT(nu, theta[m_i, c_i] + u[s_i] + w[m_i, s_i] + v[m_i, s_i, t_i], sigma[m_i, c_i])
-        u = sigma_script * P_s z,  w = sigma_ms * P_ms z',  v = sigma_reply * P_r z'',  z, z', z'' ~ Normal(0, 1)
+        u = B_s a_s,  w = B_ms a_ms,  v = B_r a_r       (zero-sum, as in noticing_model; v: over the turns
+                                                         of each (model, script))
+        a_s ~ Normal(0, sigma_script),  a_ms ~ Normal(0, sigma_ms),  a_r ~ Normal(0, sigma_reply)
         theta ~ Normal(0, 1);  sigma_script, sigma_ms, sigma_reply, sigma ~ HalfNormal(1);  nu ~ Gamma(2, 0.1)
 
     ``c`` = cell (other, or a corrupted (kind, level)), ``s`` = script, ``t`` = the assistant turn scored.
     Every altered version of one clean reply is compared with the same ``logprob_clean``, so the rows of one
     (model, script, turn) share that reference's noise: the reply intercept ``v`` carries it; ``u`` and ``w``
     are the conversation effects of :func:`noticing_model` (what a script does to both models, and to one).
-    ``P_*`` make them zero-sum (:func:`_zero_sum_effect`): ``u`` over the scripts, ``w`` over each model's
-    scripts and each script's models, ``v`` over the turns of each (model, script). The noise scale is per model cell
+    The intercepts are *centred* (``a ~ Normal(0, sigma)``, not ``sigma * z``) from
+    :data:`CENTRED_MIN_SCRIPTS` conversations on: each reply is scored in every cell, so the data pin every
+    intercept down, where the centred form samples well (the non-centred one left the script scale near the
+    ESS gate); with fewer conversations they are non-centred. The noise scale is per model cell
     (heavier corruption varies more), and the Student-t likelihood keeps a few replies whose score jumps (a
     corrupted word that the tokenizer splits badly) from moving the means. Control rows (surprise 0 by
     construction) are not modelled; rows without a surprise (no clean reference) are left out. Quantity
@@ -736,8 +770,9 @@ def surprise_model(surprise: pd.DataFrame) -> pm.Model:
         theta = pm.Normal("mu", 0.0, MEAN_SD, dims="cell")
         log_sigma = pt.log(pm.HalfNormal("sigma_y", SCALE_SD, dims="cell"))
         nu = pm.Gamma("nu", 2.0, 0.1)
-        conv = _conversation_effects(des.pair_model, des.pair_script, centred=True)
-        reply = conv[des.reply_pair] + _zero_sum_effect("reply", "reply", [des.reply_pair], centred=True)
+        centred = len(des.scripts) >= CENTRED_MIN_SCRIPTS
+        conv = _conversation_effects(des.pair_model, des.pair_script, centred=centred)
+        reply = conv[des.reply_pair] + _zero_sum_effect("reply", "reply", [des.reply_pair], centred=centred)
         loc = pt.concatenate([(theta[c][:, None] + reply[r][None, :]).ravel() for c, r in des.blocks])
         ls = pt.concatenate([pt.repeat(log_sigma[c], len(r)) for c, r in des.blocks])
         _student_t("y", des.y, des.mask, loc, ls, nu)
@@ -813,7 +848,7 @@ def frequentist_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     condition, kind, level, n, k, rate, low, high``; ``outcome`` is ``notices`` and ``says_yes`` (trials:
     replies) and ``imitation`` (trials: eligible words, the own kind's for corrupted rows; control rows give
     one row per kind, the baseline). Words of one reply are not independent, so the imitation intervals are
-    too narrow where replies differ (the Bayesian model's beta-binomial allows for it)."""
+    too narrow where replies differ (the Bayesian model's observation-level effect allows for it)."""
     from .frequentist import wilson
 
     unknown = sorted(set(tables) - set(COLUMNS))
@@ -835,12 +870,10 @@ def frequentist_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         parts.append(cells.assign(outcome=outcome))
     obs = imitation_rows(turns)
     if not obs.empty:
-        key = np.where(obs["condition"].to_numpy() == "control",
-                       np.char.add("control@", obs["kind"].astype(str).to_numpy().astype(str)), _cell_key(obs))
-        cells, cell = _cells(obs.assign(_key=key), extra=["_key"])
+        cells, cell = _imitation_cells(obs)
         cells["n"] = np.bincount(cell, weights=obs["n"].to_numpy(float), minlength=len(cells)).astype(int)
         cells["k"] = np.bincount(cell, weights=obs["k"].to_numpy(float), minlength=len(cells)).astype(int)
-        parts.append(cells.drop(columns="_key").assign(outcome="imitation"))
+        parts.append(cells.assign(outcome="imitation"))
     out = pd.concat(parts, ignore_index=True)
     out["rate"] = out["k"] / out["n"]
     out["low"], out["high"] = wilson(out["k"].to_numpy(), out["n"].to_numpy())

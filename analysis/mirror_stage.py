@@ -62,6 +62,10 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
             ctl = cells[(cells["model"] == m) & (cells["condition"] == "control")]
             if len(ctl):
                 d[f"{name}_control"] = {k: float(ctl.iloc[0][k]) for k in ("mean", "low", "high")}
+                d[f"{name}_control"].update(k=int(ctl.iloc[0]["k"]), n=int(ctl.iloc[0]["n"]))
+            mc = cells[cells["model"] == m]
+            if len(mc):
+                d[f"{name}_observed"] = {"k": int(mc["k"].sum()), "n": int(mc["n"].sum())}
             c = con[con["model"] == m] if len(con) else con
             if len(c):
                 key = "mean"

@@ -31,9 +31,13 @@ def _cell(d: dict) -> str:
 
 def model_paragraph(m: str, d: dict) -> str:
     parts = [f"**{m}** ({d['scripts']} conversations, turns {', '.join(map(str, d['turns']))})."]
+    if "noticing_observed" in d:
+        o = d["noticing_observed"]
+        parts.append(f"It remarked on typos or glitches unprompted in {o['k']} of its {o['n']} replies.")
     if "noticing_control" in d:
-        parts.append(f"With its clean history it remarked on typos or glitches unprompted at a rate of "
-                     f"{_p(d['noticing_control'])}.")
+        c = d["noticing_control"]
+        parts.append(f"With its clean history ({c['k']} of {c['n']}) the posterior rate is {_p(c)} (the prior keeps "
+                     "an all-zero cell's interval off zero; read it by its upper bound).")
     if "noticing_extreme" in d:
         e = d["noticing_extreme"]
         parts.append(f"The largest change under alteration ({_cell(e)}) was {_pp(e)}, {WORDS[e['verdict']]} zero; "

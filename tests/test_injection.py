@@ -14,7 +14,7 @@ from reproduce.shards import ShardStore
 from tests.conftest import tiny_profile
 
 SMALL = dict(layer_fractions=[0.6], strengths=[0.5], concepts=3, prefill_pairs=1, intention_sentences=2,
-             free_text=dict(concepts=1, samples=1, max_new_tokens=8))
+             controls=["random", "negated"], free_text=dict(concepts=1, samples=1, max_new_tokens=8))
 
 
 @pytest.mark.parametrize("bad, message", [

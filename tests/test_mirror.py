@@ -13,7 +13,7 @@ from reproduce.mirror_data import load_mirror_dataset
 from reproduce.shards import ShardStore
 from tests.conftest import tiny_profile
 
-SMALL = dict(scripts=2, kinds=["insertion", "capitalisation"], levels=[0.6], turns=[2, 3], max_new_tokens=12)
+SMALL = dict(scripts=2, kinds=["insertion", "capitalisation"], levels=[0.6], turns=[2, 3], max_new_tokens=8)
 
 
 @pytest.mark.parametrize("bad, message", [("kinds: [typo]", "kinds"), ("levels: [1.5]", "levels must lie in"),
