@@ -325,8 +325,9 @@ class PromptFormat:
         if self.kind == "chat":
             if self.system_prompt is not None:
                 messages.insert(0, {"role": "system", "content": self.system_prompt})
+            extra = {"continue_final_message": True} if open_answer else {}
             return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=not open_answer,
-                                                      continue_final_message=open_answer)
+                                                      **extra)
         parts = []
         for m in messages:
             if m["role"] == "user":

@@ -104,12 +104,20 @@ def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
     assert set(a) == {"detection", "identification", "freetext", "prefill", "intention"}
     for part in a:
         assert len(a[part]) > 0
-    # same inputs, same outputs: the steered parts recomputed from scratch (fresh vectors, no shards)
+    # same inputs, same outputs: the steered parts recomputed from scratch (fresh vectors, no shards), through
+    # parquet as the stored shards went
+    import io
+
+    def stored(df):
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        return pd.read_parquet(io.BytesIO(buf.getvalue()))
+
     runner._cv = None
-    again = runner._by_layer(runner.identification_specs(), runner.run_identification_layer).assign(model=runner.lm.name)
-    pd.testing.assert_frame_equal(a["identification"], again, check_dtype=False)
-    again = runner._by_layer(runner.prefill_specs(), runner.run_prefill_layer).assign(model=runner.lm.name)
-    pd.testing.assert_frame_equal(a["prefill"], again, check_dtype=False)
+    for part, specs, run in (("identification", runner.identification_specs(), runner.run_identification_layer),
+                             ("prefill", runner.prefill_specs(), runner.run_prefill_layer)):
+        again = stored(runner._by_layer(specs, run)).assign(model=runner.lm.name)
+        pd.testing.assert_frame_equal(a[part], again)
     det = a["detection"]
     assert set(det["condition"]) == {"control", "concept", "negated", "random"}
     assert det["p_yes"].between(0, 1).all() and (det["detected"] == (det["p_yes"] > 0.5)).all()

@@ -66,8 +66,14 @@ def test_a_small_run_is_recomputable_from_its_stored_conversations(small):
     assert np.allclose(ctl["surprise"], 0.0)  # the clean history is its own reference
     cor = turns[turns["condition"] == "corrupted"]
     assert (cor["history_changed"] <= cor["history_eligible"]).all()
-    realised = cor.groupby("kind").apply(lambda g: g["history_changed"].sum() / g["history_eligible"].sum())
-    assert ((realised - 0.6).abs() < 0.1).all()  # the requested level, up to rounding per reply
+    # the stored corruption counts are recomputed from the stored clean replies and the seed
+    clean = {s: list(g.sort_values("turn")["reply"]) for s, g in conv.groupby("script_id")}
+    for _, r in cor.iterrows():
+        done = [corrupt(clean[r["script_id"]][k], r["kind"], r["level"],
+                        derive_seed(0, "mirror", runner.lm.name, r["script_id"], k)) for k in range(r["turn"] - 1)]
+        assert (sum(c.changed for c in done), sum(c.eligible for c in done)) == \
+            (r["history_changed"], r["history_eligible"])
+        assert all(c.changed == round(0.6 * c.eligible) for c in done if r["kind"] != "swap")
     assert (turns[turns["condition"] == "control"]["history_changed"] == 0).all()
 
 
