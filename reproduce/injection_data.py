@@ -12,21 +12,19 @@ version and running :func:`rehash_injection_dataset` (``python -m reproduce.inje
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import string
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import __version__
 from . import injection_content as content
-from .citation import AUTHORS, SOFTWARE_TITLE, release_sha256
 from .datasets import DATA_RAW, DatasetError
-from .io import atomic_write_bytes, atomic_write_json, sha256_bytes
+from .experiment_data import FileDataset, citation, jsonl, parse_jsonl
 
 NAME = "concept_injection"
 LICENCE = "CC-BY-4.0"
@@ -59,8 +57,6 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
     "think": frozenset({"sentence", "word"}),
     "dont_think": frozenset({"sentence", "word"}),
 }
-# manifest fields recomputed by every write or rehash (the rest are kept as the user left them)
-_COMPUTED = ("generator", "files", "file_sha256", "file_lines", "counts", "release_sha256")
 REHASH_COMMAND = "python -m reproduce.injection_data rehash"
 WRITE_COMMAND = "python -m reproduce.injection_data write"
 
@@ -120,21 +116,17 @@ def generator_string() -> str:
             f"version {content.INJECTION_DATASET_VERSION}")
 
 
-def _jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows).encode()
-
-
 def encode_files(concepts: Sequence[str], baselines: Sequence[str], prompts: dict[str, Any],
                  yes_bias: Sequence[dict], prefill: Sequence[dict], intention: Sequence[dict]) -> dict[str, bytes]:
     """The five content files' bytes (sorted keys, one JSON object a line): the same content always gives
     the same bytes, hence the same hashes."""
     words = [{"word": w, "role": "concept"} for w in concepts] + [{"word": w, "role": "baseline"} for w in baselines]
     return {
-        CONCEPTS_FILE: _jsonl(words),
+        CONCEPTS_FILE: jsonl(words),
         PROMPTS_FILE: (json.dumps(prompts, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode(),
-        YES_BIAS_FILE: _jsonl(yes_bias),
-        PREFILL_FILE: _jsonl(prefill),
-        INTENTION_FILE: _jsonl(intention),
+        YES_BIAS_FILE: jsonl(yes_bias),
+        PREFILL_FILE: jsonl(prefill),
+        INTENTION_FILE: jsonl(intention),
     }
 
 
@@ -144,21 +136,6 @@ def _content_files() -> dict[str, bytes]:
 
 
 # ------------------------------------------------------------------------------------------------ parsing
-def _parse_jsonl(path: Path, data: bytes) -> list[dict[str, Any]]:
-    rows = []
-    for i, line in enumerate(data.decode().split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DatasetError(f"{path}, line {i}: not valid JSON ({e.msg})") from None
-        if not isinstance(row, dict):
-            raise DatasetError(f"{path}, line {i}: expected a JSON object, got {type(row).__name__}")
-        rows.append(row)
-    return rows
-
-
 def _parse_words(path: Path, rows: list[dict[str, Any]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     by_role: dict[str, list[str]] = {r: [] for r in ROLES}
     for i, row in enumerate(rows, 1):
@@ -175,7 +152,7 @@ def _parse_words(path: Path, rows: list[dict[str, Any]]) -> tuple[tuple[str, ...
 def _parse_files(folder: Path, files: dict[str, bytes]) -> dict[str, Any]:
     """The five files' content as Python values (no cross-checks yet)."""
     concepts, baselines = _parse_words(folder / CONCEPTS_FILE,
-                                       _parse_jsonl(folder / CONCEPTS_FILE, files[CONCEPTS_FILE]))
+                                       parse_jsonl(folder / CONCEPTS_FILE, files[CONCEPTS_FILE]))
     try:
         prompts = json.loads(files[PROMPTS_FILE].decode())
     except json.JSONDecodeError as e:
@@ -186,9 +163,9 @@ def _parse_files(folder: Path, files: dict[str, bytes]) -> dict[str, Any]:
         "concepts": concepts,
         "baselines": baselines,
         "prompts": prompts,
-        "yes_bias": tuple(_parse_jsonl(folder / YES_BIAS_FILE, files[YES_BIAS_FILE])),
-        "prefill": tuple(_parse_jsonl(folder / PREFILL_FILE, files[PREFILL_FILE])),
-        "intention": tuple(_parse_jsonl(folder / INTENTION_FILE, files[INTENTION_FILE])),
+        "yes_bias": tuple(parse_jsonl(folder / YES_BIAS_FILE, files[YES_BIAS_FILE])),
+        "prefill": tuple(parse_jsonl(folder / PREFILL_FILE, files[PREFILL_FILE])),
+        "intention": tuple(parse_jsonl(folder / INTENTION_FILE, files[INTENTION_FILE])),
     }
 
 
@@ -301,124 +278,28 @@ def _counts(parts: dict[str, Any]) -> dict[str, int]:
             "intention": len(parts["intention"]), "n_trials": parts["prompts"]["n_trials"]}
 
 
-def _finish_manifest(kept: dict[str, Any], files: dict[str, bytes], parts: dict[str, Any],
-                     generator: str) -> dict[str, Any]:
-    """``kept`` (name, version, description, ...) plus the hashes, counts and release hash of ``files``."""
-    manifest = {k: v for k, v in kept.items() if k not in _COMPUTED}
-    manifest.update(
-        generator=generator,
-        files=list(FILES),
-        file_sha256={f: sha256_bytes(files[f]) for f in FILES},
-        file_lines={f: files[f].count(b"\n") for f in FILES},
-        counts=_counts(parts),
-    )
-    manifest["release_sha256"] = release_sha256(manifest)
-    return manifest
-
-
-def _write_meta(folder: Path, manifest: dict[str, Any]) -> None:
-    atomic_write_json(folder / "manifest.json", manifest)
-    atomic_write_bytes(folder / "README.md", injection_card(manifest).encode())
-
-
 def write_injection_dataset(root: Path = DATA_RAW) -> dict[str, Any]:
     """Write ``root/concept_injection/`` from :mod:`reproduce.injection_content` (content files, then the
     manifest, then the card); returns the manifest. The same code writes identical bytes."""
-    folder = Path(root) / NAME
-    files = _content_files()
-    parts = _parse_files(folder, files)
-    validate_content(parts, folder)  # never write a dataset the loader would refuse
-    kept = {"name": NAME, "version": content.INJECTION_DATASET_VERSION, "description": DESCRIPTION,
-            "licence": LICENCE, "study": STUDY}
-    manifest = _finish_manifest(kept, files, parts, generator_string())
-    for name in FILES:
-        atomic_write_bytes(folder / name, files[name])
-    _write_meta(folder, manifest)
-    return manifest
-
-
-def _read_manifest(folder: Path) -> dict[str, Any]:
-    path = folder / "manifest.json"
-    if not path.exists():
-        raise DatasetError(f"{path} is missing; write the dataset with `{WRITE_COMMAND}`")
-    try:
-        manifest = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise DatasetError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
-    name = manifest.get("name") if isinstance(manifest, dict) else None
-    if name != NAME:
-        raise DatasetError(f"{path}: not a {NAME} manifest (its name is {name!r})")
-    return manifest
-
-
-def _read_files(folder: Path) -> dict[str, bytes]:
-    files = {}
-    for name in FILES:
-        path = folder / name
-        if not path.exists():
-            raise DatasetError(f"{path} is missing; restore it (git checkout) or rewrite the dataset with "
-                               f"`{WRITE_COMMAND}`")
-        files[name] = path.read_bytes()
-    return files
+    return SPEC.write(root)
 
 
 def rehash_injection_dataset(root: Path = DATA_RAW, version: str | None = None) -> dict[str, Any]:
-    """Accept deliberate edits of the content files: validate them, recompute their hashes, line counts
-    and the release hash, and rewrite the manifest and the card; returns the new manifest.
-
-    Changed content needs a new version, so that a citation of ``name version`` keeps naming one set of
-    bytes: bump ``version`` in ``manifest.json`` by hand or pass ``version``. Other hand-set manifest fields
-    (description, licence, study) are kept.
-    """
-    folder = Path(root) / NAME
-    old = _read_manifest(folder)
-    files = _read_files(folder)
-    parts = _parse_files(folder, files)
-    validate_content(parts, folder)
-    kept = dict(old)
-    if version is not None:
-        kept["version"] = version
-    if not isinstance(kept.get("version"), str) or not kept["version"]:
-        raise DatasetError(f"{folder / 'manifest.json'}: 'version' must be a non-empty string")
-    changed = [f for f in FILES if (old.get("file_sha256") or {}).get(f) != sha256_bytes(files[f])]
-    certified = old.get("version") if old.get("release_sha256") == release_sha256(old) else None
-    if changed and kept["version"] == certified:
-        raise DatasetError(
-            f"{', '.join(changed)} in {folder} changed but the version is still {certified}: give the new "
-            f"content a new version (edit 'version' in manifest.json, or `{REHASH_COMMAND} --version X.Y.Z`)")
-    generator = (generator_string() if files == _content_files() else
-                 f"edited by hand; re-hashed by reproduce.injection_data (looking-inward-local {__version__})")
-    manifest = _finish_manifest(kept, files, parts, generator)
-    _write_meta(folder, manifest)
-    return manifest
+    """Accept deliberate edits of the content files under a new version (:meth:`FileDataset.rehash`)."""
+    return SPEC.rehash(root, version)
 
 
 def load_injection_dataset(root: Path = DATA_RAW) -> InjectionData:
-    """Read ``root/concept_injection/``, refusing any file whose sha256 differs from the manifest and any
-    content that fails :func:`validate_content`."""
-    folder = Path(root) / NAME
-    manifest = _read_manifest(folder)
-    files = _read_files(folder)
-    recorded = manifest.get("file_sha256") or {}
-    for name in FILES:
-        if sha256_bytes(files[name]) != recorded.get(name):
-            raise DatasetError(
-                f"{folder / name} does not match the sha256 in its manifest: it was edited after the dataset "
-                f"was written. Restore it (git checkout, or `{WRITE_COMMAND}`) or, for a deliberate change, "
-                f"bump 'version' in manifest.json and run `{REHASH_COMMAND}` (rehash_injection_dataset)")
-    if manifest.get("release_sha256") != release_sha256(manifest):
-        raise DatasetError(f"{folder / 'manifest.json'} was edited after hashing (its release_sha256 no longer "
-                           f"matches); run `{REHASH_COMMAND}` to re-hash it")
-    parts = _parse_files(folder, files)
-    validate_content(parts, folder)
+    """Read the dataset, refusing any file whose sha256 differs from the manifest and any content that fails
+    :func:`validate_content`."""
+    manifest, parts = SPEC.load(root)
     return InjectionData(manifest=manifest, **parts)
 
 
 # ------------------------------------------------------------------------------------------------ card
 def injection_citation(manifest: dict[str, Any]) -> str:
     """One-line citation of a version of the dataset."""
-    return (f"{AUTHORS} ({SOFTWARE_TITLE}). Dataset \u201c{manifest['name']}\u201d, version {manifest['version']}, "
-            f"release sha256 {manifest['release_sha256']}. Licence {manifest['licence']}.")
+    return citation(manifest)
 
 
 def injection_card(manifest: dict[str, Any]) -> str:
@@ -481,25 +362,15 @@ validates the files and rewrites `manifest.json` and this card; loading refuses 
 # ------------------------------------------------------------------------------------------------ command line
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m reproduce.injection_data write|rehash [--root DIR] [--version X.Y.Z]``."""
-    p = argparse.ArgumentParser(prog="python -m reproduce.injection_data", description=__doc__.split("\n")[0])
-    p.add_argument("action", choices=("write", "rehash"),
-                   help="write: from reproduce.injection_content; rehash: accept hand edits under a new version")
-    p.add_argument("--root", default=str(DATA_RAW), help="folder holding concept_injection/ (default: %(default)s)")
-    p.add_argument("--version", default=None, help="rehash only: the new version of the edited content")
-    args = p.parse_args(argv)
-    try:
-        if args.action == "write":
-            if args.version is not None:
-                p.error("--version applies to rehash; `write` uses INJECTION_DATASET_VERSION")
-            m = write_injection_dataset(Path(args.root))
-        else:
-            m = rehash_injection_dataset(Path(args.root), args.version)
-    except DatasetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(f"{m['name']} {m['version']}  release sha256 {m['release_sha256'][:12]}  "
-          f"({Path(args.root) / NAME})")
-    return 0
+    return SPEC.main(argv, __doc__.split("\n")[0])
+
+
+SPEC = FileDataset(
+    name=NAME, module="reproduce.injection_data", files=FILES,
+    fixed=lambda: {"name": NAME, "version": content.INJECTION_DATASET_VERSION, "description": DESCRIPTION,
+                   "licence": LICENCE, "study": STUDY},
+    content_files=_content_files, parse=_parse_files, validate=validate_content, counts=_counts, card=injection_card,
+    generator=generator_string, version_name="INJECTION_DATASET_VERSION")
 
 
 if __name__ == "__main__":

@@ -13,21 +13,19 @@ conversations) is made by editing the files, bumping the version and running :fu
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import __version__
 from . import mirror_content as content
-from .citation import AUTHORS, SOFTWARE_TITLE, release_sha256
 from .datasets import DATA_RAW, DatasetError
-from .io import atomic_write_bytes, atomic_write_json, sha256_bytes
+from .experiment_data import FileDataset, citation, jsonl, parse_jsonl
 
 NAME = "mirror_test"
 LICENCE = "CC-BY-4.0"
@@ -47,8 +45,6 @@ PROMPT_KEYS = ("recognition_question", "recognition_options")
 PRIMING_TERMS: tuple[str, ...] = ("typo", "misspell", "spelling", "error", "glitch", "mistake",
                                   "previous message")
 _PRIMING = re.compile(r"\b(" + "|".join(re.escape(t) for t in PRIMING_TERMS) + ")", re.I)
-# manifest fields recomputed by every write or rehash (the rest are kept as the user left them)
-_COMPUTED = ("generator", "files", "file_sha256", "file_lines", "counts", "release_sha256")
 REHASH_COMMAND = "python -m reproduce.mirror_data rehash"
 WRITE_COMMAND = "python -m reproduce.mirror_data write"
 
@@ -92,15 +88,11 @@ def generator_string() -> str:
             f"version {content.MIRROR_DATASET_VERSION}")
 
 
-def _jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows).encode()
-
-
 def encode_files(scripts: Sequence[dict[str, Any]], prompts: dict[str, Any]) -> dict[str, bytes]:
     """The two content files' bytes (sorted keys, one script a line): the same content always gives the
     same bytes, hence the same hashes."""
     return {
-        SCRIPTS_FILE: _jsonl(scripts),
+        SCRIPTS_FILE: jsonl(scripts),
         PROMPTS_FILE: (json.dumps(prompts, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode(),
     }
 
@@ -110,21 +102,6 @@ def _content_files() -> dict[str, bytes]:
 
 
 # ------------------------------------------------------------------------------------------------ parsing
-def _parse_jsonl(path: Path, data: bytes) -> list[dict[str, Any]]:
-    rows = []
-    for i, line in enumerate(data.decode().split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DatasetError(f"{path}, line {i}: not valid JSON ({e.msg})") from None
-        if not isinstance(row, dict):
-            raise DatasetError(f"{path}, line {i}: expected a JSON object, got {type(row).__name__}")
-        rows.append(row)
-    return rows
-
-
 def _parse_files(folder: Path, files: dict[str, bytes]) -> dict[str, Any]:
     """The two files' content as Python values (no checks of the content yet)."""
     try:
@@ -133,7 +110,7 @@ def _parse_files(folder: Path, files: dict[str, bytes]) -> dict[str, Any]:
         raise DatasetError(f"{folder / PROMPTS_FILE}: not valid JSON ({e.msg}, line {e.lineno})") from None
     if not isinstance(prompts, dict):
         raise DatasetError(f"{folder / PROMPTS_FILE}: expected a JSON object with {', '.join(PROMPT_KEYS)}")
-    return {"scripts": tuple(_parse_jsonl(folder / SCRIPTS_FILE, files[SCRIPTS_FILE])), "prompts": prompts}
+    return {"scripts": tuple(parse_jsonl(folder / SCRIPTS_FILE, files[SCRIPTS_FILE])), "prompts": prompts}
 
 
 # ------------------------------------------------------------------------------------------------ validation
@@ -205,124 +182,28 @@ def _counts(parts: dict[str, Any]) -> dict[str, Any]:
             "turns_per_script": {str(n): lengths[n] for n in range(MIN_TURNS, MAX_TURNS + 1)}}
 
 
-def _finish_manifest(kept: dict[str, Any], files: dict[str, bytes], parts: dict[str, Any],
-                     generator: str) -> dict[str, Any]:
-    """``kept`` (name, version, description, ...) plus the hashes, counts and release hash of ``files``."""
-    manifest = {k: v for k, v in kept.items() if k not in _COMPUTED}
-    manifest.update(
-        generator=generator,
-        files=list(FILES),
-        file_sha256={f: sha256_bytes(files[f]) for f in FILES},
-        file_lines={f: files[f].count(b"\n") for f in FILES},
-        counts=_counts(parts),
-    )
-    manifest["release_sha256"] = release_sha256(manifest)
-    return manifest
-
-
-def _write_meta(folder: Path, manifest: dict[str, Any]) -> None:
-    atomic_write_json(folder / "manifest.json", manifest)
-    atomic_write_bytes(folder / "README.md", mirror_card(manifest).encode())
-
-
 def write_mirror_dataset(root: Path = DATA_RAW) -> dict[str, Any]:
-    """Write ``root/mirror_test/`` from :mod:`reproduce.mirror_content` (content files, then the manifest,
-    then the card); returns the manifest. The same code writes identical bytes."""
-    folder = Path(root) / NAME
-    files = _content_files()
-    parts = _parse_files(folder, files)
-    validate_content(parts, folder)  # never write a dataset the loader would refuse
-    kept = {"name": NAME, "version": content.MIRROR_DATASET_VERSION, "description": DESCRIPTION,
-            "licence": LICENCE}
-    manifest = _finish_manifest(kept, files, parts, generator_string())
-    for name in FILES:
-        atomic_write_bytes(folder / name, files[name])
-    _write_meta(folder, manifest)
-    return manifest
-
-
-def _read_manifest(folder: Path) -> dict[str, Any]:
-    path = folder / "manifest.json"
-    if not path.exists():
-        raise DatasetError(f"{path} is missing; write the dataset with `{WRITE_COMMAND}`")
-    try:
-        manifest = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise DatasetError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
-    name = manifest.get("name") if isinstance(manifest, dict) else None
-    if name != NAME:
-        raise DatasetError(f"{path}: not a {NAME} manifest (its name is {name!r})")
-    return manifest
-
-
-def _read_files(folder: Path) -> dict[str, bytes]:
-    files = {}
-    for name in FILES:
-        path = folder / name
-        if not path.exists():
-            raise DatasetError(f"{path} is missing; restore it (git checkout) or rewrite the dataset with "
-                               f"`{WRITE_COMMAND}`")
-        files[name] = path.read_bytes()
-    return files
+    """Write ``root/mirror_test/`` from :mod:`reproduce.mirror_content` (content files, then the
+    manifest, then the card); returns the manifest. The same code writes identical bytes."""
+    return SPEC.write(root)
 
 
 def rehash_mirror_dataset(root: Path = DATA_RAW, version: str | None = None) -> dict[str, Any]:
-    """Accept deliberate edits of the content files: validate them, recompute their hashes, line counts
-    and the release hash, and rewrite the manifest and the card; returns the new manifest.
-
-    Changed content needs a new version, so that a citation of ``name version`` keeps naming one set of
-    bytes: bump ``version`` in ``manifest.json`` by hand or pass ``version``. Other hand-set manifest fields
-    (description, licence) are kept.
-    """
-    folder = Path(root) / NAME
-    old = _read_manifest(folder)
-    files = _read_files(folder)
-    parts = _parse_files(folder, files)
-    validate_content(parts, folder)
-    kept = dict(old)
-    if version is not None:
-        kept["version"] = version
-    if not isinstance(kept.get("version"), str) or not kept["version"]:
-        raise DatasetError(f"{folder / 'manifest.json'}: 'version' must be a non-empty string")
-    changed = [f for f in FILES if (old.get("file_sha256") or {}).get(f) != sha256_bytes(files[f])]
-    certified = old.get("version") if old.get("release_sha256") == release_sha256(old) else None
-    if changed and kept["version"] == certified:
-        raise DatasetError(
-            f"{', '.join(changed)} in {folder} changed but the version is still {certified}: give the new "
-            f"content a new version (edit 'version' in manifest.json, or `{REHASH_COMMAND} --version X.Y.Z`)")
-    generator = (generator_string() if files == _content_files() else
-                 f"edited by hand; re-hashed by reproduce.mirror_data (looking-inward-local {__version__})")
-    manifest = _finish_manifest(kept, files, parts, generator)
-    _write_meta(folder, manifest)
-    return manifest
+    """Accept deliberate edits of the content files under a new version (:meth:`FileDataset.rehash`)."""
+    return SPEC.rehash(root, version)
 
 
 def load_mirror_dataset(root: Path = DATA_RAW) -> MirrorData:
-    """Read ``root/mirror_test/``, refusing any file whose sha256 differs from the manifest and any content
-    that fails :func:`validate_content`."""
-    folder = Path(root) / NAME
-    manifest = _read_manifest(folder)
-    files = _read_files(folder)
-    recorded = manifest.get("file_sha256") or {}
-    for name in FILES:
-        if sha256_bytes(files[name]) != recorded.get(name):
-            raise DatasetError(
-                f"{folder / name} does not match the sha256 in its manifest: it was edited after the dataset "
-                f"was written. Restore it (git checkout, or `{WRITE_COMMAND}`) or, for a deliberate change, "
-                f"bump 'version' in manifest.json and run `{REHASH_COMMAND}` (rehash_mirror_dataset)")
-    if manifest.get("release_sha256") != release_sha256(manifest):
-        raise DatasetError(f"{folder / 'manifest.json'} was edited after hashing (its release_sha256 no longer "
-                           f"matches); run `{REHASH_COMMAND}` to re-hash it")
-    parts = _parse_files(folder, files)
-    validate_content(parts, folder)
+    """Read the dataset, refusing any file whose sha256 differs from the manifest and any content that fails
+    :func:`validate_content`."""
+    manifest, parts = SPEC.load(root)
     return MirrorData(manifest=manifest, **parts)
 
 
 # ------------------------------------------------------------------------------------------------ card
 def mirror_citation(manifest: dict[str, Any]) -> str:
     """One-line citation of a version of the dataset."""
-    return (f"{AUTHORS} ({SOFTWARE_TITLE}). Dataset \u201c{manifest['name']}\u201d, version {manifest['version']}, "
-            f"release sha256 {manifest['release_sha256']}. Licence {manifest['licence']}.")
+    return citation(manifest)
 
 
 def mirror_card(manifest: dict[str, Any]) -> str:
@@ -386,25 +267,15 @@ edited files until then.
 # ------------------------------------------------------------------------------------------------ command line
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m reproduce.mirror_data write|rehash [--root DIR] [--version X.Y.Z]``."""
-    p = argparse.ArgumentParser(prog="python -m reproduce.mirror_data", description=__doc__.split("\n")[0])
-    p.add_argument("action", choices=("write", "rehash"),
-                   help="write: from reproduce.mirror_content; rehash: accept hand edits under a new version")
-    p.add_argument("--root", default=str(DATA_RAW), help="folder holding mirror_test/ (default: %(default)s)")
-    p.add_argument("--version", default=None, help="rehash only: the new version of the edited content")
-    args = p.parse_args(argv)
-    try:
-        if args.action == "write":
-            if args.version is not None:
-                p.error("--version applies to rehash; `write` uses MIRROR_DATASET_VERSION")
-            m = write_mirror_dataset(Path(args.root))
-        else:
-            m = rehash_mirror_dataset(Path(args.root), args.version)
-    except DatasetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(f"{m['name']} {m['version']}  release sha256 {m['release_sha256'][:12]}  "
-          f"({Path(args.root) / NAME})")
-    return 0
+    return SPEC.main(argv, __doc__.split("\n")[0])
+
+
+SPEC = FileDataset(
+    name=NAME, module="reproduce.mirror_data", files=FILES,
+    fixed=lambda: {"name": NAME, "version": content.MIRROR_DATASET_VERSION, "description": DESCRIPTION,
+                   "licence": LICENCE},
+    content_files=_content_files, parse=_parse_files, validate=validate_content, counts=_counts, card=mirror_card,
+    generator=generator_string, version_name="MIRROR_DATASET_VERSION")
 
 
 if __name__ == "__main__":
