@@ -21,7 +21,7 @@ from reproduce.graders import cohen_kappa
 from reproduce.io import atomic_dir, atomic_write_json
 
 from . import injection as I
-from .models import SamplerSettings
+from .stage import _settings
 
 RAW = REPO_ROOT / "data" / "injection" / "raw"
 OUT = REPO_ROOT / "data" / "injection" / "analysis"
@@ -214,9 +214,7 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
 
 def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = METRICS) -> Path:
     tables = read_tables(raw)
-    a = profile.analysis
-    settings = SamplerSettings(sampler=a.sampler, draws=a.draws, tune=a.tune, chains=a.chains,
-                               target_accept=a.target_accept, seed=profile.seed)
+    settings = _settings(profile, 0)
     fits = {k: tables[k] for k in ("detection", "identification", "prefill", "intention")}
     print(f"fitting the concept-injection models ({settings.chains} chains x {settings.draws} draws)", file=sys.stderr)
     res = I.fit_all(fits, settings)

@@ -16,7 +16,8 @@ from reproduce.errors import DataError
 from reproduce.io import atomic_dir, atomic_write_json
 
 from . import mirror as MI
-from .models import SamplerSettings
+from .injection_stage import verdict
+from .stage import _settings
 
 RAW = REPO_ROOT / "data" / "mirror" / "raw"
 OUT = REPO_ROOT / "data" / "mirror" / "analysis"
@@ -30,10 +31,6 @@ def read_tables(raw: Path = RAW) -> dict[str, pd.DataFrame]:
         raise DataError(f"mirror-test tables {missing} are missing under {raw}; run `dvc repro mirror` "
                         "(or `python -m reproduce.cli mirror`) first")
     return {p: pd.read_parquet(Path(raw) / f"{p}.parquet") for p in PARTS}
-
-
-def verdict(low: float, high: float) -> str:
-    return "above" if low > 0 else "below" if high < 0 else "unclear"
 
 
 def examples(turns: pd.DataFrame, conversations: pd.DataFrame, chars: int = 200) -> pd.DataFrame:
@@ -100,9 +97,7 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
 
 def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = METRICS) -> Path:
     tables = read_tables(raw)
-    a = profile.analysis
-    settings = SamplerSettings(sampler=a.sampler, draws=a.draws, tune=a.tune, chains=a.chains,
-                               target_accept=a.target_accept, seed=profile.seed)
+    settings = _settings(profile, 0)
     print(f"fitting the mirror-test models ({settings.chains} chains x {settings.draws} draws)", file=sys.stderr)
     fits = {"turns": tables["turns"], "surprise": tables["surprise"]}
     res = MI.fit_all(fits, settings)

@@ -3,8 +3,6 @@ figure states its intervals and the hardware the trials ran on (``data/injection
 
 from __future__ import annotations
 
-import inspect
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -12,10 +10,8 @@ import numpy as np
 import pandas as pd
 
 from reproduce.config import REPO_ROOT
-from reproduce.errors import DataError
-from reproduce.io import atomic_write_json
 
-from .style import OKABE_ITO, save, style
+from .style import OKABE_ITO, StageInputs, draw_all
 
 ANALYSIS = REPO_ROOT / "data" / "injection" / "analysis"
 RAW = REPO_ROOT / "data" / "injection" / "raw"
@@ -25,22 +21,8 @@ CONDITION_COLOURS = {"concept": OKABE_ITO["blue"], "negated": OKABE_ITO["orange"
                      "dont_think": OKABE_ITO["vermillion"]}
 
 
-class Inputs:
-    def __init__(self, analysis: Path = ANALYSIS, raw: Path = RAW):
-        self.dir = Path(analysis)
-        if not (self.dir / "numbers.json").exists():
-            raise DataError(f"{self.dir}/numbers.json is missing; run `dvc repro injection_analysis` first")
-        run = Path(raw) / "run.json"
-        self.hardware = json.loads(run.read_text()).get("hardware", "") if run.exists() else ""
-
-    def table(self, name: str) -> pd.DataFrame:
-        return pd.read_parquet(self.dir / f"{name}.parquet")
-
-    def footer(self, fig) -> None:
-        if self.hardware:
-            below = 0.75 / fig.get_figheight()  # about three quarters of an inch under the axes, whatever the height
-            fig.text(0.0, -below, f"trials run on: {self.hardware}", fontsize=6.5, color="#555555", ha="left",
-                     va="top")
+def Inputs(analysis: Path = ANALYSIS, raw: Path = RAW) -> StageInputs:
+    return StageInputs(analysis, raw, "injection_analysis", "trials run")
 
 
 def _models(df: pd.DataFrame) -> list[str]:
@@ -212,11 +194,4 @@ FIGURES = {"injection_detection": detection_heatmap, "injection_identification":
 
 
 def run_injection_figures(analysis: Path = ANALYSIS, out: Path = OUT, raw: Path = RAW) -> dict:
-    inp = Inputs(analysis, raw)
-    index = {}
-    with style():
-        for name, draw in FIGURES.items():
-            paths = save(draw(inp), out, name)
-            index[name] = {"files": [p.name for p in paths], "description": " ".join(inspect.getdoc(draw).split())}
-    atomic_write_json(Path(out) / "index.json", index)
-    return index
+    return draw_all(FIGURES, Inputs(analysis, raw), out)

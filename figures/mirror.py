@@ -3,18 +3,14 @@ intervals and the hardware the conversations ran on (``data/mirror/raw/run.json`
 
 from __future__ import annotations
 
-import inspect
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
 from reproduce.config import REPO_ROOT
-from reproduce.errors import DataError
-from reproduce.io import atomic_write_json
 
-from .style import OKABE_ITO, save, style
+from .style import OKABE_ITO, StageInputs, draw_all
 
 ANALYSIS = REPO_ROOT / "data" / "mirror" / "analysis"
 RAW = REPO_ROOT / "data" / "mirror" / "raw"
@@ -23,21 +19,8 @@ KIND_COLOURS = {"insertion": OKABE_ITO["blue"], "substitution": OKABE_ITO["orang
                 "drop": OKABE_ITO["purple"], "capitalisation": OKABE_ITO["vermillion"]}
 
 
-class Inputs:
-    def __init__(self, analysis: Path = ANALYSIS, raw: Path = RAW):
-        self.dir = Path(analysis)
-        if not (self.dir / "numbers.json").exists():
-            raise DataError(f"{self.dir}/numbers.json is missing; run `dvc repro mirror_analysis` first")
-        run = Path(raw) / "run.json"
-        self.hardware = json.loads(run.read_text()).get("hardware", "") if run.exists() else ""
-
-    def table(self, name: str) -> pd.DataFrame:
-        return pd.read_parquet(self.dir / f"{name}.parquet")
-
-    def footer(self, fig) -> None:
-        if self.hardware:
-            fig.text(0.0, -0.75 / fig.get_figheight(), f"conversations run on: {self.hardware}", fontsize=6.5,
-                     color="#555555", ha="left", va="top")
+def Inputs(analysis: Path = ANALYSIS, raw: Path = RAW) -> StageInputs:
+    return StageInputs(analysis, raw, "mirror_analysis", "conversations run")
 
 
 def _panel(ax, cells: pd.DataFrame, model: str, value: str = "", baseline_label: str = "control") -> None:
@@ -114,11 +97,4 @@ FIGURES = {"mirror_outcomes": mirror_outcomes, "mirror_surprise": mirror_surpris
 
 
 def run_mirror_figures(analysis: Path = ANALYSIS, out: Path = OUT, raw: Path = RAW) -> dict:
-    inp = Inputs(analysis, raw)
-    index = {}
-    with style():
-        for name, draw in FIGURES.items():
-            paths = save(draw(inp), out, name)
-            index[name] = {"files": [p.name for p in paths], "description": " ".join(inspect.getdoc(draw).split())}
-    atomic_write_json(Path(out) / "index.json", index)
-    return index
+    return draw_all(FIGURES, Inputs(analysis, raw), out)

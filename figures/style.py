@@ -3,6 +3,8 @@ that make byte-stable PNG and SVG files (no timestamps, a fixed SVG id salt)."""
 
 from __future__ import annotations
 
+import inspect
+import json
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -11,7 +13,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from reproduce.io import atomic_path  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from reproduce.errors import DataError  # noqa: E402
+from reproduce.io import atomic_path, atomic_write_json  # noqa: E402
 
 # Okabe & Ito (2008), distinguishable under the common colour-vision deficiencies.
 OKABE_ITO = {"orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
@@ -35,6 +40,40 @@ FORMATS = ("png", "svg")
 def style():
     with plt.rc_context(RC):
         yield
+
+
+class StageInputs:
+    """The analysis outputs of one experiment's stage (``numbers.json`` and tables) and the hardware its
+    model runs were made on (``run.json`` beside the raw tables), for that experiment's figures."""
+
+    def __init__(self, analysis: Path, raw: Path, stage: str, ran: str):
+        self.dir = Path(analysis)
+        if not (self.dir / "numbers.json").exists():
+            raise DataError(f"{self.dir}/numbers.json is missing; run `dvc repro {stage}` first")
+        run = Path(raw) / "run.json"
+        self.hardware = json.loads(run.read_text()).get("hardware", "") if run.exists() else ""
+        self.ran = ran
+
+    def table(self, name: str) -> pd.DataFrame:
+        return pd.read_parquet(self.dir / f"{name}.parquet")
+
+    def footer(self, fig) -> None:
+        if self.hardware:
+            below = 0.75 / fig.get_figheight()  # about three quarters of an inch under the axes, whatever the height
+            fig.text(0.0, -below, f"{self.ran} on: {self.hardware}", fontsize=6.5, color="#555555", ha="left",
+                     va="top")
+
+
+def draw_all(figures: dict, inputs, out: Path) -> dict:
+    """Every figure of ``figures`` (name -> function of ``inputs``) as PNG and SVG under ``out``, and
+    ``index.json`` (name -> files and the docstring that says what it shows)."""
+    index = {}
+    with style():
+        for name, draw in figures.items():
+            paths = save(draw(inputs), out, name)
+            index[name] = {"files": [p.name for p in paths], "description": " ".join(inspect.getdoc(draw).split())}
+    atomic_write_json(Path(out) / "index.json", index)
+    return index
 
 
 def save(fig, out: Path, name: str) -> list[Path]:

@@ -11,16 +11,10 @@ import pandas as pd
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
+from .injection import _p, _pp
+
 MIRROR = REPO_ROOT / "data" / "mirror"
 WORDS = {"above": "credibly above", "below": "credibly below", "unclear": "not distinguishable from"}
-
-
-def _p(d: dict) -> str:
-    return f"{100 * d['mean']:.1f}% [{100 * d['low']:.1f}, {100 * d['high']:.1f}]"
-
-
-def _pp(d: dict) -> str:
-    return f"{100 * d['mean']:+.1f} points [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
 
 
 def _cell(d: dict) -> str:

@@ -30,7 +30,6 @@ Parts, one table each (one row per trial; columns in :data:`COLUMNS`):
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -47,7 +46,7 @@ from .config import Profile
 from .engine import derive_seed
 from .errors import ProjectError
 from .injection_data import InjectionData, load_injection_dataset
-from .io import atomic_dir
+from .io import stack_frames, write_stage_tables
 from .shards import ShardStore
 from .steering import (ConceptVectors, Injection, Steer, concept_vectors, decoder_layers, layer_at, span_mean_residuals,
                        token_span)
@@ -159,11 +158,6 @@ class Runner:
                                        self.data.prompts["concept_prompt"], list(range(self.n_layers)),
                                        batch_size=self.profile.batch_size, progress=f"{self.lm.name} concept vectors")
         return self._cv
-
-    def _cached(self, key: str, compute) -> pd.DataFrame:
-        if not self.store.done(key):
-            self.store.write(key, compute())
-        return self.store.read([key])
 
     def _by_layer(self, specs: list[dict], run) -> pd.DataFrame:
         """Run ``specs`` grouped by layer (one steering hook per layer); ``run(layer, specs)`` -> DataFrame."""
@@ -373,15 +367,15 @@ class Runner:
     # -------------------------------------------------------------------------------------- all
     def run(self) -> dict[str, pd.DataFrame]:
         out = {}
-        out["detection"] = self._cached("detection", lambda: self._by_layer(self.detection_specs(),
+        out["detection"] = self.store.cached("detection", lambda: self._by_layer(self.detection_specs(),
                                                                            self.run_detection_layer))
-        out["identification"] = self._cached("identification", lambda: self._by_layer(
+        out["identification"] = self.store.cached("identification", lambda: self._by_layer(
             self.identification_specs(), self.run_identification_layer)) if self.cfg.identification else None
-        out["freetext"] = self._cached("freetext", lambda: self._by_layer(self.freetext_specs(),
+        out["freetext"] = self.store.cached("freetext", lambda: self._by_layer(self.freetext_specs(),
                                                                          self.run_freetext_layer)) \
             if self.cfg.free_text.concepts else None
-        out["prefill"] = self._cached("prefill", lambda: self._by_layer(self.prefill_specs(), self.run_prefill_layer))
-        out["intention"] = self._cached("intention", self.run_intention)
+        out["prefill"] = self.store.cached("prefill", lambda: self._by_layer(self.prefill_specs(), self.run_prefill_layer))
+        out["intention"] = self.store.cached("intention", self.run_intention)
         return {k: v.assign(model=self.lm.name) for k, v in out.items() if v is not None}
 
 
@@ -431,17 +425,6 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
                                   "layers": runner.layers, "seconds": round(time.perf_counter() - t0, 1)}
         del runner, engine, lm
         release_memory()
-    written = {}
-    with atomic_dir(out_dir) as tmp:
-        for part in PARTS:
-            frames = [f for f in tables[part] if not f.empty]
-            df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS[part])
-            if part == "freetext":
-                df = judge_freetext(profile, df)
-            for c in COLUMNS[part]:
-                if c not in df.columns:
-                    df[c] = np.nan
-            df[COLUMNS[part]].to_parquet(Path(tmp) / f"{part}.parquet", index=False)
-            written[part] = out_dir / f"{part}.parquet"
-        (Path(tmp) / "run.json").write_text(json.dumps(run, indent=2, sort_keys=True))
-    return written
+    out = {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS}
+    out["freetext"] = judge_freetext(profile, out["freetext"])
+    return write_stage_tables(out_dir, out, run)

@@ -77,6 +77,27 @@ def atomic_write_parquet(path: str | Path, df: pd.DataFrame) -> None:
         df.to_parquet(tmp, index=False)
 
 
+def stack_frames(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """``frames`` one under the other, with exactly ``columns`` in that order (a missing one as NaN; none:
+    an empty table with those columns)."""
+    frames = [f for f in frames if not f.empty]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+    for c in columns:
+        if c not in df.columns:
+            df[c] = float("nan")
+    return df[columns]
+
+
+def write_stage_tables(out_dir: str | Path, tables: dict[str, pd.DataFrame], run: dict) -> dict[str, Path]:
+    """``out_dir/<name>.parquet`` for every table and ``run.json``, replacing ``out_dir`` as one atomic step."""
+    out_dir = Path(out_dir)
+    with atomic_dir(out_dir) as tmp:
+        for name, df in tables.items():
+            df.to_parquet(Path(tmp) / f"{name}.parquet", index=False)
+        (Path(tmp) / "run.json").write_text(json.dumps(run, indent=2, sort_keys=True))
+    return {name: out_dir / f"{name}.parquet" for name in tables}
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

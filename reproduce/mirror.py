@@ -24,7 +24,6 @@ At each measured turn ``t`` (the history holds the replies to turns ``1 .. t-1``
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -39,7 +38,7 @@ from .corrupt import KINDS, corrupt, pattern_counts, vocabulary
 from .engine import derive_seed
 from .errors import ProjectError
 from .hardware import describe
-from .io import atomic_dir
+from .io import stack_frames, write_stage_tables
 from .shards import ShardStore
 from .versioning import code_version
 
@@ -110,11 +109,6 @@ class MirrorRunner:
         if self.cfg.scripts is not None:
             scripts = scripts[:self.cfg.scripts]
         self.scripts = scripts
-
-    def _cached(self, key: str, compute) -> pd.DataFrame:
-        if not self.store.done(key):
-            self.store.write(key, compute())
-        return self.store.read([key])
 
     def last_turn(self, script: dict) -> int:
         """The last turn any measure needs: the last measured turn (its control reply is the clean reply)."""
@@ -197,13 +191,13 @@ class MirrorRunner:
         return out
 
     def run(self, other: dict[str, dict[str, list[str]]]) -> dict[str, pd.DataFrame]:
-        conv = self._cached("conversations", self.clean_conversations)
+        conv = self.store.cached("conversations", self.clean_conversations)
         clean = {s: list(g.sort_values("turn")["reply"]) for s, g in conv.groupby("script_id")}
         # histories that other models' clean replies feed are read from their conversations tables
         other = {m: c for m, c in other.items() if m != self.lm.name}
         vocab = vocabulary(list(conv["reply"]) + [t for s in self.scripts for t in s["turns"]])
-        turns = self._cached("turns", lambda: self.turn_rows(clean, other, vocab))
-        surprise = self._cached("surprise", lambda: self.surprise_rows(clean, other))
+        turns = self.store.cached("turns", lambda: self.turn_rows(clean, other, vocab))
+        surprise = self.store.cached("surprise", lambda: self.surprise_rows(clean, other))
         return {"conversations": conv, "turns": turns, "surprise": surprise}
 
 
@@ -245,7 +239,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         t0 = time.perf_counter()
         r = runner(ref)
         run_info["hardware"] = describe(r.lm.device)
-        conv = r._cached("conversations", r.clean_conversations)
+        conv = r.store.cached("conversations", r.clean_conversations)
         clean[r.lm.name] = {s: list(g.sort_values("turn")["reply"]) for s, g in conv.groupby("script_id")}
         loaded[ref.name] = time.perf_counter() - t0
         del r
@@ -260,15 +254,5 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         print(f"{r.lm.name}: mirror test done", file=sys.stderr)
         del r
         release_memory()
-    written = {}
-    with atomic_dir(out_dir) as tmp:
-        for part in PARTS:
-            frames = [f for f in tables[part] if not f.empty]
-            df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS[part])
-            for c in COLUMNS[part]:
-                if c not in df.columns:
-                    df[c] = np.nan
-            df[COLUMNS[part]].to_parquet(Path(tmp) / f"{part}.parquet", index=False)
-            written[part] = out_dir / f"{part}.parquet"
-        (Path(tmp) / "run.json").write_text(json.dumps(run_info, indent=2, sort_keys=True))
-    return written
+    return write_stage_tables(out_dir, {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS},
+                              run_info)

@@ -44,6 +44,12 @@ class ShardStore:
     def write(self, key: str, df: pd.DataFrame) -> None:
         atomic_write_parquet(self.path(key), df)
 
+    def cached(self, key: str, compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+        """The shard ``key``, computed and written first if it is not there yet."""
+        if not self.done(key):
+            self.write(key, compute())
+        return self.read([key])
+
     def read(self, keys: list[str]) -> pd.DataFrame:
         missing = [k for k in keys if not self.done(k)]
         if missing:
