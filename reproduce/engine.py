@@ -262,6 +262,14 @@ class Engine:
     def tokenize(self, prompts: Sequence[str]) -> list[list[int]]:
         return self.lm.tokenizer(self.render(prompts), add_special_tokens=self.lm.format.add_special_tokens)["input_ids"]
 
+    def _tokenize_distinct(self, prompts: Sequence) -> tuple[list[str], dict[str, list[int]]]:
+        """Each prompt rendered, and the token ids of every distinct rendering (a prompt scored with many
+        continuations is tokenised once)."""
+        rendered = self.render(prompts)
+        distinct = list(dict.fromkeys(rendered))
+        ids = self.lm.tokenizer(distinct, add_special_tokens=self.lm.format.add_special_tokens)["input_ids"]
+        return rendered, dict(zip(distinct, ids))
+
     def _shared_prefix(self, ids: list[list[int]]) -> int:
         """Length of the token prefix common to every prompt (leaving each at least one token of its own)."""
         if not self.share_prefix or not ids:
@@ -394,22 +402,17 @@ class Engine:
         of one prompt share the distribution of their first token, and a one-token candidate costs nothing
         beyond its prompt."""
         t0 = time.perf_counter()
-        tok = self.lm.tokenizer
-        unique: dict[str, int] = {}
-        rendered = [self.lm.format.render(p) for p in prompts]
-        for r in rendered:
-            unique.setdefault(r, len(unique))
-        enc = tok(list(unique), add_special_tokens=self.lm.format.add_special_tokens)["input_ids"]
+        rendered, enc = self._tokenize_distinct(prompts)
         context: dict[tuple, int] = {}
         row_ids, row_pair, need = [], [], []  # need[r]: (context row, token) per continuation token
         for r, (text, c) in enumerate(zip(rendered, cont)):
-            key = (unique[text], None if steer is None else steer.planning_key(r))
+            key = (text, None if steer is None else steer.planning_key(r))
             pairs = []
             for j in range(len(c)):
                 ctx = (key, tuple(c[:j]))
                 if ctx not in context:
                     context[ctx] = len(row_ids)
-                    row_ids.append(enc[unique[text]] + list(c[:j]))
+                    row_ids.append(enc[text] + list(c[:j]))
                     row_pair.append(r)
                 pairs.append((context[ctx], c[j]))
             need.append(pairs)
@@ -449,13 +452,8 @@ class Engine:
         """Long continuations (a text's perplexity): one row per pair, the logits of its continuation's
         positions only."""
         t0 = time.perf_counter()
-        tok = self.lm.tokenizer
-        unique: dict[str, int] = {}
-        rendered = [self.lm.format.render(p) for p in prompts]
-        for r in rendered:
-            unique.setdefault(r, len(unique))
-        enc = tok(list(unique), add_special_tokens=self.lm.format.add_special_tokens)["input_ids"]
-        ids = [enc[unique[r]] + c for r, c in zip(rendered, cont)]
+        rendered, enc = self._tokenize_distinct(prompts)
+        ids = [enc[r] + c for r, c in zip(rendered, cont)]
         rows = [(r, 0) for r in range(len(ids))]
         keep = [len(c) + 1 for c in cont]
         K = max(keep)

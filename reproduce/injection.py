@@ -96,8 +96,8 @@ def trial_conversation(data: InjectionData, question: str) -> list[dict]:
 
 def question_start(lm, messages: list[dict]) -> int:
     """The position of the token just before the last user turn's text (where injection starts)."""
-    rendered = lm.format.render(messages[:3] if len(messages) > 3 else messages)
-    text = messages[2]["content"]
+    rendered = lm.format.render(messages)
+    text = messages[-1]["content"]
     at = rendered.rindex(text)
     return max(0, token_span(lm, rendered, at, at + len(text))[0] - 1)
 
@@ -169,7 +169,7 @@ class Runner:
     def _steer(self, layer: int, specs: list[dict], starts: list[int], ends: list[int | None] | None = None):
         inj = []
         for i, s in enumerate(specs):
-            if s["condition"] in ("control",):
+            if s["condition"] == "control":
                 inj.append(None)
                 continue
             vec = _vector(self.cv, s["condition"] if s["condition"] != "matching" else "concept",

@@ -214,13 +214,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     if cfg is None:
         raise MirrorError("the active profile has no `mirror:` section; add one (see the default profile in "
                           "params.yaml) or run another stage")
-    data = load_mirror_dataset(plan.data_raw)
-    for k in cfg.kinds:
-        from .corrupt import check_kind, check_rate
-
-        check_kind(k)
-    for level in cfg.levels:
-        check_rate(level)
+    data = load_mirror_dataset(plan.data_raw)  # kinds and levels were checked when params.yaml was read
     _setup(plan)
     names = [r.name for r in plan.refs]
     loaded = {}

@@ -86,68 +86,55 @@ def _hidden(output):
 
 
 @torch.inference_mode()
-def last_token_residuals(lm: LoadedModel, prompts: Sequence, layers: Sequence[int], batch_size: int = 32,
-                         progress: str | None = None) -> torch.Tensor:
-    """Residual stream (block outputs) at the last token of each rendered prompt: ``[prompts, layers, d]``,
-    float32 on the CPU. Prompts are left-padded in batches with position ids over real tokens, so a row's
-    numbers are those of its unpadded prompt."""
+def _block_outputs(lm: LoadedModel, prompts: Sequence, layers: Sequence[int], batch_size: int, reduce,
+                   progress: str | None = None) -> torch.Tensor:
+    """Block outputs at ``layers`` for every rendered prompt, reduced per prompt to one vector per layer:
+    ``[prompts, layers, d]``, float32 on the CPU. Prompts are left-padded in batches with position ids over
+    real tokens, so a row's numbers are those of its unpadded prompt; ``reduce(hidden, i, k, pad, n)`` gets the
+    batch's ``[rows, tokens, d]`` output of one block and its row ``i``, which holds prompt ``k`` after ``pad``
+    padding positions, ``n`` real tokens long."""
     from tqdm.auto import tqdm
 
     blocks = decoder_layers(lm.model)
     layers = list(layers)
     captured: dict[int, torch.Tensor] = {}
-    hooks = [blocks[l].register_forward_hook(lambda m, a, o, l=l: captured.__setitem__(l, _hidden(o)[:, -1].float()))
+    hooks = [blocks[l].register_forward_hook(lambda m, a, o, l=l: captured.__setitem__(l, _hidden(o)))
              for l in layers]
-    tok = lm.tokenizer
     out = []
     try:
         for b in tqdm(range(0, len(prompts), batch_size), desc=progress, disable=progress is None, leave=False):
-            chunk = prompts[b:b + batch_size]
-            enc = tok([lm.format.render(p) for p in chunk], add_special_tokens=lm.format.add_special_tokens,
-                      return_tensors="pt", padding=True)
+            enc = lm.tokenizer([lm.format.render(p) for p in prompts[b:b + batch_size]],
+                               add_special_tokens=lm.format.add_special_tokens, return_tensors="pt", padding=True)
             mask = enc["attention_mask"].to(lm.device)
             pos = (mask.long().cumsum(-1) - 1).clamp_min(0)
             lm.model(input_ids=enc["input_ids"].to(lm.device), attention_mask=mask, position_ids=pos, use_cache=False,
                      logits_to_keep=1)
-            out.append(torch.stack([captured[l].cpu() for l in layers], dim=1))
+            real = mask.sum(-1).tolist()
+            out += [torch.stack([reduce(captured[l], i, b + i, mask.shape[1] - n, n).float().cpu() for l in layers])
+                    for i, n in enumerate(real)]
     finally:
         for h in hooks:
             h.remove()
-    return torch.cat(out)
+    return torch.stack(out)
 
 
-@torch.inference_mode()
+def last_token_residuals(lm: LoadedModel, prompts: Sequence, layers: Sequence[int], batch_size: int = 32,
+                         progress: str | None = None) -> torch.Tensor:
+    """Residual stream (block outputs) at the last token of each rendered prompt: ``[prompts, layers, d]``."""
+    return _block_outputs(lm, prompts, layers, batch_size, lambda h, i, k, pad, n: h[i, -1], progress)
+
+
 def span_mean_residuals(lm: LoadedModel, prompts: Sequence, spans: Sequence[tuple[int, int]], layers: Sequence[int],
                         batch_size: int = 16) -> torch.Tensor:
     """Mean residual (block outputs) over the token positions ``spans[i] = (start, end)`` of each rendered
-    prompt: ``[prompts, layers, d]``, float32 on the CPU."""
-    blocks = decoder_layers(lm.model)
-    layers = list(layers)
-    captured: dict[int, torch.Tensor] = {}
-    hooks = [blocks[l].register_forward_hook(lambda m, a, o, l=l: captured.__setitem__(l, _hidden(o).float()))
-             for l in layers]
-    tok = lm.tokenizer
-    out = []
-    try:
-        for b in range(0, len(prompts), batch_size):
-            chunk, sp = prompts[b:b + batch_size], spans[b:b + batch_size]
-            enc = tok([lm.format.render(p) for p in chunk], add_special_tokens=lm.format.add_special_tokens,
-                      return_tensors="pt", padding=True)
-            mask = enc["attention_mask"].to(lm.device)
-            pos = (mask.long().cumsum(-1) - 1).clamp_min(0)
-            lm.model(input_ids=enc["input_ids"].to(lm.device), attention_mask=mask, position_ids=pos, use_cache=False,
-                     logits_to_keep=1)
-            pad = (mask == 0).sum(-1).tolist()
-            rows = []
-            for i, ((s0, e0), p0) in enumerate(zip(sp, pad)):
-                if not 0 <= s0 < e0 <= int(mask[i].sum()):
-                    raise SteeringError(f"span {s0}..{e0} is outside prompt {b + i}'s {int(mask[i].sum())} tokens")
-                rows.append(torch.stack([captured[l][i, p0 + s0:p0 + e0].mean(0).cpu() for l in layers]))
-            out.append(torch.stack(rows))
-    finally:
-        for h in hooks:
-            h.remove()
-    return torch.cat(out)
+    prompt: ``[prompts, layers, d]``."""
+    def mean(h, i, k, pad, n):
+        s0, e0 = spans[k]
+        if not 0 <= s0 < e0 <= n:
+            raise SteeringError(f"span {s0}..{e0} is outside prompt {k}'s {n} tokens")
+        return h[i, pad + s0:pad + e0].float().mean(0)
+
+    return _block_outputs(lm, prompts, layers, batch_size, mean)
 
 
 @dataclass(frozen=True)
