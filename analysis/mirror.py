@@ -793,7 +793,13 @@ def surprise_summary(idata: az.InferenceData, surprise: pd.DataFrame) -> pd.Data
 # ------------------------------------------------------------------------------------------ fitting
 #: the result tables of :func:`fit_all`
 RESULTS = ("noticing_cells", "noticing_contrasts", "noticing_turn", "recognition_cells", "recognition_contrasts",
-           "recognition_turn", "imitation_cells", "surprise_cells")
+           "recognition_turn", "imitation_cells", "surprise_cells", "judge_noticing_cells", "judge_noticing_contrasts",
+           "judge_noticing_turn")
+
+
+def has_judge(turns: pd.DataFrame | None) -> bool:
+    """Whether the turns table carries the optional judge's grades (a stage run with ``mirror.judge`` set)."""
+    return turns is not None and "judge_notices" in turns and bool(turns["judge_notices"].notna().any())
 
 
 def _fit(model: pm.Model, settings: M.SamplerSettings, name: str) -> tuple[az.InferenceData, dict]:
@@ -807,8 +813,9 @@ def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dic
     :class:`analysis.models.ConvergenceError`). Every table given is checked before anything is sampled.
     Returns the tables :data:`RESULTS` (each with ``model``, the cell keys ``condition, kind, level`` where
     they apply, and ``mean, low, high``; empty where its input is absent) and ``diagnostics``: a list of
-    ``{"model": "all", "fit", "diagnostics"}``. The turns table gives the fits ``noticing``, ``recognition``
-    and (where it has corrupted rows) ``imitation``; the surprise table the fit ``surprise``."""
+    ``{"model": "all", "fit", "diagnostics"}``. The turns table gives the fits ``noticing``, ``recognition``,
+    (where it has corrupted rows) ``imitation`` and (where a judge graded it) ``judge_noticing``, the same
+    model as ``noticing`` on the judge's grade; the surprise table the fit ``surprise``."""
     unknown = sorted(set(tables) - set(COLUMNS))
     if unknown:
         raise DataError(f"unknown mirror table(s) {unknown}: expected keys among {sorted(COLUMNS)}")
@@ -829,8 +836,10 @@ def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dic
         return idata
 
     if turns is not None:
-        for name, build, outcome in (("noticing", noticing_model, "notices"),
-                                     ("recognition", recognition_model, "says_yes")):
+        fits = [("noticing", noticing_model, "notices"), ("recognition", recognition_model, "says_yes")]
+        if has_judge(turns):
+            fits.append(("judge_noticing", lambda t: noticing_model(t, "judge_notices"), "judge_notices"))
+        for name, build, outcome in fits:
             s = binary_summary(run(name, build(turns)), turns, outcome)
             out[f"{name}_cells"], out[f"{name}_contrasts"], out[f"{name}_turn"] = s["cells"], s["contrasts"], s["turn"]
         if (check_table(turns, "turns")["condition"] == "corrupted").any():
@@ -845,7 +854,8 @@ def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dic
 def frequentist_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The raw rates per model and cell with Wilson 95% intervals (:func:`analysis.frequentist.wilson`): a
     cross-check of the Bayesian cell rates that assumes independent trials. Columns: ``model, outcome,
-    condition, kind, level, n, k, rate, low, high``; ``outcome`` is ``notices`` and ``says_yes`` (trials:
+    condition, kind, level, n, k, rate, low, high``; ``outcome`` is ``notices``, ``judge_notices`` (where a judge
+    graded the replies; P(yes) > 0.5) and ``says_yes`` (trials:
     replies) and ``imitation`` (trials: eligible words, the own kind's for corrupted rows; control rows give
     one row per kind, the baseline). Words of one reply are not independent, so the imitation intervals are
     too narrow where replies differ (the Bayesian model's observation-level effect allows for it)."""
@@ -863,8 +873,12 @@ def frequentist_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     rows = check_table(turns, "turns")
     parts = []
-    for outcome, y in (("notices", rows["notices"].to_numpy(bool)), ("says_yes", rows["p_yes"].to_numpy(float) > 0.5)):
-        cells, cell = _cells(rows)
+    outcomes = [("notices", rows, rows["notices"].to_numpy(bool)), ("says_yes", rows, rows["p_yes"].to_numpy(float) > 0.5)]
+    if has_judge(rows):
+        judged = rows[rows["judge_notices"].notna()]
+        outcomes.append(("judge_notices", judged, judged["judge_notices"].to_numpy(float) > 0.5))
+    for outcome, rows_o, y in outcomes:
+        cells, cell = _cells(rows_o)
         cells["n"] = np.bincount(cell, minlength=len(cells))
         cells["k"] = np.bincount(cell, weights=y.astype(float), minlength=len(cells)).astype(int)
         parts.append(cells.assign(outcome=outcome))

@@ -13,6 +13,7 @@ import pandas as pd
 
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
+from reproduce.graders import cohen_kappa
 from reproduce.io import atomic_dir, atomic_write_json
 
 from . import mirror as MI
@@ -47,6 +48,20 @@ def examples(turns: pd.DataFrame, conversations: pd.DataFrame, chars: int = 200)
     return out.reset_index(drop=True)
 
 
+def grader_agreement(turns: pd.DataFrame) -> pd.DataFrame:
+    """Per model, how the judge's noticing grade (P(yes) > 0.5) agrees with the rules' on the same replies: raw
+    agreement, Cohen's kappa and each grader's count of "notices"; empty where no judge ran."""
+    cols = ["model", "n", "agreement", "kappa", "rules_yes", "judge_yes"]
+    if not MI.has_judge(turns):
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for m, g in turns[turns["judge_notices"].notna()].groupby("model"):
+        a, b = g["notices"].astype(bool), g["judge_notices"] > 0.5
+        rows.append({"model": m, "n": len(g), "agreement": float((a == b).mean()), "kappa": cohen_kappa(a, b),
+                     "rules_yes": int(a.sum()), "judge_yes": int(b.sum())})
+    return pd.DataFrame(rows, columns=cols)
+
+
 def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
     out: dict = {"models": {}}
     turns = tables["turns"]
@@ -54,8 +69,10 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
         d: dict = {"rows": int((turns["model"] == m).sum()),
                    "scripts": int(turns[turns["model"] == m]["script_id"].nunique()),
                    "turns": sorted(int(t) for t in turns[turns["model"] == m]["turn"].unique())}
-        for name in ("noticing", "recognition"):
+        for name in ("noticing", "recognition", "judge_noticing"):
             cells, con = res[f"{name}_cells"], res[f"{name}_contrasts"]
+            if cells.empty:
+                continue
             ctl = cells[(cells["model"] == m) & (cells["condition"] == "control")]
             if len(ctl):
                 d[f"{name}_control"] = {k: float(ctl.iloc[0][k]) for k in ("mean", "low", "high")}
@@ -91,6 +108,12 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
                               **{k: float(r[k]) for k in ("mean", "low", "high")}} for _, r in su.iterrows()]
             d["surprise_cells_above"] = int((su["low"] > 0).sum())
             d["surprise_cells"] = int(len(su))
+        ag = grader_agreement(turns[turns["model"] == m])
+        if len(ag):
+            r = ag.iloc[0]
+            d["judge_agreement"] = {"n": int(r["n"]), "agreement": float(r["agreement"]),
+                                    "kappa": None if np.isnan(r["kappa"]) else float(r["kappa"]),
+                                    "rules_yes": int(r["rules_yes"]), "judge_yes": int(r["judge_yes"])}
         out["models"][m] = d
     return out
 
@@ -109,6 +132,7 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
             if isinstance(df, pd.DataFrame):
                 df.to_parquet(Path(tmp) / f"{name}.parquet", index=False)
         freq.to_parquet(Path(tmp) / "raw_rates.parquet", index=False)
+        grader_agreement(tables["turns"]).to_parquet(Path(tmp) / "agreement.parquet", index=False)
         examples(tables["turns"], tables["conversations"]).to_parquet(Path(tmp) / "examples.parquet", index=False)
         (Path(tmp) / "numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True, default=float))
     flat = {}

@@ -37,6 +37,16 @@ def model_paragraph(m: str, d: dict) -> str:
         parts.append(f"The largest change under alteration ({_cell(e)}) was {_pp(e)}, {WORDS[e['verdict']]} zero; "
                      f"{d['noticing_cells_above']} of {d['noticing_cells']} altered cells were credibly above the "
                      "control.")
+    if "judge_agreement" in d:
+        a = d["judge_agreement"]
+        kappa = "undefined: one grader said no throughout" if a["kappa"] is None else f"{a['kappa'] if abs(a['kappa']) >= 0.005 else 0.0:.2f}"
+        parts.append(f"The judge graded {a['judge_yes']} of {a['n']} replies as remarking on an oddity (the rules: "
+                     f"{a['rules_yes']}); the two agreed on {100 * a['agreement']:.0f}% of replies (Cohen's kappa "
+                     f"{kappa}).")
+    if "judge_noticing_extreme" in d:
+        e = d["judge_noticing_extreme"]
+        parts.append(f"By the judge's grade the largest change under alteration ({_cell(e)}) was {_pp(e)}, "
+                     f"{WORDS[e['verdict']]} zero.")
     if "recognition_control" in d:
         parts.append(f"Asked whether it wrote its previous messages exactly as shown, it said yes at a rate of "
                      f"{_p(d['recognition_control'])} with the clean history.")
@@ -79,7 +89,11 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
     secs = ", ".join(f"{m} {v['seconds']:.0f} s" for m, v in run["models"].items())
     out = [
         f"The conversations ran on {run['hardware']} ({secs}). Every fit passed the convergence gate "
-        f"({len(numbers['diagnostics'])} fits).",
+        f"({len(numbers['diagnostics'])} fits). "
+        + (f"Noticing was graded by the rules and by a local judge model ({run['judge']})."
+           if run.get("judge") else "Noticing was graded by the rules alone (no judge model was set: "
+           "`mirror.judge: null`); the rules look for remarks such as typo, misspelling, glitch, garbled, \"errors in my previous "
+           "messages\" or \"did I write that\"."),
         "",
         *[model_paragraph(m, d) + "\n" for m, d in numbers["models"].items()],
         "![The mirror test by corruption kind and level: unprompted noticing, saying \"yes\" to having written "

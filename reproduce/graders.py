@@ -100,10 +100,30 @@ JUDGE_ODDITY = ("Below is a reply an AI assistant gave in a conversation.\n\nRep
                 "\"yes\" or \"no\".")
 
 
-def judge(engine, questions: list[str]) -> list[float]:
+def judge(engine, questions: list[str], progress: str | None = None) -> list[float]:
     """A local judge model's P(yes) (normalised over yes / no) for each question, from one forward pass each."""
-    gens = engine.generate(questions, 3, options=[("yes", "no")] * len(questions))
+    gens = engine.generate(questions, 3, options=[("yes", "no")] * len(questions), progress=progress)
     return [g[0].option_probs[0] for g in gens]
+
+
+def quoted(text: str, limit: int = 1500) -> str:
+    """A reply as the judge's prompts quote it: double quotes made single, cut to ``limit`` characters."""
+    return text.replace('"', "'")[:limit]
+
+
+def run_judge(profile, spec: str, questions: list[str]) -> list[float]:
+    """Load the judge named by ``spec`` (any model spec the registry resolves: an id, a local path, a name in
+    ``models.yaml``) with the profile's dtype and device, return its P(yes) for every question, and release it."""
+    from .adapters import release_memory
+    from .models import resolve
+    from .stages import _load
+
+    lm, engine = _load(profile, resolve(spec))
+    try:
+        return judge(engine, questions, progress=f"judge {lm.name}")
+    finally:
+        del engine, lm
+        release_memory()
 
 
 def cohen_kappa(a, b) -> float:

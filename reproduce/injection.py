@@ -384,14 +384,11 @@ def judge_freetext(profile: Profile, freetext: pd.DataFrame) -> pd.DataFrame:
     spec = profile.injection.judge
     if spec is None or freetext.empty:
         return freetext.assign(judge_claims=np.nan, judge_names=np.nan)
-    from .stages import _load
-    from .models import resolve
-
-    lm, engine = _load(profile, resolve(spec))
-    texts = [t.replace('"', "'")[:1500] for t in freetext["text"]]
-    claims = graders.judge(engine, [graders.JUDGE_DETECT.format(text=t) for t in texts])
-    names = graders.judge(engine, [graders.JUDGE_NAMES.format(text=t, word=c) for t, c in zip(texts, freetext["concept"])])
-    return freetext.assign(judge_claims=claims, judge_names=names)
+    texts = [graders.quoted(t) for t in freetext["text"]]
+    n = len(texts)
+    p = graders.run_judge(profile, spec, [graders.JUDGE_DETECT.format(text=t) for t in texts]
+                          + [graders.JUDGE_NAMES.format(text=t, word=c) for t, c in zip(texts, freetext["concept"])])
+    return freetext.assign(judge_claims=p[:n], judge_names=p[n:])
 
 
 def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
@@ -406,6 +403,10 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
                              "params.yaml) or run another stage")
     data = load_injection_dataset(plan.data_raw)
     select_concepts(data, profile.injection.concepts)  # bad input fails before any model work
+    if profile.injection.judge is not None:
+        from .models import resolve
+
+        resolve(profile.injection.judge)  # so does a judge whose weights are not on disk
     _setup(plan)
     tables: dict[str, list[pd.DataFrame]] = {p: [] for p in PARTS}
     run = {"hardware": None, "models": {}}
@@ -427,4 +428,5 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         release_memory()
     out = {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS}
     out["freetext"] = judge_freetext(profile, out["freetext"])
+    run["judge"] = profile.injection.judge
     return write_stage_tables(out_dir, out, run)

@@ -12,7 +12,8 @@ are altered and the conversation goes on:
 At each measured turn ``t`` (the history holds the replies to turns ``1 .. t-1``):
 
 - (a) **spontaneous noticing**: the model's greedy reply to user turn ``t`` after the altered history, graded
-  by the rules of :func:`reproduce.graders.notices_oddity` (and, optionally, a local judge);
+  by the rules of :func:`reproduce.graders.notices_oddity` and, where ``mirror.judge`` names a model, by that
+  local judge's P(yes) to "does the reply remark on typos, errors or anything odd in its earlier messages?";
 - (b) **prompted recognition**: after the altered history, the question "did you write each of your previous
   messages exactly as it appears above?"; P(yes) from one forward pass, normalised over yes / no;
 - (c) **imitation**: for every kind, the counts of words in the reply (a) that show the kind's pattern
@@ -201,6 +202,17 @@ class MirrorRunner:
         return {"conversations": conv, "turns": turns, "surprise": surprise}
 
 
+def judge_turns(profile, turns: pd.DataFrame) -> pd.DataFrame:
+    """The optional judge's P(yes) that each reply of (a) remarks on typos, errors or oddities in the model's own
+    earlier messages (``judge_notices``; NaN throughout when ``mirror.judge`` is null). The judge sees the reply
+    alone, not the history, so it grades what the reply says, not whether the history was altered."""
+    spec = profile.mirror.judge
+    if spec is None or turns.empty:
+        return turns.assign(judge_notices=np.nan)
+    p = graders.run_judge(profile, spec, [graders.JUDGE_ODDITY.format(text=graders.quoted(r)) for r in turns["reply"]])
+    return turns.assign(judge_notices=p)
+
+
 def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     """Every model's mirror-test tables, written atomically to ``out_dir/<part>.parquet`` (resumable shards
     under ``work/mirror/<model>``). Clean conversations of every model come first: the ``other`` condition
@@ -215,6 +227,10 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         raise MirrorError("the active profile has no `mirror:` section; add one (see the default profile in "
                           "params.yaml) or run another stage")
     data = load_mirror_dataset(plan.data_raw)  # kinds and levels were checked when params.yaml was read
+    if cfg.judge is not None:
+        from .models import resolve
+
+        resolve(cfg.judge)  # a judge whose weights are not on disk fails now, not after the conversations
     _setup(plan)
     names = [r.name for r in plan.refs]
     loaded = {}
@@ -248,5 +264,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         print(f"{r.lm.name}: mirror test done", file=sys.stderr)
         del r
         release_memory()
-    return write_stage_tables(out_dir, {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS},
-                              run_info)
+    out = {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS}
+    out["turns"] = judge_turns(profile, out["turns"])
+    run_info["judge"] = cfg.judge
+    return write_stage_tables(out_dir, out, run_info)

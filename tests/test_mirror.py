@@ -84,3 +84,63 @@ def test_control_replies_equal_the_clean_conversation_continued(small):
     ctl = out["turns"][out["turns"]["condition"] == "control"]
     for _, r in ctl.iterrows():
         assert r["reply"] == conv[(r["script_id"], r["turn"])]
+
+
+def test_the_optional_judge_grades_every_reply_with_a_local_model(models, monkeypatch):
+    """``mirror.judge`` names any model spec; its P(yes) lands in ``judge_notices`` row by row (the same reply
+    gets the same grade wherever it stands in the batch); with no judge the column is NaN and nothing loads."""
+    import pandas as pd
+
+    import reproduce.stages as stages
+    from reproduce.mirror import judge_turns
+
+    lm, engine = models["smollm2-135m"]
+    loads = []
+    monkeypatch.setattr(stages, "_load", lambda profile, ref: loads.append(ref.spec) or (lm, engine))
+    replies = ["I noticed some weird typos in my previous replies. Did I write that?", "Paris is the capital.",
+               "I noticed some weird typos in my previous replies. Did I write that?"]
+    turns = pd.DataFrame({"reply": replies})
+    out = judge_turns(tiny_profile(mirror=dict(SMALL, judge="smollm2-135m")), turns)
+    assert loads == ["smollm2-135m"] and out["judge_notices"].between(0, 1).all()
+    assert out["judge_notices"].iloc[0] == pytest.approx(out["judge_notices"].iloc[2], abs=1e-6)
+    assert out["judge_notices"].iloc[0] != pytest.approx(out["judge_notices"].iloc[1], abs=1e-6)
+    assert judge_turns(tiny_profile(mirror=SMALL), turns)["judge_notices"].isna().all() and len(loads) == 1
+
+
+@pytest.mark.parametrize("experiment", ["mirror", "injection"])
+def test_a_judge_that_is_not_on_disk_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch, experiment):
+    import reproduce.stages as stages
+    from reproduce.injection import run_concept_injection
+    from reproduce.mirror import run_mirror
+    from reproduce.models import ModelError
+    from tests.test_injection import SMALL as INJECTION
+
+    def no_models(*a, **k):
+        raise AssertionError("a model was loaded before the judge was checked")
+
+    monkeypatch.setattr(stages, "_load", no_models)
+    monkeypatch.setattr(stages, "_setup", no_models)
+    judge = str(tmp_path / "no-such-judge.gguf")
+    if experiment == "mirror":
+        run, profile = run_mirror, tiny_profile(mirror=dict(SMALL, judge=judge))
+    else:
+        run, profile = run_concept_injection, tiny_profile(injection=dict(INJECTION, judge=judge))
+    with pytest.raises(ModelError, match="no-such-judge.gguf"):
+        run(stages.Plan(profile), tmp_path / "out", tmp_path / "work")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_report_paragraph_states_the_judge_and_its_agreement_with_the_rules():
+    from report.mirror import model_paragraph
+
+    d = {"scripts": 6, "turns": [2, 3], "noticing_observed": {"k": 0, "n": 132},
+         "judge_agreement": {"n": 132, "agreement": 0.56, "kappa": -1e-16, "rules_yes": 0, "judge_yes": 58},
+         "judge_noticing_extreme": {"condition": "other", "kind": None, "level": None, "mean": 0.4, "low": 0.046,
+                                    "high": 0.708, "verdict": "above"}}
+    text = model_paragraph("m", d)
+    assert "0 of its 132 replies" in text and "judge graded 58 of 132 replies" in text
+    assert "56% of replies (Cohen's kappa 0.00)" in text and "-0.00" not in text
+    assert "another model's replies) was +40.0 points [+4.6, +70.8], credibly above zero" in text
+    d["judge_agreement"]["kappa"] = None
+    assert "kappa undefined" in model_paragraph("m", d)
+    assert "judge" not in model_paragraph("m", {"scripts": 6, "turns": [2], "noticing_observed": {"k": 0, "n": 4}})

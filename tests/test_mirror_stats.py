@@ -208,3 +208,26 @@ def test_frequentist_summary_gives_wilson_intervals_that_agree_with_the_posterio
     imi = res["imitation_cells"].merge(freq[freq["outcome"] == "imitation"], on=KEYS, suffixes=("", "_w"),
                                        validate="one_to_one")
     assert len(imi) == 40 and (imi["k"] == imi["k_w"]).all() and (imi["n"] == imi["n_w"]).all()
+
+
+def test_judge_grades_get_raw_rates_and_an_agreement_table_counted_by_hand(sim):
+    """Where a judge graded the replies: its raw rates beside the rules', and the agreement of the two per model
+    (counts, raw agreement and Cohen's kappa recomputed by hand); no judge, no judge rows."""
+    from analysis.mirror_stage import grader_agreement
+
+    turns = sim[0]["turns"]
+    assert not R.has_judge(turns) and grader_agreement(turns).empty
+    assert "judge_notices" not in set(R.frequentist_summary({"turns": turns})["outcome"])
+    rng = np.random.default_rng(0)
+    flip = rng.random(len(turns)) < 0.1  # the judge disagrees with the rules on about a tenth of the replies
+    judged = turns.assign(judge_notices=np.where(turns["notices"] ^ flip, 0.9, 0.1))
+    freq = R.frequentist_summary({"turns": judged})
+    j = freq[freq["outcome"] == "judge_notices"]
+    assert len(j) == 34 and j["n"].sum() == len(turns) and j["k"].sum() == int((turns["notices"] ^ flip).sum())
+    ag = grader_agreement(judged).set_index("model")
+    for m, g in judged.groupby("model"):
+        a, b = g["notices"].to_numpy(bool), g["judge_notices"].to_numpy() > 0.5
+        po, pa, pb = (a == b).mean(), a.mean(), b.mean()
+        pe = pa * pb + (1 - pa) * (1 - pb)
+        assert ag.loc[m, "n"] == len(g) and ag.loc[m, "rules_yes"] == a.sum() and ag.loc[m, "judge_yes"] == b.sum()
+        assert np.isclose(ag.loc[m, "agreement"], po) and np.isclose(ag.loc[m, "kappa"], (po - pe) / (1 - pe))
