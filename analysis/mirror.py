@@ -745,7 +745,8 @@ def surprise_model(surprise: pd.DataFrame) -> pm.Model:
         u = B_s a_s,  w = B_ms a_ms,  v = B_r a_r       (zero-sum, as in noticing_model; v: over the turns
                                                          of each (model, script))
         a_s ~ Normal(0, sigma_script),  a_ms ~ Normal(0, sigma_ms),  a_r ~ Normal(0, sigma_reply)
-        theta ~ Normal(0, 1);  sigma_script, sigma_ms, sigma_reply, sigma ~ HalfNormal(1);  nu ~ Gamma(2, 0.1)
+        log sigma[m, c] = lambda[m] + tau z[m, c],  lambda ~ Normal(0, 1),  tau ~ HalfNormal(0.5),  z ~ Normal(0, 1)
+        theta ~ Normal(0, 1);  sigma_script, sigma_ms, sigma_reply ~ HalfNormal(1);  nu ~ Gamma(2, 0.1)
 
     ``c`` = cell (other, or a corrupted (kind, level)), ``s`` = script, ``t`` = the assistant turn scored.
     Every altered version of one clean reply is compared with the same ``logprob_clean``, so the rows of one
@@ -755,7 +756,9 @@ def surprise_model(surprise: pd.DataFrame) -> pm.Model:
     :data:`CENTRED_MIN_SCRIPTS` conversations on: each reply is scored in every cell, so the data pin every
     intercept down, where the centred form samples well (the non-centred one left the script scale near the
     ESS gate); with fewer conversations they are non-centred. The noise scale is per model cell
-    (heavier corruption varies more), and the Student-t likelihood keeps a few replies whose score jumps (a
+    (heavier corruption varies more), partially pooled within each model (a cell with few changed replies,
+    such as insertion at a low level, borrows strength; with independent HalfNormal scales the ``default``
+    profile's 8 conversations left that cell's scale just under the ESS gate), and the Student-t likelihood keeps a few replies whose score jumps (a
     corrupted word that the tokenizer splits badly) from moving the means. Control rows (surprise 0 by
     construction) are not modelled; rows without a surprise (no clean reference) are left out. Quantity
     (:func:`surprise_summary`): ``c * theta`` per model cell, the mean surprise at the average conversation
@@ -768,7 +771,14 @@ def surprise_model(surprise: pd.DataFrame) -> pm.Model:
               "model_script": des.model_scripts, "reply": des.replies}
     with pm.Model(coords=coords) as model:
         theta = pm.Normal("mu", 0.0, MEAN_SD, dims="cell")
-        log_sigma = pt.log(pm.HalfNormal("sigma_y", SCALE_SD, dims="cell"))
+        # noise scales partially pooled within a model: a cell with few changed replies (insertion at a low
+        # level) borrows from the model's other cells instead of leaving its scale to the prior alone
+        cell_model = _codes(des.cells["model"], sorted(des.cells["model"].unique()))
+        log_sigma_model = pm.Normal("log_sigma_model", 0.0, 1.0, shape=int(cell_model.max()) + 1)
+        tau_sigma = pm.HalfNormal("tau_sigma", 0.5)
+        z_sigma = pm.Normal("z_sigma", 0.0, 1.0, dims="cell")
+        log_sigma = log_sigma_model[cell_model] + tau_sigma * z_sigma
+        pm.Deterministic("sigma_y", pt.exp(log_sigma), dims="cell")
         nu = pm.Gamma("nu", 2.0, 0.1)
         centred = len(des.scripts) >= CENTRED_MIN_SCRIPTS
         conv = _conversation_effects(des.pair_model, des.pair_script, centred=centred)

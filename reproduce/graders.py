@@ -31,7 +31,7 @@ ODDITY = re.compile(
     r"(?:strange|weird|odd|unusual) (?:characters?|letters?|spelling|pattern|text|formatting)|"
     r"errors? in my (?:previous |earlier |last )?(?:messages?|responses?|replies|answers?)|"
     r"(?:my|the) (?:previous|earlier|last) (?:messages?|responses?|replies) (?:had|contained|were|was)|"
-    r"i (?:wrote|made) (?:some |a few )?(?:typos?|mistakes?|errors?)|did i (?:write|do) that)", re.I)
+    r"i (?:wrote|made) (?:some |a few )?(?:typos?|mistakes?|errors?)|did i (?:write|do) that)\b", re.I)
 
 
 def _word_pattern(word: str) -> re.Pattern:

@@ -238,8 +238,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     def runner(ref):
         lm, engine = _load(profile, ref)
         fp = _fingerprint("mirror", profile, lm, dataset=data.release_sha256, mirror=cfg.model_dump(exclude={"judge"}),
-                          models=names, code_mirror=code_version("reproduce.mirror", "reproduce.corrupt",
-                                                                  "reproduce.graders"))
+                          models=names, code_mirror=code_version("reproduce.mirror", "reproduce.corrupt"))
         return MirrorRunner(profile, data, lm, engine, ShardStore(work / "mirror" / lm.name, fp), names)
 
     run_info = {"hardware": None, "models": {}}
@@ -265,6 +264,8 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         del r
         release_memory()
     out = {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS}
+    # graded here, not in the shards: a change to the rules regrades the stored replies without regenerating them
+    out["turns"]["notices"] = [graders.notices_oddity(r) for r in out["turns"]["reply"]]
     out["turns"] = judge_turns(profile, out["turns"])
     run_info["judge"] = cfg.judge
     return write_stage_tables(out_dir, out, run_info)

@@ -65,6 +65,9 @@ def test_rule_graders_on_hand_written_answers(text, word, claims, names, before,
     ("I noticed some typos in my previous messages - sorry about that!", True),
     ("Did I write that on purpose? Something looks garbled.", True),
     ("Sure, here is a recipe for pancakes.", False),
+    # a corrupted word the model copied is not a remark about typos (a real reply at capitalisation 0.3)
+    ("The ancient Romans were masters of engineering and TYPORED the water into their cities", False),
+    ("Sorry for the TYPOS above.", True),
 ])
 def test_oddity_grader(text, notices):
     assert graders.notices_oddity(text) == notices
