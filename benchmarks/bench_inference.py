@@ -161,17 +161,6 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
           f"(target >= 20x)")
     print(f"  generate(num_return_sequences={n}) {seqs / t_nrs:8.2f} samples/s | engine speed-up {t_nrs / t_sample:6.1f}x")
 
-    # 2b. the key-value cache: preallocated buffers (the engine's default) vs transformers' per-step concatenation,
-    # on the same sampling call, alternated twice to even out drift
-    concat = Engine(lm, batch_size=batch_size, preallocate=False)
-    concat.generate(sp, sl, n=n, temperature=1.0, seed=0)  # warm
-    t_pre, t_cat = [], []
-    for _ in range(2):
-        t_cat.append(timed(lambda: concat.generate(sp, sl, n=n, temperature=1.0, seed=0))[1])
-        t_pre.append(timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))[1])
-    print(f"kv cache        preallocated {seqs / min(t_pre):8.2f} samples/s | concatenating {seqs / min(t_cat):8.2f} "
-          f"samples/s | speed-up {min(t_cat) / min(t_pre):5.2f}x (best of 2 each)")
-
     # 3. option scoring against sampling the same distribution
     meta = [it["hypothetical_prompts"]["starts_with_vowel"] for it in load_task("animals").items[:sample_items * 6]]
     engine.generate(meta, 1, options=[("true", "false")] * len(meta))  # warm both paths' shapes

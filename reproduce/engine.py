@@ -51,7 +51,6 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .kv_cache import preallocate
 from .models import LoadedModel, ModelError
 
 #: part of every shard fingerprint: results of another engine version are never mixed with these
@@ -194,11 +193,10 @@ class Engine:
     #: shorter common prefixes are not worth a separate forward pass
     MIN_SHARED_PREFIX = 8
 
-    def __init__(self, lm: LoadedModel, batch_size: int = 32, share_prefix: bool = True, preallocate: bool = True):
+    def __init__(self, lm: LoadedModel, batch_size: int = 32, share_prefix: bool = True):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.lm, self.batch_size, self.share_prefix = lm, batch_size, share_prefix
-        self.preallocate = preallocate  # decoding writes into a key-value buffer with room (reproduce.kv_cache)
         tok = lm.tokenizer
         eos = lm.model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
@@ -608,8 +606,6 @@ class Engine:
         tok, dev = self.lm.tokenizer, self.lm.device
         members, mask, out = self._prefill(batch, prefix, prefix_cache, rest, rows, steer)
         cache, logits = out.past_key_values, out.logits[:, -1].float().to(dev)
-        if self.preallocate:
-            preallocate(cache, max(limits[rows[r][0]] for r in members))
 
         # option distributions: read from the raw logits of each step until the row's greedy token carries content
         results: dict[int, Generation] = {}
