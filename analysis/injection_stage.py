@@ -17,7 +17,7 @@ import pandas as pd
 
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
-from reproduce.graders import cohen_kappa
+from reproduce.graders import agreement as agree
 from reproduce.io import atomic_dir, atomic_write_json
 
 from . import injection as I
@@ -106,17 +106,14 @@ def agreement(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataFrame:
     joined = freetext.merge(det, on=keys, how="inner")
     for m, g in joined.groupby("model"):
         a, b = g["claims_detection"].astype(bool), g["detected"].astype(bool)
-        rows.append({"model": m, "pair": "rules claims vs forced-choice detected", "n": len(g),
-                     "agreement": float((a == b).mean()), "kappa": cohen_kappa(a, b)})
+        rows.append({"model": m, "pair": "rules claims vs forced-choice detected", **agree(a, b)})
     judged = joined.dropna(subset=["judge_claims"]) if "judge_claims" in joined else joined.iloc[:0]
     for m, g in judged.groupby("model"):
         a, b = g["judge_claims"] > 0.5, g["detected"].astype(bool)
-        rows.append({"model": m, "pair": "judge claims vs forced-choice detected", "n": len(g),
-                     "agreement": float((a == b).mean()), "kappa": cohen_kappa(a, b)})
+        rows.append({"model": m, "pair": "judge claims vs forced-choice detected", **agree(a, b)})
         for col, rule in (("judge_claims", "claims_detection"), ("judge_names", "names_concept")):
             a, b = g[col] > 0.5, g[rule].astype(bool)
-            rows.append({"model": m, "pair": f"judge vs rules: {rule}", "n": len(g),
-                         "agreement": float((a == b).mean()), "kappa": cohen_kappa(a, b)})
+            rows.append({"model": m, "pair": f"judge vs rules: {rule}", **agree(a, b)})
     return pd.DataFrame(rows, columns=["model", "pair", "n", "agreement", "kappa"])
 
 

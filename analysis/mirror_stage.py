@@ -13,7 +13,7 @@ import pandas as pd
 
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
-from reproduce.graders import cohen_kappa
+from reproduce.graders import agreement
 from reproduce.io import atomic_dir, atomic_write_json
 
 from . import mirror as MI
@@ -57,14 +57,14 @@ def grader_agreement(turns: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for m, g in turns[turns["judge_notices"].notna()].groupby("model"):
         a, b = g["notices"].astype(bool), g["judge_notices"] > 0.5
-        rows.append({"model": m, "n": len(g), "agreement": float((a == b).mean()), "kappa": cohen_kappa(a, b),
-                     "rules_yes": int(a.sum()), "judge_yes": int(b.sum())})
+        rows.append({"model": m, **agreement(a, b), "rules_yes": int(a.sum()), "judge_yes": int(b.sum())})
     return pd.DataFrame(rows, columns=cols)
 
 
 def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
     out: dict = {"models": {}}
     turns = tables["turns"]
+    agree = grader_agreement(turns).set_index("model")
     for m in sorted(turns["model"].unique()):
         d: dict = {"rows": int((turns["model"] == m).sum()),
                    "scripts": int(turns[turns["model"] == m]["script_id"].nunique()),
@@ -108,9 +108,8 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
                               **{k: float(r[k]) for k in ("mean", "low", "high")}} for _, r in su.iterrows()]
             d["surprise_cells_above"] = int((su["low"] > 0).sum())
             d["surprise_cells"] = int(len(su))
-        ag = grader_agreement(turns[turns["model"] == m])
-        if len(ag):
-            r = ag.iloc[0]
+        if m in agree.index:
+            r = agree.loc[m]
             d["judge_agreement"] = {"n": int(r["n"]), "agreement": float(r["agreement"]),
                                     "kappa": None if np.isnan(r["kappa"]) else float(r["kappa"]),
                                     "rules_yes": int(r["rules_yes"]), "judge_yes": int(r["judge_yes"])}

@@ -25,6 +25,11 @@ def _pp(d: dict) -> str:
     return f"{100 * d['mean']:+.1f} points [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
 
 
+def _kappa(k: float | None, undefined: str = "undefined") -> str:
+    """Cohen's kappa to two decimals (a rounding to zero printed as 0.00, not -0.00); ``undefined`` for None."""
+    return undefined if k is None else f"{k if abs(k) >= 0.005 else 0.0:.2f}"
+
+
 WORDS = {"above": "above", "below": "below", "unclear": "not distinguishable from"}
 
 
@@ -77,9 +82,9 @@ def model_paragraph(m: str, d: dict) -> str:
         parts.append(f"Most free-text answers were incoherent from: {txt}.")
     if d.get("rules_vs_forced_choice"):
         a = d["rules_vs_forced_choice"]
-        kappa = "undefined" if a["kappa"] is None else f"{a['kappa']:.2f}"
         parts.append(f"The rule-graded free text claimed detection in agreement with the forced-choice answer of "
-                     f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa {kappa}).")
+                     f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa "
+                     f"{_kappa(a['kappa'])}).")
     return " ".join(parts)
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from .injection import _p, _pp
+from .injection import _kappa, _p, _pp
 
 MIRROR = REPO_ROOT / "data" / "mirror"
 WORDS = {"above": "credibly above", "below": "credibly below", "unclear": "not distinguishable from"}
@@ -39,7 +39,7 @@ def model_paragraph(m: str, d: dict) -> str:
                      "control.")
     if "judge_agreement" in d:
         a = d["judge_agreement"]
-        kappa = "undefined: one grader said no throughout" if a["kappa"] is None else f"{a['kappa'] if abs(a['kappa']) >= 0.005 else 0.0:.2f}"
+        kappa = _kappa(a["kappa"], "undefined: one grader said no throughout")
         parts.append(f"The judge graded {a['judge_yes']} of {a['n']} replies as remarking on an oddity (the rules: "
                      f"{a['rules_yes']}); the two agreed on {100 * a['agreement']:.0f}% of replies (Cohen's kappa "
                      f"{kappa}).")

@@ -126,6 +126,14 @@ def run_judge(profile, spec: str, questions: list[str]) -> list[float]:
         release_memory()
 
 
+def agreement(a, b) -> dict:
+    """How two binary gradings of the same items agree: ``n``, raw ``agreement`` and Cohen's ``kappa``."""
+    import numpy as np
+
+    a, b = np.asarray(a, bool), np.asarray(b, bool)
+    return {"n": len(a), "agreement": float((a == b).mean()) if len(a) else float("nan"), "kappa": cohen_kappa(a, b)}
+
+
 def cohen_kappa(a, b) -> float:
     """Cohen's kappa of two binary gradings (NaN when either is constant and they disagree on that)."""
     import numpy as np

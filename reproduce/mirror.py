@@ -159,7 +159,7 @@ class MirrorRunner:
         for i, spec in enumerate(specs):
             reply = cut_reply(self.lm, gens[2 * i][0].raw)
             rec = gens[2 * i + 1][0]
-            row = dict(spec, reply=reply, notices=graders.notices_oddity(reply), judge_notices=np.nan,
+            row = dict(spec, reply=reply, judge_notices=np.nan,
                        p_yes=rec.option_probs[0], p_outside=rec.p_outside)
             for k in KINDS:
                 row[f"pattern_k_{k}"], row[f"pattern_n_{k}"] = pattern_counts(reply, k, vocab)
@@ -198,6 +198,8 @@ class MirrorRunner:
         other = {m: c for m, c in other.items() if m != self.lm.name}
         vocab = vocabulary(list(conv["reply"]) + [t for s in self.scripts for t in s["turns"]])
         turns = self.store.cached("turns", lambda: self.turn_rows(clean, other, vocab))
+        # graded here, after the shard: a change to the rules regrades the stored replies without regenerating them
+        turns = turns.assign(notices=[graders.notices_oddity(r) for r in turns["reply"]])
         surprise = self.store.cached("surprise", lambda: self.surprise_rows(clean, other))
         return {"conversations": conv, "turns": turns, "surprise": surprise}
 
@@ -264,8 +266,6 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         del r
         release_memory()
     out = {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS}
-    # graded here, not in the shards: a change to the rules regrades the stored replies without regenerating them
-    out["turns"]["notices"] = [graders.notices_oddity(r) for r in out["turns"]["reply"]]
     out["turns"] = judge_turns(profile, out["turns"])
     run_info["judge"] = cfg.judge
     return write_stage_tables(out_dir, out, run_info)
