@@ -73,13 +73,26 @@ def cpu_flags() -> list[str]:
     return []
 
 
+def cpu_dispatch() -> str:
+    """The instruction set PyTorch's CPU kernels dispatch to (``AVX512``, ``AVX2``, ...), plus oneDNN's cap
+    where ``ONEDNN_MAX_CPU_ISA`` sets one. Below the CPU's flags when ``ATEN_CPU_CAPABILITY`` or
+    ``ONEDNN_MAX_CPU_ISA`` lower it, which is how a CPU without AVX-512 (or bf16) can be emulated."""
+    try:
+        level = torch.backends.cpu.get_cpu_capability()
+    except (AttributeError, RuntimeError):
+        level = "unknown"
+    isa = os.environ.get("ONEDNN_MAX_CPU_ISA")
+    return f"{level}, oneDNN<={isa}" if isa else level
+
+
 def describe(device: torch.device | str = "cpu") -> str:
     """One line naming the hardware, printed beside every measured figure."""
     dev = torch.device(device)
     if dev.type == "cuda":
         return f"GPU {torch.cuda.get_device_name(dev)} (torch {torch.__version__})"
     flags = ",".join(cpu_flags()) or "flags unknown"
-    return f"CPU {cpu_model()} [{flags}], {torch.get_num_threads()} threads (torch {torch.__version__})"
+    return (f"CPU {cpu_model()} [{flags}], kernels {cpu_dispatch()}, {torch.get_num_threads()} threads "
+            f"(torch {torch.__version__})")
 
 
 def matmul_gflops(dtype: torch.dtype, device: str = "cpu", shape: tuple[int, int, int] = PROBE_SHAPE,
@@ -113,7 +126,8 @@ def measure_bf16(device: str = "cpu", rounds: int = 5) -> tuple[float, float]:
 
 
 def _probe_key(device: str) -> str:
-    return f"{device}|{cpu_model()}|{','.join(cpu_flags())}|threads={torch.get_num_threads()}|torch={torch.__version__}"
+    return (f"{device}|{cpu_model()}|{','.join(cpu_flags())}|{cpu_dispatch()}|threads={torch.get_num_threads()}"
+            f"|torch={torch.__version__}")
 
 
 @functools.lru_cache(maxsize=None)

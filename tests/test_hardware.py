@@ -93,3 +93,15 @@ def test_the_probe_takes_the_best_of_interleaved_timings(monkeypatch):
     rates = iter([30.0, 100.0, 10.0, 20.0, 35.0, 140.0, 33.0, 90.0, 5.0, 145.0])  # a busy machine
     monkeypatch.setattr(hardware, "matmul_gflops", lambda dtype, device, min_seconds: next(rates))
     assert hardware.measure_bf16("cpu", rounds=5) == (35.0, 145.0)
+
+
+def test_kernel_dispatch_is_named_and_keys_the_probe(monkeypatch):
+    """A lowered instruction set (ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY: how a CPU without AVX-512 is
+    emulated) shows in the hardware line and gets its own probe measurement, never another setting's."""
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    plain = hardware._probe_key("cpu")
+    assert hardware.cpu_dispatch() in hardware.describe("cpu")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert hardware.cpu_dispatch().endswith("oneDNN<=AVX2")
+    assert "oneDNN<=AVX2" in hardware.describe("cpu")
+    assert hardware._probe_key("cpu") != plain
