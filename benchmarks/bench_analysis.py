@@ -147,7 +147,7 @@ def compare(items: int, draws: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", default="default", help="params.yaml profile whose analysis settings run (default: %(default)s)")
+    ap.add_argument("--profile", default="default", help="profile (profiles/NAME.yaml) whose analysis settings run (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic tables (default: %(default)s)")
     ap.add_argument("--keep", type=Path, help="write the tables and outputs here instead of a temporary folder")
     ap.add_argument("--report-gate", action="store_true",

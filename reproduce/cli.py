@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
 
-from .config import DEFAULT_PARAMS, REPO_ROOT, ConfigError, load_params
+from .config import DEFAULT_PARAMS, REPO_ROOT, load_params, record_reads
 from .errors import MissingInput, ProjectError
 
 #: every stage command records its wall time here (not a DVC output: it survives re-runs of other stages)
 TIMINGS = REPO_ROOT / "data" / "timings.json"
+PROFILE_HELP = "run profiles/PROFILE.yaml as written instead of the params file (e.g. smoke, paper)"
 
 
 def _profile(args):
@@ -23,7 +23,7 @@ def _profile(args):
 
 def cmd_datasets(args) -> None:
     from .citation import read_manifests, write_citation
-    from .stages import run_datasets
+    from .stages.datasets import run_datasets
 
     for m in run_datasets(Path(args.out)):
         size = f"{m['split']:<5} {m['n_items']:>4} items" if "split" in m else \
@@ -34,14 +34,16 @@ def cmd_datasets(args) -> None:
 
 
 def cmd_object_level(args) -> None:
-    from .stages import Plan, run_object_level
+    from .stages.common import Plan
+    from .stages.object_level import run_object_level
 
     for name, path in run_object_level(Plan(_profile(args))).items():
         print(f"{name}: {path}")
 
 
 def cmd_meta_untrained(args) -> None:
-    from .stages import Plan, run_meta_untrained
+    from .stages.common import Plan
+    from .stages.meta_level import run_meta_untrained
 
     print(run_meta_untrained(Plan(_profile(args))))
 
@@ -53,55 +55,61 @@ def _print_runs(runs: list[dict]) -> None:
 
 
 def cmd_finetune_self(args) -> None:
-    from .stages import Plan, run_finetune_self
+    from .stages.common import Plan
+    from .stages.finetuning import run_finetune_self
 
     _print_runs(run_finetune_self(Plan(_profile(args))))
 
 
 def cmd_object_level_trained(args) -> None:
-    from .stages import Plan, run_object_level_trained
+    from .stages.common import Plan
+    from .stages.object_level import run_object_level_trained
 
     for name, path in run_object_level_trained(Plan(_profile(args))).items():
         print(f"{name}: {path}")
 
 
 def cmd_finetune_cross(args) -> None:
-    from .stages import Plan, run_finetune_cross
+    from .stages.common import Plan
+    from .stages.finetuning import run_finetune_cross
 
     _print_runs(run_finetune_cross(Plan(_profile(args))))
 
 
 def cmd_meta_trained(args) -> None:
-    from .stages import Plan, run_meta_trained
+    from .stages.common import Plan
+    from .stages.meta_level import run_meta_trained
 
     print(run_meta_trained(Plan(_profile(args))))
 
 
 def cmd_calibration(args) -> None:
-    from .stages import Plan, run_calibration
+    from .stages.calibration import run_calibration
+    from .stages.common import Plan
 
     print(run_calibration(Plan(_profile(args))))
 
 
 def cmd_behaviour_change(args) -> None:
-    from .stages import Plan, run_behaviour_change
+    from .stages.behaviour_change import run_behaviour_change
+    from .stages.common import Plan
 
     print(run_behaviour_change(Plan(_profile(args))))
 
 
 def cmd_concept_injection(args) -> None:
     from .injection import run_concept_injection
-    from .stages import DATA, WORK, Plan
+    from .stages.common import DATA, WORK, Plan
 
-    for part, path in run_concept_injection(Plan(_profile(args)), DATA / "injection" / "raw", WORK).items():
+    for part, path in run_concept_injection(Plan(_profile(args), tasks=False), DATA / "injection" / "raw", WORK).items():
         print(f"{part}: {path}")
 
 
 def cmd_mirror(args) -> None:
     from .mirror import run_mirror
-    from .stages import DATA, WORK, Plan
+    from .stages.common import DATA, WORK, Plan
 
-    for part, path in run_mirror(Plan(_profile(args)), DATA / "mirror" / "raw", WORK).items():
+    for part, path in run_mirror(Plan(_profile(args), tasks=False), DATA / "mirror" / "raw", WORK).items():
         print(f"{part}: {path}")
 
 
@@ -234,10 +242,14 @@ def cmd_figures(args) -> None:
 
 
 def cmd_report(args) -> None:
-    from .config import load_params
+    from .config import edits
     from report import run_report
 
     name, profile = load_params(args.params, args.profile)
+    if args.profile is None:  # a configuration edited since it was written from its profile says so
+        changed = edits(args.params)[1]
+        if changed:
+            name += f", edited: {', '.join(changed)}"
     for kind, path in run_report(profile, name, Path(args.analysis), Path(args.figures), out=Path(args.out),
                                  engine=args.engine).items():
         print(f"{kind}: {path}")
@@ -320,7 +332,7 @@ def cmd_timings(args) -> None:
 
 def cmd_plan(args) -> None:
     from .plan import main_plan
-    from .stages import Plan
+    from .stages.common import Plan
 
     print(main_plan(Plan(_profile(args)), args.device, args.memory_gib))
 
@@ -341,14 +353,9 @@ def cmd_hardware(args) -> None:
 
 
 def cmd_use_profile(args) -> None:
-    path = Path(args.params)
-    text = path.read_text()
-    load_params(path, args.name)  # validates the name against the file
-    new, n = re.subn(r"(?m)^profile:.*$", f"profile: {args.name}", text, count=1)
-    if n != 1:
-        raise ConfigError(f"{path} has no top-level 'profile:' line")
-    path.write_text(new)
-    print(f"{path}: profile set to {args.name}")
+    from .config import use_profile
+
+    print(f"{use_profile(args.name, args.params, force=args.force)}: written from profiles/{args.name}.yaml")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -363,10 +370,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def stage(name: str, func, help: str) -> None:
-        """A pipeline stage's command: reads params.yaml (or --params) and its active profile (or --profile)."""
+        """A pipeline stage's command: reads params.yaml (or --params FILE, or --profile NAME)."""
         sp = sub.add_parser(name, help=help)
         sp.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
-        sp.add_argument("--profile", default=None, help="override the params file's active profile")
+        sp.add_argument("--profile", default=None, help=PROFILE_HELP)
         sp.set_defaults(func=func, timed=name)
 
     s = sub.add_parser("datasets", help="generate the project's versioned task datasets into data_raw/")
@@ -425,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "coverage are measured. Writes data/checks/ (checks.json, parquet tables, sbc_ranks.png). About 7 s per "
                     "fit on 2 CPU cores: the defaults (100 SBC fits, 2 x 40 scenario fits) take about 25 minutes.")
     s.add_argument("--params", default=str(DEFAULT_PARAMS))
-    s.add_argument("--profile", default=None)
+    s.add_argument("--profile", default=None, help=PROFILE_HELP)
     s.add_argument("--sbc", type=int, default=100, help="SBC replicates (0: skip; default %(default)s)")
     s.add_argument("--scenario-reps", type=int, default=40, help="replicates per scenario (0: skip; default %(default)s)")
     s.add_argument("--draws", type=int, default=500, help="kept draws (and tuning steps) per chain, 2 chains")
@@ -450,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "fits the Bayesian model to N replicates and reports the agreement. Writes "
                     "data/analysis/power/ (power.json, curve.parquet, by_size.parquet).")
     s.add_argument("--params", default=str(DEFAULT_PARAMS))
-    s.add_argument("--profile", default=None)
+    s.add_argument("--profile", default=None, help=PROFILE_HELP)
     s.add_argument("--analysis", default="data/analysis", help="analysis outputs (default: %(default)s)")
     s.add_argument("--reps", type=int, default=400, help="replicates per grid point (default %(default)s)")
     s.add_argument("--validate", type=int, default=0,
@@ -467,7 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("report", help="render the manuscript paper/index.qmd to self-contained HTML and PDF "
                                       "(Quarto when installed, else pandoc + the project's Lua filter)")
     s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
-    s.add_argument("--profile", default=None, help="override the params file's active profile")
+    s.add_argument("--profile", default=None, help=PROFILE_HELP)
     s.add_argument("--analysis", default="data/analysis", help="analysis outputs (default: %(default)s)")
     s.add_argument("--figures", default="data/figures", help="figures (default: %(default)s)")
     s.add_argument("--out", default="data/report", help="output folder (default: %(default)s)")
@@ -517,16 +524,21 @@ def build_parser() -> argparse.ArgumentParser:
                     "Example, planning the paper profile for one 80 GB GPU on a machine without one: "
                     "looking-inward plan --profile paper --device cuda --memory-gib 80")
     s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
-    s.add_argument("--profile", default=None, help="override the params file's active profile")
+    s.add_argument("--profile", default=None, help=PROFILE_HELP)
     s.add_argument("--device", choices=["cpu", "cuda"], default=None,
                    help="plan for this device (default: the profile's device on this machine)")
     s.add_argument("--memory-gib", type=float, default=None,
                    help="the device's memory, to plan for one that is not here (default: measured)")
     s.set_defaults(func=cmd_plan)
 
-    s = sub.add_parser("use-profile", help="set the active profile in params.yaml (smoke, default or paper)")
-    s.add_argument("name")
-    s.add_argument("--params", default=str(DEFAULT_PARAMS))
+    s = sub.add_parser("use-profile", help="write a profile (profiles/NAME.yaml: smoke, default or paper) to "
+                                          "params.yaml, the configuration `dvc repro` runs",
+                       description="Copies profiles/NAME.yaml, comments included, to params.yaml. Settings you "
+                                   "edited in params.yaml since it was written from its profile are kept: the "
+                                   "command stops and names them, unless --force.")
+    s.add_argument("name", help="a profile: the stem of a file in profiles/")
+    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file to write (default: %(default)s)")
+    s.add_argument("--force", action="store_true", help="replace params.yaml even where it has edits")
     s.set_defaults(func=cmd_use_profile)
     return p
 
@@ -535,9 +547,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     start = time.perf_counter()
     try:
+        timed = getattr(args, "timed", None)
+        reads = record_reads() if timed else None
         args.func(args)
-        if getattr(args, "timed", None):
+        if timed:
             from . import dist
+            from .pipeline import check_stage
+
+            check_stage(timed, reads)  # dvc.yaml declares every setting and module the stage used
 
             dist.barrier()  # under a launcher, the stage ends when every process has finished its share
             if dist.is_main():

@@ -1,12 +1,16 @@
 """Reading and validating ``params.yaml``.
 
-``params.yaml`` holds ``profile`` (the active one) and ``profiles`` (smoke, default, paper). Every stage
-validates the active profile here first, so a typo fails in a second with a message naming the key,
-instead of after minutes of inference.
+``params.yaml`` is the active configuration, the file DVC tracks: every setting at the top level, so that
+each stage of dvc.yaml lists the keys it reads (``dvc params diff`` and ``dvc exp run -S finetune.lora_rank=32``
+work on them) and a changed setting re-runs only the stages that read it. ``profiles/*.yaml`` are the named
+starting points (smoke, default, paper); ``looking-inward use-profile NAME`` copies one to params.yaml, whose
+``profile:`` key keeps the name. Every stage validates its settings here first, so a typo fails in a second
+with a message naming the key, instead of after minutes of inference.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +21,7 @@ from .errors import ProjectError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PARAMS = REPO_ROOT / "params.yaml"
+PROFILES_DIR = REPO_ROOT / "profiles"
 
 
 class ConfigError(ProjectError, ValueError):
@@ -214,6 +219,8 @@ class Mirror(_Strict):
 
 
 class Profile(_Strict):
+    """The pipeline's settings: params.yaml (the active configuration) or one of profiles/*.yaml."""
+
     seed: int = Field(ge=0)
     models: list[str] = Field(min_length=1)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
@@ -240,6 +247,11 @@ class Profile(_Strict):
     injection: Injection | None = Field(default=None, description="concept injection; null: the stage is skipped")
     mirror: Mirror | None = Field(default=None, description="the mirror test; null: the stage is skipped")
 
+    def __getattribute__(self, name: str):
+        if name in _FIELDS:
+            _note_read(name)
+        return super().__getattribute__(name)
+
     @field_validator("models")
     @classmethod
     def _unique_models(cls, v: list[str]) -> list[str]:
@@ -248,41 +260,152 @@ class Profile(_Strict):
         return v
 
 
-class Params(_Strict):
-    profile: str
-    profiles: dict[str, Profile]
+def _validation_error(path: Path, exc: ValidationError) -> ConfigError:
+    lines = [f"invalid {path.name}:"]
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        got = err.get("input")
+        shown = repr(got)
+        # the offending value only: a whole section (a model-level check's input) is not repeated back
+        value = "" if isinstance(got, (dict, list)) or len(shown) > 80 else f" (got {shown})"
+        lines.append(f"  {loc or 'params'}: {err['msg']}{value}")
+    return ConfigError("\n".join(lines))
 
-    @model_validator(mode="after")
-    def _known_profile(self) -> "Params":
-        if self.profile not in self.profiles:
-            raise ValueError(f"profile {self.profile!r} is not one of {sorted(self.profiles)}")
-        return self
 
-    @property
-    def active(self) -> Profile:
-        return self.profiles[self.profile]
+def profile_path(name: str, profiles_dir: str | Path = PROFILES_DIR) -> Path:
+    """``profiles/<name>.yaml``; an unknown name is an error that lists the known ones."""
+    path = Path(profiles_dir) / f"{name}.yaml"
+    if not path.exists():
+        known = sorted(p.stem for p in Path(profiles_dir).glob("*.yaml"))
+        raise ConfigError(f"profile {name!r} is not one of {known} (files in {profiles_dir}); add "
+                          f"{path.name} there, or pass --params FILE")
+    return path
+
+
+def _profiles_beside(params: Path) -> Path:
+    """The profiles folder of a params file: ``profiles/`` beside it, else the project's."""
+    here = params.parent / "profiles"
+    return here if here.is_dir() else PROFILES_DIR
+
+
+def read_params(path: str | Path) -> tuple[str, dict]:
+    """The raw mapping of a params file and its ``profile`` label (``custom`` when it has none)."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"params file {path} not found; run from the repository root, pass --params FILE, "
+                          f"or create it with `looking-inward use-profile default`")
+    raw = yaml.safe_load(path.read_text())
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must be a YAML mapping of the pipeline's settings (see profiles/default.yaml)")
+    if "profiles" in raw:
+        raise ConfigError(f"{path} has the old layout (`profile:` + `profiles:`); the settings now sit at the top "
+                          f"level and the profiles in profiles/*.yaml. Run `looking-inward use-profile "
+                          f"{raw.get('profile', 'default')} --force` and carry any edits of yours over by hand")
+    raw = dict(raw)
+    label = raw.pop("profile", None) or "custom"
+    return str(label), raw
+
+
+def validate(raw: dict, path: Path) -> Profile:
+    try:
+        return Profile.model_validate(raw)
+    except ValidationError as exc:
+        raise _validation_error(path, exc) from None
 
 
 def load_params(path: str | Path = DEFAULT_PARAMS, profile: str | None = None) -> tuple[str, Profile]:
-    """Return ``(profile_name, profile)``; ``profile`` overrides the file's ``profile`` key."""
+    """Return ``(profile_name, settings)``: from ``path`` (``params.yaml``, the configuration `dvc repro` runs),
+    or, with ``profile``, from ``profiles/<profile>.yaml`` beside it (the stage then runs that profile as it is
+    written, ignoring params.yaml)."""
     path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"params file {path} not found; run from the repository root or pass --params")
-    raw = yaml.safe_load(path.read_text())
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path} must be a YAML mapping with keys 'profile' and 'profiles'")
     if profile is not None:
-        raw = {**raw, "profile": profile}
+        path = profile_path(profile, _profiles_beside(path))
+    label, raw = read_params(path)
+    return label, validate(raw, path)
+
+
+def edits(path: str | Path = DEFAULT_PARAMS, profiles_dir: str | Path | None = None) -> tuple[str, list[str] | None]:
+    """``(label, keys)``: the settings of ``path`` that differ from its labelled profile, as dotted keys (None
+    when the label names no profile file). Quoted in the report, so a run that was edited says how."""
+    path = Path(path)
+    label, raw = read_params(path)
+    profiles_dir = Path(profiles_dir) if profiles_dir else _profiles_beside(path)
+    base_path = profiles_dir / f"{label}.yaml"
+    if not base_path.exists():
+        return label, None
+    base = validate(read_params(base_path)[1], base_path).model_dump()
+    mine = validate(raw, path).model_dump()
+    return label, _diff(base, mine)
+
+
+def _diff(a, b, prefix: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b), key=str):
+            out += _diff(a.get(k), b.get(k), f"{prefix}{k}.")
+        return out
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+PARAMS_HEADER = (
+    "# The configuration `dvc repro` runs: every setting of the pipeline, each stage of dvc.yaml listing the keys it\n"
+    "# reads. Start from a profile with `looking-inward use-profile NAME` (profiles/: smoke, default, paper); change a\n"
+    "# setting here, or per experiment with `dvc exp run -S finetune.lora_rank=32`. Written from profiles/{name}.yaml.\n")
+
+
+def use_profile(name: str, params: str | Path = DEFAULT_PARAMS, force: bool = False) -> Path:
+    """Write ``profiles/<name>.yaml`` to ``params`` (comments kept). Settings edited in ``params`` since it was
+    written from its own profile are not overwritten unless ``force``: the error names them."""
+    params = Path(params)
+    src = profile_path(name, _profiles_beside(params))
+    validate(read_params(src)[1], src)
+    if params.exists() and not force:
+        try:
+            label, changed = edits(params, src.parent)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc}\n(use-profile keeps {params.name} as it is; --force replaces it)") from None
+        if changed is None:
+            changed = [f"profile: {label} (no such profile)"]
+        if changed:
+            shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+            raise ConfigError(f"{params} has settings that differ from profiles/{label}.yaml ({shown}); "
+                              f"--force replaces them, or save the file as profiles/<name>.yaml first to keep them")
+    lines = src.read_text().splitlines(keepends=True)
+    while lines and lines[0].startswith("#"):  # the profile file's own header
+        lines.pop(0)
+    from .io import atomic_write_bytes
+
+    atomic_write_bytes(params, (PARAMS_HEADER.format(name=name) + "".join(lines)).encode())
+    return params
+
+
+# --------------------------------------------------------------------------- which settings a stage reads
+_READ: set[str] | None = None
+
+
+def record_reads() -> set[str]:
+    """Start recording which top-level settings every :class:`Profile` is asked for; returns the live set.
+    A stage command records its reads and checks them against the ``params:`` it declares in dvc.yaml."""
+    global _READ
+    _READ = set()
+    return _READ
+
+
+@contextlib.contextmanager
+def unrecorded():
+    """Reads inside this block are not recorded: for code that reads settings without changing any output
+    (the GPU memory plan's warnings)."""
+    global _READ
+    saved, _READ = _READ, None
     try:
-        params = Params.model_validate(raw)
-    except ValidationError as exc:
-        lines = [f"invalid {path.name}:"]
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"])
-            got = err.get("input")
-            shown = repr(got)
-            # the offending value only: a whole section (a model-level check's input) is not repeated back
-            value = "" if isinstance(got, (dict, list)) or len(shown) > 80 else f" (got {shown})"
-            lines.append(f"  {loc or 'params'}: {err['msg']}{value}")
-        raise ConfigError("\n".join(lines)) from None
-    return params.profile, params.active
+        yield
+    finally:
+        _READ = saved
+
+
+def _note_read(name: str) -> None:
+    if _READ is not None:
+        _READ.add(name)
+
+
+_FIELDS = frozenset(Profile.model_fields)

@@ -116,7 +116,7 @@ def run_judge(profile, spec: str, questions: list[str]) -> list[float]:
     ``models.yaml``) with the profile's dtype and device, return its P(yes) for every question, and release it."""
     from .adapters import release_memory
     from .models import resolve
-    from .stages import _load
+    from .stages.common import _load
 
     lm, engine = _load(profile, resolve(spec))
     try:

@@ -395,7 +395,7 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     """Every model's concept-injection tables, written atomically to ``out_dir/<part>.parquet``; each model's
     parts are resumable shards under ``work/concept_injection/<model>``."""
     from .adapters import release_memory
-    from .stages import _fingerprint, _load, _setup
+    from .stages.common import _fingerprint, _load, _setup
 
     profile = plan.profile
     if profile.injection is None:

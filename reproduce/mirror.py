@@ -221,7 +221,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     shows one model's replies as another's."""
     from .adapters import release_memory
     from .mirror_data import load_mirror_dataset
-    from .stages import _fingerprint, _load, _setup
+    from .stages.common import _fingerprint, _load, _setup
 
     profile = plan.profile
     cfg = profile.mirror

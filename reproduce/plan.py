@@ -113,7 +113,7 @@ def workloads(plan, ref) -> dict[str, dict]:
     """Per model stage: ``prompts``, ``tokens`` (prompt tokens without sharing), ``longest`` prompt, ``new``
     tokens at most, ``rows`` per batch; for the finetunes ``pairs`` and the longest padded pair."""
     from .models import PromptFormat
-    from .stages import META_MAX_NEW_TOKENS
+    from .stages.meta_level import META_MAX_NEW_TOKENS
 
     p = plan.profile
     tok = load_tokenizer(ref)

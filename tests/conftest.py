@@ -1,5 +1,7 @@
 """Shared fixtures: a tiny real profile and the two embedded models, loaded once per session."""
 
+import contextlib
+
 import pytest
 
 from reproduce.config import Profile
@@ -30,15 +32,28 @@ def models():
     return out
 
 
+@contextlib.contextmanager
+def declared(stage: str):
+    """Run a stage's function and assert that dvc.yaml lists every setting it read (``params:``)."""
+    from reproduce import pipeline
+    from reproduce.config import record_reads
+
+    reads = record_reads()
+    yield reads
+    assert pipeline.undeclared(stage, reads=reads) == [], f"dvc.yaml stage {stage} reads more than it lists"
+
+
 def run_all(profile, root):
     """The object_level and meta_untrained stages of ``profile`` into ``root``, and their tables."""
     import pandas as pd
 
     from reproduce.stages import Plan, run_meta_untrained, run_object_level
 
-    plan = Plan(profile)
-    run_object_level(plan, root / "object_level", root / "object_samples", root / "work")
-    run_meta_untrained(plan, root / "object_level", root / "meta.parquet", root / "work")
+    with declared("object_level"):
+        plan = Plan(profile)
+        run_object_level(plan, root / "object_level", root / "object_samples", root / "work")
+    with declared("meta_untrained"):
+        run_meta_untrained(plan, root / "object_level", root / "meta.parquet", root / "work")
     return {
         "root": root,
         "object": {m: pd.read_parquet(root / "object_level" / f"{m}.parquet") for m in profile.models},

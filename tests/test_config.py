@@ -8,13 +8,21 @@ import yaml
 from reproduce.cli import main
 from reproduce.config import DEFAULT_PARAMS, ConfigError, load_params
 
-RAW = yaml.safe_load(DEFAULT_PARAMS.read_text())
+from reproduce.config import PROFILES_DIR, edits, use_profile
+
+RAW = yaml.safe_load((PROFILES_DIR / "smoke.yaml").read_text())
 
 
 @pytest.mark.parametrize("profile", ["smoke", "default", "paper"])
 def test_committed_profiles_validate(profile):
     name, p = load_params(DEFAULT_PARAMS, profile)
     assert name == profile and len(p.models) >= 2
+
+
+def test_params_yaml_is_the_default_profile():
+    """The committed params.yaml is profiles/default.yaml as `use-profile default` writes it."""
+    assert load_params(DEFAULT_PARAMS) == load_params(DEFAULT_PARAMS, "default")
+    assert edits(DEFAULT_PARAMS) == ("default", [])
 
 
 def _write(tmp_path, mutate):
@@ -26,33 +34,60 @@ def _write(tmp_path, mutate):
 
 
 @pytest.mark.parametrize("mutate,match", [
-    (lambda r: r.update(profile="huge"), "profile 'huge' is not one of"),
-    (lambda r: r["profiles"]["smoke"].update(batch_size=0), r"smoke\.batch_size"),
-    (lambda r: r["profiles"]["smoke"].update(dtype="float8"), r"smoke\.dtype"),
-    (lambda r: r["profiles"]["smoke"].update(batchsize=4), r"smoke\.batchsize: Extra inputs"),
-    (lambda r: r["profiles"]["smoke"]["tasks"].update(test=["colors"]), "both train and test"),
-    (lambda r: r["profiles"]["smoke"].update(models=["a", "a"]), "models must be distinct"),
-    (lambda r: r["profiles"]["smoke"]["sampling"].update(n_samples=0), r"sampling\.n_samples"),
+    (lambda r: r.update(batch_size=0), r"^invalid params.yaml:\n  batch_size: .*\(got 0\)$"),
+    (lambda r: r.update(dtype="float8"), r"  dtype: "),
+    (lambda r: r.update(batchsize=4), r"  batchsize: Extra inputs"),
+    (lambda r: r["tasks"].update(test=["colors"]), "both train and test"),
+    (lambda r: r.update(models=["a", "a"]), "models must be distinct"),
+    (lambda r: r["sampling"].update(n_samples=0), r"sampling\.n_samples"),
+    (lambda r: r.update(profiles={"default": {}}), "old layout"),
 ])
 def test_bad_params_are_clear_errors(tmp_path, mutate, match):
-    path = _write(tmp_path, lambda r: (r.update(profile="smoke"), mutate(r)))
+    path = _write(tmp_path, mutate)
     with pytest.raises(ConfigError, match=match):
         load_params(path)
 
 
+def test_an_unknown_profile_names_the_known_ones(tmp_path):
+    with pytest.raises(ConfigError, match=r"profile 'huge' is not one of \['default', 'paper', 'smoke'\]"):
+        load_params(DEFAULT_PARAMS, "huge")
+
+
 def test_cli_reports_bad_params_without_a_traceback(tmp_path, capsys):
-    path = _write(tmp_path, lambda r: r["profiles"]["default"].update(batch_size=-1))
-    assert main(["object-level", "--params", str(path), "--profile", "default"]) == 2
-    assert "default.batch_size" in capsys.readouterr().err
+    path = _write(tmp_path, lambda r: r.update(batch_size=-1))
+    assert main(["object-level", "--params", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "batch_size" in err and len(err.splitlines()) == 2  # the key and the value, not the whole file
 
 
-def test_use_profile_rewrites_only_the_profile_line(tmp_path):
+def test_use_profile_copies_the_profile_and_keeps_edits_unless_forced(tmp_path):
     path = tmp_path / "params.yaml"
-    path.write_text(DEFAULT_PARAMS.read_text())
+    use_profile("default", path)  # a new file
+    assert load_params(path) == load_params(DEFAULT_PARAMS, "default")
     assert main(["use-profile", "smoke", "--params", str(path)]) == 0
-    assert load_params(path)[0] == "smoke"
-    assert path.read_text().count("#") == DEFAULT_PARAMS.read_text().count("#")  # comments kept
+    assert load_params(path) == load_params(DEFAULT_PARAMS, "smoke")
+    smoke = (PROFILES_DIR / "smoke.yaml").read_text()
+    assert path.read_text().count("#") >= smoke.count("#") - 2  # comments kept (the profile's own header aside)
+    # an edit is named, and kept, unless --force
+    path.write_text(path.read_text().replace("batch_size: 16", "batch_size: 32"))
+    assert edits(path) == ("smoke", ["batch_size"])
+    before = path.read_text()
+    with pytest.raises(ConfigError, match=r"differ from profiles/smoke.yaml \(batch_size\)"):
+        use_profile("default", path)
+    assert path.read_text() == before
+    assert main(["use-profile", "default", "--params", str(path), "--force"]) == 0
+    assert load_params(path) == load_params(DEFAULT_PARAMS, "default")
     assert main(["use-profile", "nope", "--params", str(path)]) == 2
+
+
+def test_profile_reads_are_recorded():
+    """Stage commands check the settings they read against dvc.yaml (reproduce.pipeline)."""
+    from reproduce.config import record_reads
+
+    _, p = load_params(DEFAULT_PARAMS, "smoke")
+    reads = record_reads()
+    p.batch_size, p.finetune.lora_rank
+    assert reads == {"batch_size", "finetune"}
 
 
 def test_models_command_fails_for_an_unavailable_model(capsys):
@@ -95,10 +130,10 @@ def test_the_random_weights_gpu_params_file_is_valid():
 def test_an_expected_error_is_one_short_line_and_a_bug_shows_its_traceback(tmp_path, capsys, monkeypatch):
     import reproduce.cli as cli
 
-    path = _write(tmp_path, lambda r: r.update(profile="nope"))
+    path = _write(tmp_path, lambda r: r.update(seed=-1))
     assert main(["analysis", "--params", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith("error: invalid params.yaml") and "profile 'nope'" in err[1]
+    assert err[0].startswith("error: invalid params.yaml") and "seed" in err[1] and "-1" in err[1]
     assert len("\n".join(err)) < 300  # the key and the value, not the whole params dictionary back
     with pytest.raises(ConfigError):  # --debug shows the expected error's traceback too
         main(["--debug", "analysis", "--params", str(path)])

@@ -8,7 +8,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from conftest import tiny_profile
+from conftest import declared, tiny_profile
 from reproduce.properties import get_property
 from reproduce.stages import (Plan, behaviour_change_plan, object_distribution, run_behaviour_change,
                               run_calibration, run_finetune_cross, run_finetune_self, run_meta_trained,
@@ -29,11 +29,15 @@ def trained(run, tmp_path_factory):
     root = tmp_path_factory.mktemp("trained")
     plan = Plan(tiny_profile(finetune=FINETUNE, behaviour_change=BEHAVIOUR))
     obj, work = run["root"] / "object_level", root / "work"
-    self_index = run_finetune_self(plan, obj, root / "ft_self", root / "curves_self", work)
-    run_object_level_trained(plan, root / "ft_self", root / "obj_t", root / "samples_t", work)
-    cross_index = run_finetune_cross(plan, root / "obj_t", root / "ft_cross", root / "curves_cross", work)
-    meta = pd.read_parquet(run_meta_trained(plan, obj, root / "obj_t", root / "ft_self", root / "ft_cross",
-                                            root / "mt.parquet", work))
+    with declared("finetune_self"):
+        self_index = run_finetune_self(plan, obj, root / "ft_self", root / "curves_self", work)
+    with declared("object_level_trained"):
+        run_object_level_trained(plan, root / "ft_self", root / "obj_t", root / "samples_t", work)
+    with declared("finetune_cross"):
+        cross_index = run_finetune_cross(plan, root / "obj_t", root / "ft_cross", root / "curves_cross", work)
+    with declared("meta_trained"):
+        meta = pd.read_parquet(run_meta_trained(plan, obj, root / "obj_t", root / "ft_self", root / "ft_cross",
+                                                root / "mt.parquet", work))
     obj_t = {(m, s): pd.read_parquet(root / "obj_t" / f"{trained_model_name(m, s)}.parquet")
              for m in MODELS for s in SEEDS}
     return {"plan": plan, "root": root, "obj": obj, "self_index": self_index, "cross_index": cross_index,
@@ -173,8 +177,10 @@ def test_calibration_pairs_trained_predictors_with_the_self_trained_targets_samp
 @pytest.fixture(scope="module")
 def changed(run, trained):
     root = trained["root"]
-    out = run_behaviour_change(trained["plan"], trained["obj"], root / "obj_t", root / "ft_self", root / "mt.parquet",
-                               root / "bc.parquet", root / "bc", root / "bc_curves", root / "work")
+    with declared("behaviour_change"):
+        out = run_behaviour_change(trained["plan"], trained["obj"], root / "obj_t", root / "ft_self",
+                                   root / "mt.parquet", root / "bc.parquet", root / "bc", root / "bc_curves",
+                                   root / "work")
     return pd.read_parquet(out)
 
 
@@ -226,7 +232,7 @@ def test_behaviour_change_records_old_and_new_behaviour_and_the_new_prediction(t
     ({"models": ["smollm2-135m"]}, "at least two models"),
 ])
 def test_behaviour_change_rejects_bad_params_before_loading_a_model(overrides, match, monkeypatch):
-    import reproduce.stages as stages
+    import reproduce.stages.common as stages
 
     monkeypatch.setattr(stages, "load", lambda *a, **k: pytest.fail("a model was loaded"))
     plan = Plan(tiny_profile(**{"finetune": FINETUNE, "behaviour_change": BEHAVIOUR, **overrides}))
@@ -247,11 +253,13 @@ def analysed(run, trained, changed, tmp_path_factory):
     shutil.copy(run["root"] / "meta.parquet", data / "meta_untrained.parquet")
     shutil.copy(root / "mt.parquet", data / "meta_trained.parquet")
     shutil.copy(root / "bc.parquet", data / "behaviour_change.parquet")
-    run_calibration(trained["plan"], run["root"] / "object_samples", root / "samples_t", data / "meta_untrained.parquet",
-                    data / "meta_trained.parquet", data / "calibration.parquet")
+    with declared("calibration"):
+        run_calibration(trained["plan"], run["root"] / "object_samples", root / "samples_t",
+                        data / "meta_untrained.parquet", data / "meta_trained.parquet", data / "calibration.parquet")
     # the tiny tables give few cells, so tau[cell] mixes slowly: more draws (the fix the gate names), same gate
     profile = trained["plan"].profile.model_copy(update={"analysis": Analysis(draws=2000, tune=1000, target_accept=0.99)})
-    metrics = run_analysis(profile, data, tmp / "analysis")
+    with declared("analysis"):
+        metrics = run_analysis(profile, data, tmp / "analysis")
     from analysis.power import run_power
 
     run_power(tmp / "analysis", profile.analysis.rope, profile.seed, reps=50)

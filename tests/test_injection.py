@@ -25,16 +25,16 @@ SMALL = dict(layer_fractions=[0.6], strengths=[0.5], concepts=3, prefill_pairs=1
 def test_bad_injection_settings_are_refused_when_params_are_read(tmp_path, bad, message):
     import yaml
 
-    raw = yaml.safe_load(open("params.yaml").read())
-    raw["profiles"]["smoke"]["injection"].update(yaml.safe_load(bad))
+    raw = yaml.safe_load(open("profiles/smoke.yaml").read())
+    raw["injection"].update(yaml.safe_load(bad))
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(raw))
     with pytest.raises(ConfigError, match=message):
-        load_params(path, profile="smoke")
+        load_params(path)
 
 
 def test_an_unknown_concept_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch):
-    import reproduce.stages as stages
+    import reproduce.stages.common as stages
 
     def no_models(*a, **k):
         raise AssertionError("a model was loaded before the input was checked")
@@ -146,7 +146,7 @@ def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(sm
 
 def test_the_optional_judge_grades_free_text_with_a_local_model(models, monkeypatch):
     """A judge named by any model spec: its P(yes) for "claims detection" and "names the concept" per row."""
-    import reproduce.stages as stages
+    import reproduce.stages.common as stages
     from reproduce.injection import judge_freetext
 
     lm, engine = models["smollm2-135m"]

@@ -19,12 +19,12 @@ SMALL = dict(scripts=2, kinds=["insertion", "capitalisation"], levels=[0.6], tur
 @pytest.mark.parametrize("bad, message", [("kinds: [typo]", "kinds"), ("levels: [1.5]", "levels must lie in"),
                                           ("levels: [0]", "levels must lie in")])
 def test_bad_mirror_settings_are_refused_when_params_are_read(tmp_path, bad, message):
-    raw = yaml.safe_load(open("params.yaml").read())
-    raw["profiles"]["smoke"]["mirror"].update(yaml.safe_load(bad))
+    raw = yaml.safe_load(open("profiles/smoke.yaml").read())
+    raw["mirror"].update(yaml.safe_load(bad))
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(raw))
     with pytest.raises(ConfigError, match=message):
-        load_params(path, profile="smoke")
+        load_params(path)
 
 
 def test_history_conditions_by_hand():
@@ -91,7 +91,7 @@ def test_the_optional_judge_grades_every_reply_with_a_local_model(models, monkey
     gets the same grade wherever it stands in the batch); with no judge the column is NaN and nothing loads."""
     import pandas as pd
 
-    import reproduce.stages as stages
+    import reproduce.stages.common as stages
     from reproduce.mirror import judge_turns
 
     lm, engine = models["smollm2-135m"]
@@ -109,7 +109,7 @@ def test_the_optional_judge_grades_every_reply_with_a_local_model(models, monkey
 
 @pytest.mark.parametrize("experiment", ["mirror", "injection"])
 def test_a_judge_that_is_not_on_disk_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch, experiment):
-    import reproduce.stages as stages
+    import reproduce.stages.common as stages
     from reproduce.injection import run_concept_injection
     from reproduce.mirror import run_mirror
     from reproduce.models import ModelError

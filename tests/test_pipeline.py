@@ -130,7 +130,7 @@ def test_a_changed_item_selection_gets_its_own_rows_from_the_same_work_folder(mo
     ({"tasks": {"train": ["colours"], "test": ["years"]}}, DatasetError, "unknown task 'colours'"),
 ])
 def test_bad_input_fails_before_any_model_is_loaded(overrides, error, match, monkeypatch):
-    import reproduce.stages as stages
+    import reproduce.stages.common as stages
 
     monkeypatch.setattr(stages, "load", lambda *a, **k: pytest.fail("a model was loaded"))
     with pytest.raises(error, match=match):

@@ -70,7 +70,7 @@ def test_every_gpu_stage_checks_the_plan_before_loading(monkeypatch):
     with pytest.raises(PlanError, match="cannot fit the stated cuda memory"):
         fits_device(plan, "cuda", memory_gib=0.2)
     # the stage's own entry point calls it when the device is a GPU (and not on a CPU)
-    import reproduce.stages as stages
+    import reproduce.stages.common as stages
 
     calls = []
     monkeypatch.setattr(plan_module, "fits_device", lambda p: calls.append(p) or [])

@@ -1,0 +1,186 @@
+"""What each DVC stage depends on, and a check that dvc.yaml declares it.
+
+DVC re-runs a stage when one of its declared ``deps`` or ``params`` changes, and only then. So a stage that
+reads a setting or imports a module it does not declare can go stale silently, and one that declares the
+whole ``reproduce/`` folder and every setting re-runs for edits that cannot change its outputs. Two checks
+keep dvc.yaml exact:
+
+- modules, statically: :func:`stage_modules` follows the imports of the stage's command in ``reproduce/cli.py``
+  through the project's packages (imports inside functions included), and :func:`undeclared` names any such
+  file that no ``deps`` entry of the stage covers (a test runs this for every stage);
+- settings, at run time: every stage command records the top-level settings it reads
+  (:func:`reproduce.config.record_reads`) and warns, naming the key, when dvc.yaml does not list it
+  (``LOOKING_INWARD_STRICT_DEPS=1`` turns the warning into an error, as the pipeline test sets).
+
+The command line itself (``reproduce/cli.py``, which parses arguments and dispatches) and this module are
+no stage's dependency: a change there does not change any stage's outputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+from .config import REPO_ROOT
+from .errors import ProjectError
+
+PACKAGES = ("reproduce", "analysis", "figures", "report")
+#: the composition root and this check: imported by every stage command, part of none
+EXEMPT = ("reproduce/cli.py", "reproduce/pipeline.py")
+STRICT_ENV = "LOOKING_INWARD_STRICT_DEPS"
+
+
+class UndeclaredDependency(ProjectError):
+    """dvc.yaml does not declare something a stage reads."""
+
+
+def _module_file(name: str, root: Path) -> Path | None:
+    parts = name.split(".")
+    if parts[0] not in PACKAGES:
+        return None
+    base = root.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _imports(path: Path, root: Path) -> set[str]:
+    """Project modules imported anywhere in ``path`` (module level and inside functions)."""
+    package = list(path.relative_to(root).parts[:-1])  # a/b/c.py and a/b/__init__.py both sit in a.b
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            out.update(f"{mod}.{alias.name}" for alias in node.names)  # `from pkg import module`
+    return {m for m in out if m.split(".")[0] in PACKAGES}
+
+
+def _closure(start: set[str], root: Path) -> set[str]:
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
+            sub = ".".join(parts[:i])
+            path = _module_file(sub, root)
+            if path is None:
+                continue
+            rel = path.relative_to(root).as_posix()
+            if rel in seen:
+                continue
+            seen.add(rel)
+            todo.extend(_imports(path, root))
+    return seen
+
+
+def command_function(stage: str) -> str:
+    """The CLI function that runs a dvc.yaml stage: ``object_level`` -> ``cmd_object_level``."""
+    return f"cmd_{stage}"
+
+
+def stage_modules(stage: str, root: Path = REPO_ROOT) -> set[str]:
+    """The project files (relative paths) the stage's command imports, directly or through other modules."""
+    tree = ast.parse((root / "reproduce" / "cli.py").read_text())
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    name = command_function(stage)
+    if name not in funcs:
+        raise KeyError(f"reproduce/cli.py has no {name}() for the dvc.yaml stage {stage!r}")
+    start: set[str] = set()
+    for node in ast.walk(funcs[name]):
+        if isinstance(node, ast.ImportFrom):
+            mod = f"reproduce.{node.module}" if node.level == 1 else (node.module or "")
+            start.add(mod)
+            start.update(f"{mod}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            start.update(alias.name for alias in node.names)
+    # the command line's own module-level imports serve every stage (the settings loader, the errors)
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            start.add(f"reproduce.{node.module}")
+    start = {m for m in start if m.split(".")[0] in PACKAGES}
+    return {m for m in _closure(start, root) if m not in EXEMPT}
+
+
+def read_stages(dvc_yaml: Path = REPO_ROOT / "dvc.yaml") -> dict:
+    return yaml.safe_load(dvc_yaml.read_text())["stages"]
+
+
+def declared(stage: str, dvc_yaml: Path = REPO_ROOT / "dvc.yaml") -> tuple[list[str], list[str] | None]:
+    """``(deps, params)`` of a stage as dvc.yaml lists them; params None means the whole params file."""
+    spec = read_stages(dvc_yaml)[stage]
+    deps = [str(d) for d in spec.get("deps", [])]
+    params: list[str] | None = []
+    for entry in spec.get("params", []):
+        if isinstance(entry, str):
+            params.append(entry)
+        else:  # {file: [keys]} or {file: null}: the whole file
+            for _file, keys in entry.items():
+                if not keys:
+                    params = None
+                    break
+                params.extend(keys)
+        if params is None:
+            break
+    return deps, params
+
+
+def _covered(path: str, deps: list[str]) -> bool:
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in deps)
+
+
+def undeclared(stage: str, modules: set[str] | None = None, reads: set[str] | None = None,
+               dvc_yaml: Path = REPO_ROOT / "dvc.yaml") -> list[str]:
+    """What ``stage`` imports (``modules``: project files) or reads (``reads``: top-level settings) that its
+    dvc.yaml entry does not declare, one line each."""
+    deps, params = declared(stage, dvc_yaml)
+    out = [f"module {m}" for m in sorted(modules or ()) if not _covered(m, deps)]
+    if params is not None:
+        out += [f"setting {k}" for k in sorted(reads or ()) if not any(k == p or k.startswith(p + ".")
+                                                                       or p.startswith(k + ".") for p in params)]
+    return out
+
+
+def loaded_modules(root: Path = REPO_ROOT) -> set[str]:
+    """The project files this process has imported."""
+    out = set()
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if not f:
+            continue
+        try:
+            rel = Path(f).resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if rel.split("/")[0] in PACKAGES and rel not in EXEMPT:
+            out.add(rel)
+    return out
+
+
+def check_stage(command: str, reads: set[str], root: Path = REPO_ROOT) -> None:
+    """After a stage command: warn (or, with ``LOOKING_INWARD_STRICT_DEPS=1``, fail) when dvc.yaml does not
+    declare a setting the stage read or a module it imported. Silent outside a project checkout."""
+    dvc_yaml = root / "dvc.yaml"
+    stage = command.replace("-", "_")
+    if not dvc_yaml.exists() or stage not in read_stages(dvc_yaml):
+        return
+    missing = undeclared(stage, loaded_modules(root), reads, dvc_yaml)
+    if not missing:
+        return
+    msg = (f"dvc.yaml's stage {stage!r} does not declare what it used: {', '.join(missing)}; add them to its "
+           f"deps/params, or DVC will not re-run it when they change")
+    if os.environ.get(STRICT_ENV) == "1":
+        raise UndeclaredDependency(msg)
+    print(f"warning: {msg}", file=sys.stderr)
