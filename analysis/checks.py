@@ -157,35 +157,37 @@ def summarise_scenario(rows: pd.DataFrame, rope: float) -> dict:
 
 
 def plot_ranks(ranks: pd.DataFrame, path, bins: int | None = None) -> None:
-    """SBC rank histograms, one panel per parameter, with the 99% band of a uniform histogram's counts."""
+    """SBC rank histograms, one facet per parameter (seaborn's FacetGrid over the long rank table), with the
+    99% band of a uniform histogram's counts."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import seaborn as sns
     from scipy import stats
 
-    names = sorted(ranks["parameter"].unique())
-    cols = 4
-    rows_ = int(np.ceil(len(names) / cols))
-    fig, axes = plt.subplots(rows_, cols, figsize=(2.6 * cols, 1.9 * rows_), squeeze=False)
-    for ax, name in zip(axes.ravel(), names):
-        g = ranks[ranks["parameter"] == name]
-        n, L = len(g), int(g["thin"].iloc[0])
+    n_reps = ranks["rep"].nunique()
+    grid = sns.FacetGrid(ranks.sort_values("parameter"), col="parameter", col_wrap=4, height=1.9, aspect=1.37,
+                         sharex=False, sharey=False, despine=False)
+
+    def facet(rank, thin, **_):
+        ax, n, L = plt.gca(), len(rank), int(thin.iloc[0])
         b = bins or int(np.clip(n // 10, 4, 20))
         lo, hi = stats.binom.ppf([0.005, 0.995], n, 1 / b)
         ax.axhspan(lo, hi, color="0.88", lw=0)
-        ax.hist(g["rank"], bins=b, range=(0, L + 1), color="#0072B2", edgecolor="white")
-        ax.set_title(name, fontsize=8)
+        sns.histplot(x=rank, bins=b, binrange=(0, L + 1), color="#0072B2", edgecolor="white", alpha=1, ax=ax)
         ax.set_yticks([])
         ax.set_xticks([0, L])
-    for ax in axes.ravel()[len(names):]:
-        ax.axis("off")
-    fig.suptitle(f"SBC ranks of the advantage model ({ranks['rep'].nunique()} replicates; grey: 99% band "
-                 "of a uniform histogram)", fontsize=9)
-    fig.tight_layout()
+
+    grid.map(facet, "rank", "thin")
+    grid.set_axis_labels("", "")
+    grid.set_titles("{col_name}", size=8)
+    grid.figure.suptitle(f"SBC ranks of the advantage model ({n_reps} replicates; grey: 99% band of a uniform "
+                         "histogram)", fontsize=9)
+    grid.figure.tight_layout()
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+        grid.figure.savefig(tmp, dpi=110, format="png")
+    plt.close(grid.figure)
 
 
 # ------------------------------------------------------------------------------- leave one task out

@@ -255,6 +255,35 @@ def cmd_report(args) -> None:
         print(f"{kind}: {path}")
 
 
+def cmd_release(args) -> None:
+    from .cards import write_cards
+
+    for name, path in write_cards(params=Path(args.params)).items():
+        print(f"{name}: {path}")
+
+
+def cmd_artifacts(args) -> None:
+    from .cards import sync_artifacts
+    from .citation import read_manifests
+    from .errors import DataError
+
+    manifests = read_manifests(Path(args.data_raw), "all")
+    if args.tag:
+        from .cards import tag_datasets
+
+        for tag in tag_datasets(manifests):
+            print(f"tagged {tag}")
+        return
+    in_step = sync_artifacts(manifests, write=not args.check)
+    if in_step:
+        print("dvc.yaml's artifacts are in step with the dataset manifests")
+    elif args.check:
+        raise DataError("dvc.yaml's artifacts section is out of step with data_raw/*/manifest.json; run "
+                        "`looking-inward artifacts` to rewrite it")
+    else:
+        print("dvc.yaml: artifacts section rewritten from the dataset manifests")
+
+
 def cmd_screenshot(args) -> None:
     from report import blank_fraction, screenshot
 
@@ -530,6 +559,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--memory-gib", type=float, default=None,
                    help="the device's memory, to plan for one that is not here (default: measured)")
     s.set_defaults(func=cmd_plan)
+
+    s = sub.add_parser("release", help="a card (models, profile, dtype, hardware, code version, rows, sha256) for "
+                                      "every behaviour table of the run, in data/release/")
+    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
+    s.set_defaults(func=cmd_release, timed="release")
+
+    s = sub.add_parser("artifacts", help="write dvc.yaml's artifacts section (the datasets and behaviour tables, "
+                                        "each with its version and hashes) from the dataset manifests")
+    s.add_argument("--data-raw", default="data_raw", help="datasets folder (default: %(default)s)")
+    s.add_argument("--check", action="store_true", help="only check; exit 2 when the section is out of step")
+    s.add_argument("--tag", action="store_true",
+                   help="tag each dataset version in git (dataset-<task>@v<version>, annotated, at HEAD), so that "
+                        "`dvc artifacts get <repo> dataset-<task>` finds it")
+    s.set_defaults(func=cmd_artifacts)
 
     s = sub.add_parser("use-profile", help="write a profile (profiles/NAME.yaml: smoke, default or paper) to "
                                           "params.yaml, the configuration `dvc repro` runs",

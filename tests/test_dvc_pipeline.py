@@ -1,5 +1,7 @@
 """dvc.yaml declares what each stage uses: the modules its command imports, and the settings it reads."""
 
+from pathlib import Path
+
 import pytest
 
 from reproduce import pipeline
@@ -46,11 +48,27 @@ def test_an_undeclared_setting_or_module_is_named(monkeypatch, capsys):
     pipeline.check_stage("not-a-dvc-stage", reads)  # helpers outside dvc.yaml are not checked
 
 
+def _dvc(cwd):
+    """A function running dvc in ``cwd`` that returns its stdout and fails the test with its stderr."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).with_name("dvc")
+    dvc = [str(exe)] if exe.exists() else ["dvc"]
+
+    def run(*args):
+        out = subprocess.run(dvc + list(args), cwd=cwd, capture_output=True, text=True)
+        assert out.returncode == 0, f"dvc {' '.join(args)}: {out.stderr[-1500:]}"
+        return out.stdout
+
+    return run
+
+
 def _project_copy(dest):
     """The files dvc.yaml names (code, params, profiles, paper, datasets) in a new DVC project at ``dest``,
     with every stage's outputs as placeholders, committed to dvc.lock as if the pipeline had run."""
     import shutil
-    import subprocess
 
     from reproduce.config import REPO_ROOT
 
@@ -69,13 +87,7 @@ def _project_copy(dest):
                 else:
                     path.mkdir(parents=True)
                     (path / "placeholder").write_text("x")
-    dvc = [str(REPO_ROOT / ".venv" / "bin" / "dvc")] if (REPO_ROOT / ".venv" / "bin" / "dvc").exists() else ["dvc"]
-
-    def run(*args):
-        out = subprocess.run(dvc + list(args), cwd=dest, capture_output=True, text=True)
-        assert out.returncode == 0, f"dvc {' '.join(args)}: {out.stderr[-1500:]}"
-        return out.stdout
-
+    run = _dvc(dest)
     run("init", "--no-scm", "-q")
     run("commit", "-f")
     return run
@@ -100,13 +112,14 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
     raw = yaml.safe_load(original)
     raw["analysis"]["bootstrap"] = 500
     params.write_text(yaml.safe_dump(raw))
-    assert _stale(run) == {"analysis", "power", "mirror_analysis", "injection_analysis", "report"}
+    # the report and the behaviour cards quote the whole configuration, so they follow every setting
+    assert _stale(run) == {"analysis", "power", "mirror_analysis", "injection_analysis", "report", "release"}
 
     raw = yaml.safe_load(original)
     raw["finetune"]["lora_rank"] = 32
     params.write_text(yaml.safe_dump(raw))
     assert _stale(run) == {"finetune_self", "object_level_trained", "finetune_cross", "meta_trained", "calibration",
-                           "behaviour_change", "report"}
+                           "behaviour_change", "report", "release"}
 
     params.write_text(original)
     (tmp_path / "reproduce" / "cli.py").write_text((tmp_path / "reproduce" / "cli.py").read_text() + "\n# edit\n")
@@ -116,3 +129,112 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
     stale = _stale(run)
     assert {"finetune_self", "finetune_cross", "behaviour_change"} <= stale
     assert not stale & {"object_level", "meta_untrained", "concept_injection", "mirror", "analysis"}
+
+
+def test_a_finished_run_travels_through_a_remote_without_recomputation(tmp_path):
+    """`dvc push` a run, clone it (git's files only: code, params, dvc.lock, datasets, the committed metrics),
+    `dvc pull`: every stage is up to date and the report is there, with nothing recomputed."""
+    import shutil
+
+    src, clone, remote = tmp_path / "run", tmp_path / "clone", tmp_path / "remote"
+    src.mkdir()
+    run = _project_copy(src)
+    (src / "data" / "report" / "placeholder").write_text("the rendered report")
+    run("commit", "-f")
+    run("remote", "add", "-d", "store", str(remote))
+    run("push")
+    # what git carries: everything but the DVC-cached outputs and DVC's cache
+    cached = {src / o for spec in STAGES.values() for o in spec.get("outs", []) + spec.get("plots", [])
+              if isinstance(o, str)}
+    skip = cached | {src / ".dvc" / "cache", src / ".dvc" / "tmp"}
+    shutil.copytree(src, clone, ignore=lambda d, names: [n for n in names if Path(d) / n in skip])
+    assert not (clone / "data" / "report").exists()
+    pull = _dvc(clone)
+    pull("pull")
+    assert (clone / "data" / "report" / "placeholder").read_text() == "the rendered report"
+    assert _stale(pull) == set()
+
+
+def test_dvc_yaml_declares_every_dataset_as_an_artifact_in_step_with_its_manifest():
+    import yaml
+
+    from reproduce.cards import BEHAVIOUR, sync_artifacts
+    from reproduce.citation import read_manifests
+    from reproduce.config import REPO_ROOT
+
+    manifests = read_manifests(REPO_ROOT / "data_raw", "all")
+    assert sync_artifacts(manifests, write=False), "run `looking-inward artifacts`"
+    artifacts = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["artifacts"]
+    for m in manifests:
+        a = artifacts["dataset-" + m["name"].replace("_", "-")]
+        assert a["path"] == f"data_raw/{m['name']}" and a["type"] == "dataset"
+        assert a["meta"]["version"] == m["version"] and a["meta"]["release_sha256"] == m["release_sha256"]
+    assert set(BEHAVIOUR) <= set(artifacts)
+
+
+def test_a_tagged_dataset_version_is_fetched_by_name(tmp_path):
+    """`looking-inward artifacts --tag` registers the versions; `dvc artifacts get` then finds a dataset."""
+    import shutil
+    import subprocess
+
+    from reproduce.cards import tag_datasets
+    from reproduce.citation import read_manifests
+    from reproduce.config import REPO_ROOT
+
+    repo = tmp_path / "repo"
+    (repo / "data_raw").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "dvc.yaml", repo / "dvc.yaml")
+    shutil.copytree(REPO_ROOT / "data_raw" / "animals", repo / "data_raw" / "animals")
+    git = lambda *a: subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=repo,  # noqa: E731
+                                    capture_output=True, text=True, check=True)
+    git("init", "-q")
+    _dvc(repo)("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "datasets")
+    manifests = read_manifests(repo / "data_raw", "all")
+    assert tag_datasets(manifests, repo) == ["dataset-animals@v1.0.0"]
+    assert tag_datasets(manifests, repo) == []  # once
+    _dvc(tmp_path)("artifacts", "get", str(repo), "dataset-animals", "-o", str(tmp_path / "got"))
+    assert (tmp_path / "got" / "items.jsonl").read_bytes() == (REPO_ROOT / "data_raw/animals/items.jsonl").read_bytes()
+
+
+def test_behaviour_cards_name_models_profile_dtype_hardware_and_hashes(tmp_path):
+    import hashlib
+    import json
+
+    import pandas as pd
+
+    from reproduce.cards import BEHAVIOUR, write_cards
+    from reproduce.config import PROFILES_DIR
+
+    data = tmp_path / "data"
+    frame = lambda col, names: pd.DataFrame({col: names, "dtype": "float32", "x": range(len(names))})  # noqa: E731
+    for d in ("object_level", "object_samples", "object_level_trained"):
+        (data / d).mkdir(parents=True)
+        frame("model", ["m1", "m1", "m1"]).to_parquet(data / d / "m1.parquet")
+        frame("model", ["m2"]).to_parquet(data / d / "m2.parquet")
+    for f in ("meta_untrained", "meta_trained"):
+        frame("predictor", ["m1", "m2"]).to_parquet(data / f"{f}.parquet")
+    (data / "timings.json").write_text(json.dumps({"stages": {"object-level": {
+        "hardware": "CPU test [avx2], kernels AVX2, 2 threads", "finished": "2026-11-23T00:00:00+00:00"}}}))
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "smoke.yaml").write_text((PROFILES_DIR / "smoke.yaml").read_text())
+    params = tmp_path / "params.yaml"
+    params.write_text((PROFILES_DIR / "smoke.yaml").read_text().replace("batch_size: 16", "batch_size: 8"))
+
+    written = write_cards(tmp_path, tmp_path / "release", params)
+    assert set(written) == set(BEHAVIOUR)
+    card = json.loads(written["behaviour-object-level"].read_text())
+    assert card["rows"] == 4 and card["models"] == ["m1", "m2"] and card["dtype"] == ["float32"]
+    assert card["profile"] == "smoke" and card["edited_settings"] == ["batch_size"]
+    assert card["hardware"].startswith("CPU test") and len(card["code"]["stage_modules_sha256"]) == 64
+    files = {f["file"]: f for f in card["files"]}
+    raw = (data / "object_level" / "m1.parquet").read_bytes()
+    assert files["data/object_level/m1.parquet"] == {"file": "data/object_level/m1.parquet", "rows": 3,
+                                                     "sha256": hashlib.sha256(raw).hexdigest()}
+    # the artifact's hash changes with any file's bytes
+    before = card["sha256"]
+    frame("model", ["m2", "m2"]).to_parquet(data / "object_level" / "m2.parquet")
+    assert json.loads(write_cards(tmp_path, tmp_path / "release", params)["behaviour-object-level"]
+                      .read_text())["sha256"] != before
+    assert "behaviour-meta-trained" in (tmp_path / "release" / "README.md").read_text()
