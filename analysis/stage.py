@@ -11,7 +11,8 @@ Outputs under ``data/analysis/``:
   target and pooled, raw and renormalised meta distributions, paired self - cross difference), behaviour
   tracking against its mode baselines with the permutation null, posterior-predictive checks;
 * ``posterior/<model>.nc`` -- the posterior draws (netcdf);
-* ``metrics.json`` -- headline numbers with intervals and diagnostics (``dvc metrics show``);
+* ``metrics.json`` -- every result with its interval and diagnostics (committed with the code);
+* ``headline.json`` -- a dozen of them, flat: the DVC metrics ``dvc exp show`` and ``dvc metrics diff`` compare;
 * ``numbers.json`` -- a flat ``name -> value`` map the manuscript quotes (no number is typed by hand).
 
 Nothing is written until every model has passed the gate.
@@ -620,7 +621,38 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         _write_netcdf(idata, out / "posterior" / f"{name}.nc")
     atomic_write_json(out / "metrics.json", _jsonable(metrics))
     atomic_write_json(out / "numbers.json", _jsonable(numbers))
+    atomic_write_json(out / "headline.json", _jsonable(headline(metrics)))
     return metrics
+
+
+def headline(metrics: dict) -> dict:
+    """A dozen headline numbers, flat (DVC's ``metrics``: ``dvc exp show`` and ``dvc metrics diff`` put runs
+    side by side on these; ``metrics.json`` keeps every number with its interval and diagnostics)."""
+    out: dict = {}
+
+    def put(prefix: str, d: dict | None, keys=("mean", "low", "high")) -> None:
+        for k in keys:
+            if d is not None and d.get(k) is not None:
+                out[f"{prefix}_{k}" if k != "mean" else prefix] = d[k]
+
+    adv = metrics.get("advantage", {})
+    put("delta", adv.get("overall"))
+    put("gamma", adv.get("gamma"), ("mean",))
+    if "p_every_direction" in adv:
+        out["p_every_direction"] = adv["p_every_direction"]
+    put("training_effect", metrics.get("training_effect", {}).get("overall"))
+    cal = metrics.get("calibration", {})
+    mad = cal.get("mad_difference", {}).get("pooled")
+    if mad:
+        out["mad_self_minus_cross"], out["mad_self_minus_cross_low"] = mad["difference"], mad["low"]
+        out["mad_self_minus_cross_high"] = mad["high"]
+    put("log_score_self_minus_cross", cal.get("log_score", {}).get("self_minus_cross"))
+    beh = metrics.get("behaviour", {})
+    if (share := beh.get("share_new")) is not None:
+        out["behaviour_share_new"] = share.get("share")
+    if (vs := beh.get("vs_mode", {}).get("new")) is not None:
+        out["behaviour_new_vs_mode"] = vs.get("estimate")
+    return out
 
 
 def _precision(meta_u: pd.DataFrame, meta_t: pd.DataFrame) -> dict:

@@ -238,3 +238,16 @@ def test_behaviour_cards_name_models_profile_dtype_hardware_and_hashes(tmp_path)
     assert json.loads(write_cards(tmp_path, tmp_path / "release", params)["behaviour-object-level"]
                       .read_text())["sha256"] != before
     assert "behaviour-meta-trained" in (tmp_path / "release" / "README.md").read_text()
+
+
+def test_every_figure_is_a_dvc_plot():
+    import yaml
+
+    from figures.injection import FIGURES as INJECTION
+    from figures.mirror import FIGURES as MIRROR
+    from figures.plots import FIGURES
+    from reproduce.config import REPO_ROOT
+
+    plots = set(yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["plots"])
+    assert plots == ({f"data/figures/{n}.png" for n in FIGURES} | {f"data/injection/figures/{n}.png" for n in INJECTION}
+                     | {f"data/mirror/figures/{n}.png" for n in MIRROR})

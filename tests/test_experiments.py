@@ -271,6 +271,9 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
 
     metrics, out = analysed["metrics"], analysed["out"]
     assert json.loads((out / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
+    head = json.loads((out / "headline.json").read_text())  # the DVC metrics: flat numbers from metrics.json
+    assert head["delta"] == metrics["advantage"]["overall"]["mean"] and all(
+        isinstance(v, (int, float)) for v in head.values())
     adv = metrics["advantage"]
     assert adv["diagnostics"]["r_hat_max"] <= 1.01 and adv["diagnostics"]["divergences"] == 0
     assert -100 < adv["overall"]["low"] < adv["overall"]["mean"] < adv["overall"]["high"] < 100
