@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import __version__
-from .config import DEFAULT_PARAMS, REPO_ROOT, edits
+from .config import CODE_ROOT, DEFAULT_PARAMS, REPO_ROOT, edits
 from .errors import MissingInput
 from .io import atomic_write_bytes, atomic_write_json
 
@@ -60,7 +60,7 @@ def _git_commit(root: Path) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def code_hash(stage: str, root: Path = REPO_ROOT) -> str:
+def code_hash(stage: str, root: Path = CODE_ROOT) -> str:
     """sha256 over the source of every project module the stage's command imports (:mod:`reproduce.pipeline`)."""
     from .pipeline import stage_modules
 
@@ -71,7 +71,7 @@ def code_hash(stage: str, root: Path = REPO_ROOT) -> str:
 
 
 def behaviour_card(name: str, root: Path = REPO_ROOT, params: Path = DEFAULT_PARAMS,
-                   code_root: Path = REPO_ROOT) -> dict:
+                   code_root: Path = CODE_ROOT) -> dict:
     """The card of one behaviour artifact of the run under ``root`` (its code under ``code_root``)."""
     rel, stage, desc = BEHAVIOUR[name]
     path = root / rel
@@ -103,7 +103,7 @@ def behaviour_card(name: str, root: Path = REPO_ROOT, params: Path = DEFAULT_PAR
 
 
 def write_cards(root: Path = REPO_ROOT, out: Path = RELEASE, params: Path = DEFAULT_PARAMS,
-                code_root: Path = REPO_ROOT) -> dict[str, Path]:
+                code_root: Path = CODE_ROOT) -> dict[str, Path]:
     """A card (JSON) per behaviour artifact and an index (README.md) under ``out``."""
     cards = {name: behaviour_card(name, root, params, code_root) for name in BEHAVIOUR}
     written = {}

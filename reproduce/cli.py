@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-from .config import DEFAULT_PARAMS, REPO_ROOT, load_params, record_reads
-from .errors import MissingInput, ProjectError
+
+def _root_from_argv(argv: list[str]) -> str | None:
+    """``--root DIR`` (before the command), read before the settings module fixes the project root."""
+    for i, a in enumerate(argv):
+        if a == "--root" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--root="):
+            return a.split("=", 1)[1]
+    return None
+
+
+if (_root := _root_from_argv(sys.argv[1:])) is not None:
+    os.environ["LOOKING_INWARD_ROOT"] = _root
+
+from .config import DEFAULT_PARAMS, REPO_ROOT, load_params, record_reads  # noqa: E402
+from .errors import MissingInput, ProjectError, UsageError  # noqa: E402
 
 #: every stage command records its wall time here (not a DVC output: it survives re-runs of other stages)
 TIMINGS = REPO_ROOT / "data" / "timings.json"
@@ -393,6 +408,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reproduce 'Looking Inward' (Binder et al. 2024) with local models. The pipeline runs with "
                     "`dvc repro`; these commands are its stages and helpers.",
     )
+    p.add_argument("--root", default=None,
+                   help="the project to work on: its params.yaml, profiles/, data_raw/ and data/ (default: the "
+                        "nearest folder at or above the working directory with dvc.yaml and params.yaml; "
+                        "$LOOKING_INWARD_ROOT sets it too)")
     p.add_argument("--debug", action="store_true",
                    help="show the traceback of expected errors too (bad params, missing inputs); unexpected "
                         "errors always show theirs")
@@ -590,6 +609,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     start = time.perf_counter()
     try:
+        if args.root is not None and Path(args.root).expanduser().resolve() != REPO_ROOT:
+            raise UsageError(f"--root {args.root} came too late: this process already works on {REPO_ROOT}; "
+                             f"give --root on the command line, or set LOOKING_INWARD_ROOT before starting")
         timed = getattr(args, "timed", None)
         reads = record_reads() if timed else None
         args.func(args)

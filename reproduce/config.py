@@ -11,6 +11,7 @@ with a message naming the key, instead of after minutes of inference.
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -19,7 +20,28 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ProjectError
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+ROOT_ENV = "LOOKING_INWARD_ROOT"
+#: where the package's own source lives (the modules dvc.yaml lists as stage dependencies)
+CODE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The project a command works on: ``$LOOKING_INWARD_ROOT`` (``looking-inward --root DIR`` sets it); else
+    the nearest folder at or above the working directory with a ``dvc.yaml`` and a ``params.yaml``; else the
+    source checkout, when the package runs from one; else the working directory. Never an installed
+    package's folder, so a non-editable install writes nothing into site-packages."""
+    env = os.environ.get(ROOT_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "dvc.yaml").is_file() and (d / "params.yaml").is_file():
+            return d
+    return CODE_ROOT if (CODE_ROOT / "dvc.yaml").is_file() else here
+
+
+#: the project root: params.yaml, profiles/, data_raw/ and data/ live here (:func:`find_root`)
+REPO_ROOT = find_root()
 DEFAULT_PARAMS = REPO_ROOT / "params.yaml"
 PROFILES_DIR = REPO_ROOT / "profiles"
 

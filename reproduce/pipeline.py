@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from .config import REPO_ROOT
+from .config import CODE_ROOT, REPO_ROOT
 from .errors import ProjectError
 
 PACKAGES = ("reproduce", "analysis", "figures", "report")
@@ -91,7 +91,7 @@ def command_function(stage: str) -> str:
     return f"cmd_{stage}"
 
 
-def stage_modules(stage: str, root: Path = REPO_ROOT) -> set[str]:
+def stage_modules(stage: str, root: Path = CODE_ROOT) -> set[str]:
     """The project files (relative paths) the stage's command imports, directly or through other modules."""
     tree = ast.parse((root / "reproduce" / "cli.py").read_text())
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -153,7 +153,7 @@ def undeclared(stage: str, modules: set[str] | None = None, reads: set[str] | No
     return out
 
 
-def loaded_modules(root: Path = REPO_ROOT) -> set[str]:
+def loaded_modules(root: Path = CODE_ROOT) -> set[str]:
     """The project files this process has imported."""
     out = set()
     for mod in list(sys.modules.values()):
@@ -176,7 +176,7 @@ def check_stage(command: str, reads: set[str], root: Path = REPO_ROOT) -> None:
     stage = command.replace("-", "_")
     if not dvc_yaml.exists() or stage not in read_stages(dvc_yaml):
         return
-    missing = undeclared(stage, loaded_modules(root), reads, dvc_yaml)
+    missing = undeclared(stage, loaded_modules(), reads, dvc_yaml)
     if not missing:
         return
     msg = (f"dvc.yaml's stage {stage!r} does not declare what it used: {', '.join(missing)}; add them to its "

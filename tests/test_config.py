@@ -152,3 +152,29 @@ def _with_func(parser, command, func):
     for action in parser._subparsers._group_actions:
         action.choices[command].set_defaults(func=func)
     return parser
+
+
+def test_the_project_root_is_found_from_the_working_directory_not_the_module(tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+    import sys
+
+    from reproduce.config import CODE_ROOT, ROOT_ENV, find_root
+
+    project = tmp_path / "project"
+    (project / "sub" / "deeper").mkdir(parents=True)
+    (project / "dvc.yaml").write_text("stages: {}\n")
+    shutil.copy(PROFILES_DIR / "smoke.yaml", project / "params.yaml")
+    shutil.copytree(PROFILES_DIR, project / "profiles")
+    monkeypatch.delenv(ROOT_ENV, raising=False)
+    assert find_root(project / "sub" / "deeper") == project
+    assert find_root(tmp_path) == CODE_ROOT  # no project here: the source checkout this runs from
+    monkeypatch.setenv(ROOT_ENV, str(project))
+    assert find_root(tmp_path) == project
+    # --root: the command works on that project, from anywhere
+    env = {k: v for k, v in __import__("os").environ.items() if k != ROOT_ENV}
+    out = subprocess.run([sys.executable, "-m", "reproduce.cli", "--root", str(project), "use-profile", "default",
+                          "--force"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert load_params(project / "params.yaml")[0] == "default"
+    assert main(["--root", str(project), "timings"]) == 2  # in a process already at another root: refused
