@@ -34,7 +34,7 @@ WORDS = {"above": "above", "below": "below", "unclear": "not distinguishable fro
 
 
 def _table(df: pd.DataFrame, caption: str, label: str) -> str:
-    from . import _md_table
+    from .tables import _md_table
 
     return _md_table(df.astype(str), caption, label)
 

@@ -299,6 +299,17 @@ def cmd_artifacts(args) -> None:
         print("dvc.yaml: artifacts section rewritten from the dataset manifests")
 
 
+def cmd_dvc_deps(args) -> None:
+    from .errors import DataError
+    from .pipeline import sync_code_deps
+
+    changed = sync_code_deps(write=not args.check)
+    if changed and args.check:
+        raise DataError(f"dvc.yaml's code deps are out of step for {', '.join(changed)}; run `looking-inward "
+                        f"dvc-deps` to rewrite them")
+    print(f"rewrote the code deps of {', '.join(changed)}" if changed else "dvc.yaml's code deps are exact")
+
+
 def cmd_screenshot(args) -> None:
     from report import blank_fraction, screenshot
 
@@ -592,6 +603,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tag each dataset version in git (dataset-<task>@v<version>, annotated, at HEAD), so that "
                         "`dvc artifacts get <repo> dataset-<task>` finds it")
     s.set_defaults(func=cmd_artifacts)
+
+    s = sub.add_parser("dvc-deps", help="rewrite each dvc.yaml stage's code deps as exactly the project modules "
+                                       "its command imports (followed statically, imports inside functions too)")
+    s.add_argument("--check", action="store_true", help="only check; exit 2 when a stage's list is out of step")
+    s.set_defaults(func=cmd_dvc_deps)
 
     s = sub.add_parser("use-profile", help="write a profile (profiles/NAME.yaml: smoke, default or paper) to "
                                           "params.yaml, the configuration `dvc repro` runs",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -184,3 +185,40 @@ def check_stage(command: str, reads: set[str], root: Path = REPO_ROOT) -> None:
     if os.environ.get(STRICT_ENV) == "1":
         raise UndeclaredDependency(msg)
     print(f"warning: {msg}", file=sys.stderr)
+
+
+def _is_code(dep: str) -> bool:
+    return dep.split("/")[0] in PACKAGES and (dep.endswith(".py") or "/" not in dep)
+
+
+def sync_code_deps(dvc_yaml: Path = REPO_ROOT / "dvc.yaml", write: bool = True) -> list[str]:
+    """Make every stage's code ``deps`` in dvc.yaml exactly :func:`stage_modules` (data deps and comments are
+    kept); returns the stages whose list changed (``write=False``: only report them)."""
+    lines = dvc_yaml.read_text().split("\n")
+    out, changed, stage, in_stages, i = [], [], None, False, 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("stages:"):
+            in_stages = True
+        elif in_stages and (m := re.match(r"^  (\w+):", line)):
+            stage = m.group(1)
+        if in_stages and stage and line == "    deps:":
+            out.append(line)
+            i += 1
+            block = []
+            while i < len(lines) and lines[i].startswith("      - "):
+                block.append(lines[i])
+                i += 1
+            data = [b for b in block if not _is_code(b[8:].split("#")[0].strip())]
+            code = [f"      - {m}" for m in sorted(stage_modules(stage))]
+            if [b for b in block if b not in data] != code:
+                changed.append(stage)
+            out += data + code
+            continue
+        out.append(line)
+        i += 1
+    if changed and write:
+        from .io import atomic_write_bytes
+
+        atomic_write_bytes(dvc_yaml, "\n".join(out).encode())
+    return changed

@@ -73,7 +73,8 @@ def data_uri_figure_bytes(html: str, name: str) -> bytes:
     import base64
     import re
 
-    from report import _figure_segment, fig_id
+    from report.checks import _figure_segment
+    from report.formatting import fig_id
 
     segment = _figure_segment(html, fig_id(name)) or ""
     m = re.search(r'src="data:image/png;base64,([^"]+)"', segment)

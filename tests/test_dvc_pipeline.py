@@ -17,6 +17,11 @@ def test_every_module_a_stage_imports_is_a_declared_dependency(stage):
     assert pipeline.undeclared(stage, modules) == []
 
 
+def test_code_deps_are_exactly_the_imported_modules():
+    """No stage lists a module it does not import (`looking-inward dvc-deps` rewrites the lists)."""
+    assert pipeline.sync_code_deps(write=False) == []
+
+
 def test_model_stages_do_not_depend_on_later_stages_code():
     """A change to finetuning or the analysis re-runs neither the object level nor the meta level."""
     for stage in ("object_level", "meta_untrained"):

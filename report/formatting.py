@@ -1,0 +1,104 @@
+"""How numbers are written in the manuscript (one formatter per kind), and the report's paths."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+
+from reproduce.config import REPO_ROOT
+from reproduce.errors import ProjectError
+
+
+PAPER = REPO_ROOT / "paper"
+
+
+ANALYSIS = REPO_ROOT / "data" / "analysis"
+
+
+FIGURES = REPO_ROOT / "data" / "figures"
+
+
+REPORT = REPO_ROOT / "data" / "report"
+
+
+DATA_RAW = REPO_ROOT / "data_raw"
+
+
+FILTER = "filters/quarto-compat.lua"
+
+
+MINUS = "\u2212"
+
+
+class ReportError(ProjectError, RuntimeError):
+    """The report cannot be built or failed its checks; the message says what to run or fix."""
+
+
+def fmt(value: float, digits: int = 1) -> str:
+    """A number as the manuscript prints it: fixed decimals, a true minus sign, no '-0.0'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    s = f"{value:.{digits}f}"
+    if float(s) == 0:
+        s = s.lstrip("-")
+    return s.replace("-", MINUS)
+
+
+def fmt_prob(p: float) -> str:
+    """A posterior probability: two decimals, with the ends stated as bounds (never '1.00'); 'n/a' when the
+    analysis had nothing to compute it from (a missing value)."""
+    from analysis.verdicts import probability_text
+
+    return "n/a" if p is None or p != p else probability_text(p)
+
+
+def _count(v) -> str:
+    return f"{int(round(v)):,}"
+
+
+def format_key(key: str, value: Any) -> str:
+    """Format one entry of ``numbers.json`` by the convention of its name: probabilities (``p_positive``,
+    ``p_value``, ``model_p_*``) as probabilities, counts (``_k``, ``_n``, ``n_*``, ``evaluated``, ``changed``) as integers,
+    shares (``_share``/``_low``/``_high`` of a share) as percentages, everything else (already percentage points)
+    with one decimal."""
+    if key.endswith(("p_positive", "p_value", "p_every_direction")):
+        return fmt_prob(value)
+    if key.startswith("calibration_log_score_"):  # nats per sample
+        return fmt(value, 2)
+    if key.startswith("behaviour_model_p_"):
+        return fmt(100 * value)
+    if (key.endswith(("_k", "_n")) or key.startswith("n_")
+            or key in ("behaviour_evaluated", "behaviour_changed")):
+        return _count(value)
+    if key.startswith("behaviour_share_") or key == "behaviour_changed_share":
+        return fmt(100 * value)
+    return fmt(value)
+
+
+def _ci(estimate: float, low: float, high: float, scale: float = 1.0) -> str:
+    """An estimate with its interval, ``"4.2 [3.0, 5.8]"``; ``scale=100`` turns shares into percentages."""
+    def scaled(v):  # a missing value (a cross-check that could not be computed) stays missing: fmt says n/a
+        return None if v is None else scale * v
+
+    return f"{fmt(scaled(estimate))} [{fmt(scaled(low))}, {fmt(scaled(high))}]"
+
+
+def _interval(d: dict, key: str = "mean", scale: float = 1.0) -> str:
+    """:func:`_ci` of a summary dict with ``key``, ``low`` and ``high``."""
+    return _ci(d[key], d["low"], d["high"], scale)
+
+
+def fig_id(name: str) -> str:
+    """The manuscript's label of a figure of :data:`figures.plots.FIGURES` (``self_vs_cross`` ->
+    ``fig-self-vs-cross``)."""
+    return "fig-" + name.replace("_", "-")
+
+
+def _read_json(path: Path, what: str) -> dict:
+    if not path.exists():
+        raise ReportError(f"{path} is missing: run the {what} stage first (`dvc repro {what}`)")
+    return json.loads(path.read_text())
+

@@ -1,0 +1,364 @@
+"""The manuscript's numbers and sentences (``paper/_generated/numbers.yml``), every qualitative one derived
+from an interval by the verdict rules."""
+
+from __future__ import annotations
+
+
+from reproduce import __version__
+from reproduce.config import Profile
+from .formatting import _count, _interval, fmt, format_key
+
+
+BAYESIAN_MODELS = (("advantage", "advantage"), ("mode-baseline arms", "baseline_arms"),
+                   ("training effect", "training_effect"),
+                   ("calibration log-score", "calibration"), ("behaviour tracking", "behaviour"))
+
+
+def _diagnostics(metrics: dict) -> dict[str, dict]:
+    """Sampler diagnostics of every Bayesian model that was fitted, by manuscript name."""
+    out = {name: metrics[key]["diagnostics"] for name, key in BAYESIAN_MODELS
+           if "diagnostics" in metrics.get(key, {})}
+    for part, d in metrics.get("compliance_sensitivity", {}).get("diagnostics", {}).items():
+        out[f"non-compliance sensitivity: {part}"] = d
+    return out
+
+
+def _verdict(low: float, high: float, rope: float, positive: str, negative: str, null: str,
+             inconclusive: str) -> str:
+    """One of four phrases, chosen by :func:`analysis.verdicts.verdict` from the interval and the ROPE."""
+    from analysis.verdicts import NEGATIVE, NULL, POSITIVE, verdict
+
+    return {POSITIVE: positive, NEGATIVE: negative, NULL: null}.get(verdict(low, high, rope), inconclusive)
+
+
+HEADLINES = {
+    "advantage in every direction": (
+        "self-prediction beats cross-prediction in every direction, the original study's criterion (each "
+        "direction's 94% interval lies above the region of practical equivalence)",
+        "evidence for the self-prediction advantage the original study reports, by its own criterion"),
+    "advantage on average, not in every direction": (
+        "self-prediction beats cross-prediction at equal predicting skill on average, but not in every "
+        "direction",
+        "evidence for a self-prediction advantage on average, short of the original study's criterion of an "
+        "advantage in every direction"),
+    "reverse advantage": (
+        "cross-prediction beats self-prediction (the 94% interval of the advantage at equal skill lies below "
+        "the region of practical equivalence)",
+        "evidence against the self-prediction advantage the original study reports"),
+    "practically null": (
+        "the self-prediction advantage at equal skill is practically null (its 94% interval lies inside the "
+        "region of practical equivalence)",
+        "evidence that the self-prediction advantage the original study reports is practically absent here"),
+    "inconclusive": (
+        "the data do not decide whether self-prediction beats cross-prediction (the 94% interval of the "
+        "advantage at equal skill reaches beyond the region of practical equivalence without clearing it)",
+        "no decisive evidence for or against the self-prediction advantage the original study reports"),
+}
+
+
+def _by_model(values: dict) -> str:
+    """``{model: setting}`` as text: the one setting when every model shares it, else each model's."""
+    if not values:
+        return "n/a"
+    if len(set(values.values())) == 1:
+        return f"{next(iter(values.values()))} (every model)"
+    return "; ".join(f"{m}: {v}" for m, v in sorted(values.items()))
+
+
+def _sensitivity_text(metrics: dict) -> dict:
+    """The sentence that sets the main result (scored against M1') beside the sensitivity variant (scored
+    against the base model)."""
+    sens = metrics.get("sensitivity_ground_truth", {})
+    if "trained" not in sens or "base" not in sens:
+        return {}
+    a, b = sens["trained"]["advantage"], sens["base"]["advantage"]
+    rope = metrics["advantage"].get("rope", 0.0)
+    verdict = lambda d: _verdict(d["low"], d["high"], rope, "positive", "negative", "practically null",  # noqa: E731
+                                 "inconclusive")
+    same = verdict(a) == verdict(b)
+    return {"sensitivity_verdict": (
+        f"the sign of the conclusion does not depend on which behaviour is the ground truth (the advantage is "
+        f"{verdict(a)} either way)" if same else
+        f"the conclusion depends on which behaviour is the ground truth: the advantage is {verdict(a)} against "
+        f"M1' but {verdict(b)} against the base model")}
+
+
+def _seed_text(metrics: dict) -> dict:
+    """Per target, the range of self and cross accuracy over finetune seeds."""
+    by = metrics.get("seeds", {}).get("by_target", {})
+    parts = []
+    for t, v in sorted(by.items()):
+        if "self_by_seed" not in v or "cross_by_seed" not in v:
+            continue
+        rng = lambda d: f"{fmt(min(d.values()))}-{fmt(max(d.values()))}%"  # noqa: E731
+        parts.append(f"predicting {t}: self {rng(v['self_by_seed'])}, cross {rng(v['cross_by_seed'])}, "
+                     f"advantage spread {fmt(v.get('advantage_spread', float('nan')))} points")
+    return {"seed_spread": "; ".join(parts) or "n/a"}
+
+
+def _behaviour_text(behaviour: dict, rope: float) -> dict:
+    """Experiment 3's verdicts against the baselines: the pooled match rates beside their mode baselines and
+    the permutation null, and the difference in differences."""
+    out = {}
+    pooled = behaviour.get("tracking", {}).get("pooled")
+    perm = behaviour.get("permutation", {})
+    if pooled:
+        for side in ("new", "old"):
+            p = perm.get(f"pooled_p_{side}", {}).get("p_value")
+            beyond = p is not None and p < 0.05
+            d = behaviour.get("vs_mode", {}).get(side)
+            against = _verdict(d["low"], d["high"], rope, "above its mode baseline", "below its mode baseline",
+                               "practically at its mode baseline",
+                               "not distinguishable from its mode baseline") if d else "not compared with its mode baseline"
+            out[f"behaviour_{side}_verdict"] = (
+                against + " on the changed items (paired interval), and "
+                + ("beyond" if beyond else "within") + " the permutation null at the one-sided 5% level")
+    d = behaviour.get("did", {}).get("did")
+    if d:
+        out["behaviour_did_verdict"] = _verdict(
+            d["low"], d["high"], rope, "moved towards the new behaviour more than towards the old",
+            "moved towards the old behaviour more than towards the new",
+            "moved towards the new and the old behaviour practically equally",
+            "moved towards the new and the old behaviour by amounts the data cannot tell apart")
+    return out
+
+
+def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: str, power: dict | None = None) -> dict:
+    """Everything the manuscript's text quotes: ``n`` (each ``numbers.json`` entry formatted), ``run`` (the
+    settings of the run that produced them) and ``text`` (qualitative statements derived from the numbers,
+    so that no sentence can contradict them)."""
+    n = {k: format_key(k, v) for k, v in numbers.items()}
+    a = metrics["advantage"]
+    rope = a.get("rope", 0.0)
+    tr = metrics["training_effect"]["overall"]
+    text = {
+        "advantage_verdict": HEADLINES[a["headline"]][0],
+        "conclusion": HEADLINES[a["headline"]][1],
+        "rope": fmt(rope),
+        "training_verdict": _verdict(tr["low"], tr["high"], rope, "raised", "lowered", "left practically unchanged",
+                                     "changed, by an uncertain amount,"),
+    }
+    word = {"positive": "self better", "negative": "cross better", "practically null": "practically equal",
+            "inconclusive": "inconclusive"}
+    dirs = a.get("directions", [])
+    text["advantage_by_direction"] = "; ".join(
+        f"predicting {d['target']} (cross-predictor {d['cross_predictor']}): {_interval(d)} points "
+        f"({word[d['verdict']]})" for d in dirs) or "n/a"
+    kinds = {d["verdict"] for d in dirs}
+    text["direction_pattern"] = (
+        "opposite effects in the two directions" if {"positive", "negative"} <= kinds else
+        "the same verdict in every direction" if len(kinds) == 1 else "different verdicts by direction")
+    nt = a.get("new_task")
+    text["new_task_verdict"] = _verdict(
+        nt["low"], nt["high"], rope, "an advantage is expected on a new task as well",
+        "a reverse advantage is expected on a new task", "the advantage expected on a new task is practically null",
+        "the data cannot tell whether a new task would show an advantage") if nt else "n/a"
+    g = a.get("gamma")
+    text["gamma_sentence"] = (
+        f"The two directions differ by gamma = {_interval(g)} points (the advantage predicting {g['first']} minus "
+        f"the advantage predicting {g['second']}), which is twice the two models' difference in general "
+        f"predicting skill if that skill does not depend on the target, and which the pooled trial-weighted "
+        f"difference ({_interval(a['trial_weighted'])} points) mixes into its estimate." if g else
+        "With more than two models every ordered pair is a direction and each model's general predicting "
+        "skill is a separate term of the model.")
+    # the frequentist checks against the Bayesian trial-weighted estimate: same verdict or not
+    from analysis.verdicts import verdict
+
+    tw = a["trial_weighted"]
+    boot = metrics["advantage_frequentist"]["bootstrap"]
+    same = verdict(100 * boot["low"], 100 * boot["high"], rope) == verdict(tw["low"], tw["high"], rope)
+    text["frequentist_agreement"] = "reaches the same verdict as" if same else "reaches a different verdict from"
+    text["baseline_verdict"] = _baseline_text(metrics.get("vs_baseline", []), rope)
+    text.update(_arms_text(metrics.get("baseline_arms"), rope))
+    text["compliance_sentence"] = _compliance_text(metrics.get("compliance_sensitivity"), rope)
+    text["power_sentence"] = _power_text(power)
+    units = a.get("ppc_units", {})
+    labels = {"all_correct_self": "answers whose properties the self-predictor gets all right",
+              "none_correct_self": "answers it gets all wrong",
+              "all_correct_cross": "answers the cross-predictor gets all right",
+              "none_correct_cross": "answers it gets all wrong",
+              "disagreement": "properties the two predictors score differently"}
+    missed = [k for k, v in units.items() if not v["covered"]]
+    text["ppc_units_sentence"] = (
+        "Below the cells, the replicated data " + ("reproduce" if not missed else "miss") + " " +
+        "; ".join(f"the share of {labels[k]} ({fmt(100 * v['observed'])}% observed, replicated 94% interval "
+                  f"{fmt(100 * v['low'])}-{fmt(100 * v['high'])}%)" for k, v in units.items()
+                  if (k in missed) == bool(missed)) + "." if units else "")
+    ps = metrics.get("prior_sensitivity")
+    text["prior_sensitivity_sentence"] = (
+        f"Refitting the advantage model with every prior scale multiplied by "
+        f"{' and by '.join(fmt(f, 1) for f in ps['factors'] if f != 1.0)} moves delta by at most "
+        f"{fmt(ps['delta_spread'])} points, and " + ("the verdict on delta is the same under every prior"
+                                                    if ps["verdicts_agree"] else "the verdict on delta changes with the prior")
+        + "." if ps and len(ps.get("factors", [])) > 1 else
+        "The prior-sensitivity refits were not run (`analysis.prior_sensitivity` is empty).")
+    untrained = [v for k, v in metrics.get("compliance", {}).items() if k.startswith("untrained_")]
+    text["untrained_compliance_range"] = (f"{fmt(100 * min(untrained), 0)}-{fmt(100 * max(untrained), 0)}"
+                                          if untrained else "n/a")
+    cal = metrics.get("calibration", {})
+    e = cal.get("log_score", {}).get("self_minus_cross")
+    if e:
+        text["calibration_log_score_verdict"] = _verdict(
+            e["low"], e["high"], cal["log_score"]["rope"], "self-prediction is better calibrated",
+            "cross-prediction is better calibrated", "self- and cross-prediction are practically equally calibrated",
+            "the data cannot tell whether self- or cross-prediction is better calibrated")
+        text["rope_log_score"] = fmt(cal["log_score"]["rope"], 2)
+    dif = cal.get("mad_difference", {}).get("pooled")
+    if dif:
+        text["mad_difference_verdict"] = _verdict(
+            dif["low"], dif["high"], rope, "cross-prediction is better calibrated than self-prediction",
+            "self-prediction is better calibrated than cross-prediction",
+            "self- and cross-prediction are practically equally calibrated",
+            "the data cannot tell whether self- or cross-prediction is better calibrated")
+        text["mad_verdict"] = text["mad_difference_verdict"]
+    text["mad_by_target"] = "; ".join(
+        f"{t}: self {fmt(v['trained_self']['mad'])}, cross {fmt(v['trained_cross']['mad'])}"
+        for t, v in sorted(cal.get("mad_by_target", {}).items()) if "trained_self" in v and "trained_cross" in v) or "n/a"
+    text.update(_sensitivity_text(metrics))
+    text.update(_seed_text(metrics))
+    behaviour = metrics.get("behaviour", {})
+    b = behaviour.get("model")
+    if b:
+        d = b["new_minus_old"]
+        text["behaviour_verdict"] = _verdict(d["low"], d["high"], rope, "the new behaviour more often than the old",
+                                             "the old behaviour more often than the new",
+                                             "the new and the old behaviour practically equally often",
+                                             "the new and the old behaviour at rates the data cannot tell apart")
+    text.update(_behaviour_text(behaviour, rope))
+    diag = _diagnostics(metrics)
+    ft = profile.finetune
+    run = {
+        "profile": profile_name,
+        "package_version": __version__,
+        "models": " and ".join(profile.models),
+        "train_tasks": ", ".join(profile.tasks.train),
+        "test_tasks": ", ".join(profile.tasks.test),
+        "n_test_tasks": str(len(profile.tasks.test)),
+        "items_train": str(profile.items_per_task.train),
+        "items_test": str(profile.items_per_task.test),
+        "n_samples": str(profile.sampling.n_samples),
+        "calibration_items": str(profile.sampling.items_per_task),
+        "max_examples": str(ft.max_examples) if ft and ft.max_examples else "all",
+        "temperature": fmt(profile.sampling.temperature, 1),
+        "lora_rank": str(ft.lora_rank) if ft else "n/a",
+        "learning_rate": f"{ft.learning_rate:g}" if ft else "n/a",
+        "epochs": f"{ft.epochs:g}" if ft else "n/a",
+        "scaling_sizes": ", ".join(str(s) for s in ft.scaling_sizes) if ft and ft.scaling_sizes else "none",
+        "draws": str(profile.analysis.draws),
+        "tune": str(profile.analysis.tune),
+        "chains": str(profile.analysis.chains),
+        "target_accept": f"{profile.analysis.target_accept:g}",
+        "bootstrap": f"{profile.analysis.bootstrap:,}",
+        "sampler": profile.analysis.sampler,
+        "r_hat_max": f"{max(d['r_hat_max'] for d in diag.values()):.2f}" if diag else "n/a",
+        "ess_min": _count(min(d["ess_bulk_min"] for d in diag.values())) if diag else "n/a",
+        "divergences": str(sum(d["divergences"] for d in diag.values())) if diag else "n/a",
+        "ppc_coverage": fmt(100 * metrics["advantage"].get("ppc_coverage", float("nan")), 0),
+        "prior_q05": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q05"], 0),
+        "prior_q95": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"]["q95"], 0),
+        "prior_cell_extreme": fmt(100 * metrics["advantage"]["prior_predictive_accuracy"].get("cell", {}).get(
+            "extreme_share", float("nan")), 1),
+    }
+    seeds = metrics.get("seeds", {}).get("seeds", [])
+    run["seeds"] = ", ".join(str(x) for x in seeds) or "n/a"
+    run["n_seeds"] = str(len(seeds))
+    precision = metrics.get("run", {})
+    run["dtype"] = _by_model(precision.get("dtype", {}))
+    run["mixed_precision"] = _by_model(precision.get("mixed_precision", {}))
+    run["dtype_setting"] = profile.dtype
+    if profile.behaviour_change:
+        bc = profile.behaviour_change
+        run.update(bc_train_items=str(bc.train_items), bc_learning_rate=f"{bc.learning_rate:g}",
+                   bc_epochs=f"{bc.epochs:g}")
+    return {"n": n, "run": run, "text": text}
+
+
+def _baseline_text(rows: list[dict], rope: float) -> str:
+    """How many trained predictors are above, below or indistinguishable from the mode baseline: the counts
+    of the verdicts the analysis gave their 94% intervals against the ROPE."""
+    if not rows:
+        return "the mode-baseline comparison is not available"
+    counts = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    parts = [f"{counts[k]} {'is' if counts[k] == 1 else 'are'} {label}"
+             for k, label in (("positive", "above the mode baseline"), ("negative", "below it"),
+                              ("practically null", "practically at it"), ("inconclusive", "inconclusive"))
+             if counts.get(k)]
+    return f"of the {len(rows)} trained predictor-target pairs, " + ", ".join(parts) + f" (94% intervals against +/- {fmt(rope)} points)"
+
+
+def _arms_text(arms: dict | None, rope: float) -> dict:
+    """The mode baseline as an arm of the model: each predictor arm against the mode, pooled, as verdicts."""
+    if not arms:
+        return {"arms_sentence": "The model with the mode baseline as an arm was not fitted."}
+    p = arms["pooled"]
+
+    def against(name, who):
+        d = p[name]
+        return who + " " + _verdict(d["low"], d["high"], rope, "is above the mode baseline", "is below the mode baseline",
+                                    "is practically at the mode baseline",
+                                    "cannot be told apart from the mode baseline") + f" ({_interval(d)} points)"
+
+    counts = arms.get("cells_verdicts", {}).get("self_minus_mode", {})
+    below = counts.get("negative", 0)
+    return {"arms_sentence": (
+        f"With the mode baseline as a third arm of one model, pooled over targets, {against('self_minus_mode', 'the self-predictor')} "
+        f"and {against('cross_minus_mode', 'the cross-predictor')}; as a share of the headroom above the mode "
+        f"(normalised lift) that is {_interval(p['lift_self'])}% for self-prediction and "
+        f"{_interval(p['lift_cross'])}% for cross-prediction. Of the {arms['cells']} target x task x property "
+        f"cells, the self-predictor is below the mode in {below} and neither predictor is above it in "
+        f"{arms['cells_both_not_above']}.")}
+
+
+def _compliance_text(cs: dict | None, rope: float) -> str:
+    """The non-compliance sensitivity as a sentence: nothing to explain when every answer complied."""
+    if not cs:
+        return "The non-compliance sensitivity was not computed."
+    if cs["all_compliant"]:
+        return ("Every trained hypothetical answer was in the requested form, so the difference between self- "
+                "and cross-prediction is not a difference in compliance, and the accuracy among compliant answers "
+                "(the original's other setting) is the accuracy reported above.")
+    c, k, e = cs["compliance_difference"], cs["conditional_difference"], cs["advantage_at_equal_compliance"]
+    return ("Not every trained hypothetical answer was in the requested form. The self-predictor complied "
+            f"{_interval(c)} points more often than the cross-predictor; among compliant answers the self-minus-"
+            f"cross difference is {_interval(k)} points, and the two parts together imply "
+            f"{_interval(cs['two_part_advantage'])} points. At equal compliance the advantage would be "
+            f"{_interval(e)} points, so " + _verdict(
+                e["low"], e["high"], rope, "the advantage is not only compliance",
+                "the self-predictor is worse once compliance is set aside",
+                "the advantage is practically all compliance",
+                "the data cannot tell how much of the advantage is compliance") + ".")
+
+
+def _power_text(power: dict | None) -> str:
+    """The power analysis of this run's design (``looking-inward power``) as a sentence."""
+    if not power:
+        return "The power analysis was not run."
+    d = power["design"]
+
+    def mda(v):
+        return f"{fmt(v)} points" if v == v else "more than the largest advantage simulated"
+
+    s = (f"For this run's design ({d['tasks']} held-out tasks, {d['items']} scored items per task and target, "
+         f"{d['properties']} properties per task) and the fitted heterogeneity ({power['heterogeneity_source']}), "
+         f"an advantage is declared with 80% power when it is at least {mda(power['mda_observed_tasks'])} on the "
+         f"observed tasks, and at least {mda(power['mda_new_tasks'])} for a claim about new tasks "
+         f"({power['reps']} simulated replicates per point).")
+    v = power.get("validation")
+    if v:
+        s += (f" At {fmt(v['advantage'])} points, {v['reps']} Bayesian fits gave power {fmt(100 * v['power_bayes'], 0)}% "
+              f"against {fmt(100 * v['power_approximation'], 0)}% for the approximation, and the same verdict in "
+              f"{fmt(100 * v['agreement'], 0)}% of replicates.")
+    return s
+
+
+def _markdown_safe(meta):
+    """Metadata values are read as Markdown (by Quarto and by pandoc's ``--metadata-file``): a value that
+    starts with ``>`` (``"> 0.99"``) would become a block quote and lose its sign, so it is escaped."""
+    if isinstance(meta, dict):
+        return {k: _markdown_safe(v) for k, v in meta.items()}
+    if isinstance(meta, str) and meta.startswith((">", "<")):
+        return "\\" + meta
+    return meta
+

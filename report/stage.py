@@ -1,0 +1,59 @@
+"""The ``report`` stage: numbers and tables, then rendering, then the checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from reproduce.citation import read_manifests
+from reproduce.config import Profile
+from reproduce.io import atomic_write_bytes
+from .checks import check_html
+from .formatting import ANALYSIS, DATA_RAW, FIGURES, PAPER, REPORT, ReportError, _read_json
+from .numbers import _markdown_safe, build_numbers
+from .render import render
+from .tables import build_tables
+
+
+def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figures: Path = FIGURES,
+            paper: Path = PAPER, data_raw: Path = DATA_RAW, injection: Path | None = None) -> dict:
+    """Write ``paper/_generated/`` (numbers.yml, tables/*.md, figures/*.png) from the pipeline's outputs;
+    returns the figures' index (``data/figures/index.json``)."""
+    numbers = _read_json(Path(analysis) / "numbers.json", "analysis")
+    metrics = _read_json(Path(analysis) / "metrics.json", "analysis")
+    index = _read_json(Path(figures) / "index.json", "figures")
+    missing = [f"{name}.png" for name in index if not (Path(figures) / f"{name}.png").exists()]
+    if missing:
+        raise ReportError(f"figures missing under {figures}: {', '.join(missing)}; run `dvc repro figures`")
+    manifests = read_manifests(data_raw)
+    used = set(profile.tasks.train) | set(profile.tasks.test)
+    manifests = [m for m in manifests if m["name"] in used]
+    reference = yaml.safe_load((Path(paper) / "reference_results.yml").read_text())
+    gen = Path(paper) / "_generated"
+    power = _read_json(Path(analysis) / "power" / "power.json", "power")
+    meta = build_numbers(numbers, metrics, profile, profile_name, power)
+    atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(_markdown_safe(meta), sort_keys=True,
+                                                           allow_unicode=True).encode())
+    for name in index:  # the figures travel with the manuscript, so that it renders from paper/ alone
+        atomic_write_bytes(gen / "figures" / f"{name}.png", (Path(figures) / f"{name}.png").read_bytes())
+    for name, md in build_tables(analysis, metrics, manifests, reference).items():
+        atomic_write_bytes(gen / "tables" / f"{name}.md", md.encode())
+    from .injection import INJECTION, write_section
+
+    write_section(gen, injection if injection is not None else Path(analysis).parent / INJECTION.name, Path(paper))
+    from .mirror import write_section as write_mirror
+
+    write_mirror(gen, Path(analysis).parent / "mirror")
+    return index
+
+
+def run_report(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figures: Path = FIGURES,
+               paper: Path = PAPER, out: Path = REPORT, engine: str = "auto") -> dict[str, Path]:
+    index = prepare(profile, profile_name, analysis, figures, paper)
+    paths = render(paper, out, engine)
+    problems = check_html(paths["html"], list(index))
+    if problems:
+        raise ReportError("the rendered report has problems:\n  " + "\n  ".join(problems))
+    return paths
+

@@ -1,0 +1,281 @@
+"""The manuscript's tables, as generated markdown included by ``paper/index.qmd``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .formatting import _ci, _count, _interval, fmt, fmt_prob
+from .numbers import _diagnostics
+
+
+def _md_table(df: pd.DataFrame, caption: str, label: str) -> str:
+    """A pipe table with a Quarto caption and label; cells are strings already. Column widths are relative
+    to the longest word and cell of each column (the dashes of the separator line say so to pandoc, which
+    then wraps cells to the page width in HTML and PDF alike)."""
+    cols = list(df.columns)
+    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    weight = [max([len(w) for w in str(c).split()] + [len(str(v)) ** 0.5 * 3 + max(map(len, str(v).split() or [""]))
+                                                     for v in df[c]]) for c in cols]
+    dashes = [max(3, round(100 * w / sum(weight))) for w in weight]
+    lines = ["| " + " | ".join(esc(c) for c in cols) + " |", "|" + "|".join("-" * d for d in dashes) + "|"]
+    lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines) + f"\n\n: {caption} {{#{label}}}\n"
+
+
+def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference: dict) -> dict[str, str]:
+    """The manuscript's tables as markdown, each from an analysis table or the dataset manifests."""
+    t = lambda name: pd.read_parquet(Path(analysis) / "tables" / f"{name}.parquet")  # noqa: E731
+    out = {}
+
+    acc = t("accuracy_by_target").sort_values(["condition", "target", "kind"], ascending=[False, True, False])
+    out["accuracy"] = _md_table(pd.DataFrame({
+        "condition": acc["condition"], "predictor": acc["predictor"], "target": acc["target"], "kind": acc["kind"],
+        "scored against": acc["condition"].map({"untrained": "base model", "trained": "M1' (every seed)"}),
+        "scored": acc["n"].map(_count),
+        "accuracy % [95% Wilson]": [_ci(*r, scale=100) for r in acc[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
+        "mode baseline %": acc["mode_baseline"].map(lambda v: fmt(100 * v)),
+        "compliance %": acc["compliance"].map(lambda v: fmt(100 * v))}),
+        "Raw accuracy on the held-out tasks by predictor and target, before and after training. Before training "
+        "a prediction is scored against the base model's answers; after training against the self-trained "
+        "target M1' of the same finetune seed, whose answers also define the mode baseline. Scored "
+        "observations are those whose object-level answer has the property; a non-compliant hypothetical "
+        "answer counts as wrong.", "tbl-accuracy")
+
+    seeds = t("accuracy_by_seed").sort_values(["target", "seed", "kind"], ascending=[True, True, False])
+    out["seeds"] = _md_table(pd.DataFrame({
+        "target": seeds["target"], "seed": seeds["seed"].map(lambda v: str(int(v))), "kind": seeds["kind"],
+        "predictor": seeds["predictor"], "scored": seeds["n"].map(_count),
+        "accuracy % [95% Wilson]": [_ci(*r, scale=100) for r in seeds[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
+        "mode baseline (M1') %": seeds["mode_baseline"].map(lambda v: fmt(100 * v)),
+        "compliance %": seeds["compliance"].map(lambda v: fmt(100 * v))}),
+        "Experiment 1 per finetune seed: each seed self-trains the target again (M1'), and the cross-predictor "
+        "is trained on that M1''s answers; both are scored against it.", "tbl-seeds")
+
+    sens = t("sensitivity_ground_truth")
+    sens = sens.assign(order=sens["ground_truth"].map({"trained": 0, "base": 1}), overall=sens["target"] == "all")
+    sens = sens.sort_values(["order", "overall", "target", "kind"], ascending=[True, True, True, False])
+    label = {"trained": "M1' (main)", "base": "base model (sensitivity)"}
+    rows = [{"scored against": label[r.ground_truth], "predictor": r.predictor, "target": r.target, "kind": r.kind,
+             "accuracy % [95% Wilson]": _ci(r.accuracy, r.wilson_low, r.wilson_high, 100),
+             "mode baseline %": fmt(100 * r.mode_baseline)} for r in sens.itertuples()]
+    for truth, m in metrics.get("sensitivity_ground_truth", {}).items():
+        rows.append({"scored against": label[truth], "predictor": "self minus cross", "target": "all",
+                     "kind": "advantage (points, cluster bootstrap 95%)",
+                     "accuracy % [95% Wilson]": _interval(m["advantage"], "estimate"), "mode baseline %": ""})
+    out["sensitivity"] = _md_table(pd.DataFrame(rows),
+                                   "Sensitivity of experiment 1 to the ground truth: the same trained predictions "
+                                   "scored against the self-trained target M1' (the original study's protocol, "
+                                   "the main result) and against the untrained base model.", "tbl-sensitivity")
+
+    a = metrics["advantage"]
+    word = {"positive": "advantage", "negative": "reverse", "practically null": "practically null",
+            "inconclusive": "inconclusive"}
+    rows = [{"estimate": "Bayesian, delta: equal predicting skill, directions weighted equally",
+             "self %": "", "cross %": "", "advantage (points)": _interval(a["overall"]),
+             "P(advantage > 0)": fmt_prob(a["overall"]["p_positive"]), "verdict": word[a["overall"]["verdict"]]}]
+    by_dir = {(d["target"], d["cross_predictor"]): d for d in a.get("directions", [])}
+    adv = t("advantage")
+    per_target = adv[adv["by"] == "target"].set_index("target")
+    for (tg, cp), d in sorted(by_dir.items()):
+        r = per_target.loc[tg] if tg in per_target.index and len(by_dir) == per_target.shape[0] else None
+        rows.append({"estimate": f"Bayesian, direction: predicting {tg}, cross-predictor {cp}",
+                     "self %": fmt(100 * r["accuracy_1"]) if r is not None else "",
+                     "cross %": fmt(100 * r["accuracy_0"]) if r is not None else "",
+                     "advantage (points)": _interval(d), "P(advantage > 0)": fmt_prob(d["p_positive"]),
+                     "verdict": word[d["verdict"]]})
+    if "gamma" in a:
+        g0 = a["gamma"]
+        rows.append({"estimate": f"Bayesian, gamma: direction {g0['first']} minus direction {g0['second']}",
+                     "self %": "", "cross %": "", "advantage (points)": _interval(g0), "P(advantage > 0)": "",
+                     "verdict": ""})
+    overall = adv[adv["by"] == "overall"].iloc[0]
+    rows.append({"estimate": "Bayesian, pooled and trial-weighted (confounded with skill)",
+                 "self %": fmt(100 * overall["accuracy_1"]), "cross %": fmt(100 * overall["accuracy_0"]),
+                 "advantage (points)": _interval(a["trial_weighted"]),
+                 "P(advantage > 0)": fmt_prob(a["trial_weighted"]["p_positive"]), "verdict": ""})
+    rows.append({"estimate": "Bayesian, every held-out task weighted equally", "self %": "", "cross %": "",
+                 "advantage (points)": _interval(a["equal_task"]),
+                 "P(advantage > 0)": fmt_prob(a["equal_task"]["p_positive"]), "verdict": ""})
+    if "new_task" in a:
+        rows.append({"estimate": "Bayesian, a new task (predictive, at equal skill)", "self %": "", "cross %": "",
+                     "advantage (points)": _interval(a["new_task"]),
+                     "P(advantage > 0)": fmt_prob(a["new_task"]["p_positive"]), "verdict": word[a["new_task"]["verdict"]]})
+    if "equal_cell" in a:
+        rows.append({"estimate": "Bayesian, every target x task x property cell weighted equally", "self %": "",
+                     "cross %": "", "advantage (points)": _interval(a["equal_cell"]),
+                     "P(advantage > 0)": fmt_prob(a["equal_cell"]["p_positive"]), "verdict": ""})
+    boot, g = metrics["advantage_frequentist"]["bootstrap"], metrics["advantage_frequentist"]["glm_cluster"]
+    rows.append({"estimate": f"cluster bootstrap ({boot['n_boot']:,} resamples), pooled",
+                 "self %": "", "cross %": "", "advantage (points)": _interval(boot, "estimate", 100),
+                 "P(advantage > 0)": "", "verdict": ""})
+    rows.append({"estimate": "GLM, cluster-robust, average marginal effect, pooled", "self %": "", "cross %": "",
+                 "advantage (points)": _ci(g["ame"], g["ame_low"], g["ame_high"], 100),
+                 "P(advantage > 0)": (f"p = {g['p_value']:.2f} (two-sided)" if g['p_value'] is not None else "n/a (not estimable)"),
+                 "verdict": ""})
+    from analysis.verdicts import verdict
+
+    fr = metrics["advantage_frequentist"]
+    if "paired" in fr:
+        for name, label in (("paired", "paired (McNemar-style), directions weighted equally"),
+                            ("glm_cell", "GLM, cell fixed effects and a self slope per target, targets weighted equally")):
+            d = fr[name]["delta"]
+            rows.append({"estimate": label, "self %": "", "cross %": "", "advantage (points)": _ci(d["estimate"], d["low"], d["high"], 100),
+                         "P(advantage > 0)": "", "verdict": word[verdict(100 * d["low"], 100 * d["high"], a.get("rope", 0.0))]})
+    out["advantage"] = _md_table(pd.DataFrame(rows),
+                                 "Self-prediction advantage after training (self minus cross accuracy, points). "
+                                 "Bayesian rows: posterior mean and 94% interval; frequentist rows: 95% intervals. "
+                                 f"Verdicts: the interval against +/- {fmt(a.get('rope', 0.0))} points of "
+                                 "practical equivalence.", "tbl-advantage")
+
+    ps = t("prior_sensitivity")
+    if len(ps) > 1:
+        rows_ps = []
+        for r in ps.itertuples():
+            row = {"prior scales": "x " + fmt(r.prior_scale, 1) + (" (main)" if r.prior_scale == 1.0 else ""),
+                   "delta (points)": _ci(r.delta_mean, r.delta_low, r.delta_high),
+                   "verdict": word[r.verdict],
+                   "new task (points)": _ci(r.new_task_mean, r.new_task_low, r.new_task_high)}
+            if "gamma_mean" in ps:
+                row["gamma (points)"] = _ci(r.gamma_mean, r.gamma_low, r.gamma_high)
+            row["P(every direction)"] = fmt_prob(r.p_every_direction)
+            rows_ps.append(row)
+        out["prior_sensitivity"] = _md_table(pd.DataFrame(rows_ps),
+            "Prior sensitivity of the advantage model: the main fit and refits with every prior scale multiplied "
+            "by the factor shown (posterior means and 94% intervals; each refit passed the same gate).",
+            "tbl-prior-sensitivity")
+    else:  # the refits were not run: the sentence says so, and there is no table to show
+        out["prior_sensitivity"] = "\n"
+    arms = t("arms")
+    top = arms[arms["by"].isin(["overall", "target", "task"])]
+    out["arms"] = _md_table(pd.DataFrame({
+        "scope": [("pooled" if r.by == "overall" else f"{r.by}: {getattr(r, r.by)}") for r in top.itertuples()],
+        "self %": [_ci(r.accuracy_self, r.accuracy_self_low, r.accuracy_self_high) for r in top.itertuples()],
+        "cross %": [_ci(r.accuracy_cross, r.accuracy_cross_low, r.accuracy_cross_high) for r in top.itertuples()],
+        "mode %": [_ci(r.accuracy_mode, r.accuracy_mode_low, r.accuracy_mode_high) for r in top.itertuples()],
+        "self - mode": [_ci(r.self_minus_mode, r.self_minus_mode_low, r.self_minus_mode_high) for r in top.itertuples()],
+        "cross - mode": [_ci(r.cross_minus_mode, r.cross_minus_mode_low, r.cross_minus_mode_high) for r in top.itertuples()],
+        "self - cross": [_ci(r.self_minus_cross, r.self_minus_cross_low, r.self_minus_cross_high) for r in top.itertuples()],
+        "lift self %": [_ci(r.lift_self, r.lift_self_low, r.lift_self_high) for r in top.itertuples()],
+        "lift cross %": [_ci(r.lift_cross, r.lift_cross_low, r.lift_cross_high) for r in top.itertuples()]}),
+        "The mode baseline as an arm of the model: posterior accuracy of the self-predictor, the cross-predictor "
+        "and the mode baseline from one fit, their differences (points) and the normalised lift over the mode, "
+        "(accuracy - mode) / (100 - mode), with 94% intervals; each answer unit and property counts once. Where the "
+        "mode is near 100% there is little headroom and the lift is unstable (large and wide). The "
+        "self - cross row here weights the targets by their trials, like the pooled row of @tbl-advantage.",
+        "tbl-arms")
+
+    mad = t("mad")
+    keys = ["target", "condition", "kind"]
+    raw = mad[mad["variant"] == "raw"].set_index(keys)
+    ren = mad[mad["variant"] == "renormalised"].set_index(keys)
+    order = sorted(raw.index, key=lambda k: (k[0] == "pooled", k[0], k[1] != "trained", k[2] != "self"))
+    out["calibration"] = _md_table(pd.DataFrame([{
+        "target": k[0], "condition": k[1], "kind": k[2],
+        "MAD [95% bootstrap]": _ci(raw.loc[k, "mad"], raw.loc[k, "low"], raw.loc[k, "high"]),
+        "MAD, renormalised meta": (_ci(ren.loc[k, "mad"], ren.loc[k, "low"], ren.loc[k, "high"]) if k in ren.index
+                                   else "n/a"),
+        "bins": str(int(raw.loc[k, "bins"])), "points": _count(raw.loc[k, "points"]),
+        "items": _count(raw.loc[k, "items"])} for k in order]),
+        "Calibration as the original study measures it: mean absolute difference (x100) between binned "
+        "object-level and meta-level probabilities (10 equal-frequency bins with tied probabilities kept "
+        "together, so possibly fewer; top-3 sampled behaviours), per target model and pooled. The meta-level "
+        "probabilities keep the mass the predictor puts outside the options (the paper's); the renormalised "
+        "column is the sensitivity variant. Intervals: bootstrap over items.", "tbl-calibration")
+    dif = t("mad_difference") if (Path(analysis) / "tables" / "mad_difference.parquet").exists() else pd.DataFrame()
+    if len(dif):
+        d_raw, d_ren = (dif[dif["variant"] == v].set_index("target") for v in ("raw", "renormalised"))
+        targets = sorted(d_raw.index, key=lambda x: (x == "pooled", x))
+        out["calibration_difference"] = _md_table(pd.DataFrame([{
+            "target": tg, "MAD self": fmt(d_raw.loc[tg, "mad_self"]), "MAD cross": fmt(d_raw.loc[tg, "mad_cross"]),
+            "self minus cross [95% paired bootstrap]": _ci(d_raw.loc[tg, "difference"], d_raw.loc[tg, "low"],
+                                                           d_raw.loc[tg, "high"]),
+            "renormalised meta": (_ci(d_ren.loc[tg, "difference"], d_ren.loc[tg, "low"], d_ren.loc[tg, "high"])
+                                  if tg in d_ren.index else "n/a")} for tg in targets]),
+            "Calibration after training, self minus cross MAD (negative: self-prediction better calibrated). Each "
+            "bootstrap resample draws the items once and takes both predictors' points on them.",
+            "tbl-calibration-difference")
+
+    track_path = Path(analysis) / "tables" / "behaviour_tracking.parquet"
+    if track_path.exists():
+        tr = pd.read_parquet(track_path)
+        n_perm = int(t("behaviour_permutation")["n_perm"].iloc[0])
+        out["behaviour"] = _md_table(pd.DataFrame([{
+            "model": r.model, "changed items": _count(r.n),
+            "P(pred = new) %": fmt(100 * r.p_new), "mode baseline (new) %": fmt(100 * r.baseline_new),
+            "p (new)": fmt_prob(r.p_value_new),
+            "P(pred = old) %": fmt(100 * r.p_old), "mode baseline (old) %": fmt(100 * r.baseline_old),
+            "p (old)": fmt_prob(r.p_value_old),
+            "before: new / old %": f"{fmt(100 * r.before_new)} / {fmt(100 * r.before_old)}"}
+            for r in tr.itertuples()]),
+            "Behaviour change, on the items whose property changed (old and new answers compliant and different): "
+            "how often the changed model's prediction equals its new and its old behaviour, each beside the mode "
+            "baseline recomputed on the same items, and the permutation p-value (predictions shuffled within "
+            f"model x task x property, {n_perm:,} shuffles; one-sided). 'Before': "
+            "the prediction of M1' before the change.", "tbl-behaviour")
+
+    diag_rows = [{"model": name, "max r_hat": f"{d['r_hat_max']:.2f}", "min bulk ESS": _count(d["ess_bulk_min"]),
+                  "min tail ESS": _count(d["ess_tail_min"]) if "ess_tail_min" in d else "n/a",
+                  "min E-BFMI": f"{d['bfmi_min']:.2f}" if d.get("bfmi_min") is not None else "n/a",
+                  "divergences": str(d["divergences"]), "draws x chains": f"{d['draws']} x {d['chains']}"}
+                 for name, d in _diagnostics(metrics).items()]
+    out["diagnostics"] = _md_table(pd.DataFrame(diag_rows),
+                                   "Sampler diagnostics of every Bayesian model, over every free variable (the "
+                                   "stage refuses to publish a fit with r_hat > 1.01, bulk or tail ESS < 400, "
+                                   "E-BFMI < 0.3 in a chain, or any divergence).", "tbl-diagnostics")
+
+    out["comparison"] = _md_table(_comparison(acc, t("training"), metrics, reference),
+                                  f"The original study's reported results ({reference['source']}; models: "
+                                  f"{reference['models']}) beside this run's. Ours: posterior means with 94% "
+                                  "intervals, or raw accuracies with 95% Wilson intervals.", "tbl-comparison")
+
+    manifests = sorted(manifests, key=lambda m: (m["split"], m["name"]))
+    ds = pd.DataFrame([{"dataset": m["name"], "version": m["version"], "split": m["split"],
+                        "items": _count(m["n_items"]), "family": m["family"].replace("_", " "),
+                        "licence": m["licence"]} for m in manifests])
+    hashes = "\n".join(f"- {m['name']} {m['version']}: `{m['release_sha256']}`" for m in manifests)
+    out["datasets"] = (_md_table(ds, "The task datasets this run used. Each is cited by its version and its "
+                                     "release sha256 (listed below the table), which covers the version, the "
+                                     "licence and every byte of the items.", "tbl-datasets")
+                       + "\nRelease sha256 of each dataset:\n\n" + hashes + "\n")
+    return out
+
+
+def _comparison(acc: pd.DataFrame, tr: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
+    """Our side of the comparison table, from ``accuracy_by_target`` and ``training``."""
+    tr = tr[tr["by"] == "target"].set_index("target")
+    trained = acc[acc["condition"] == "trained"]
+
+    def accs(kind):
+        d = trained[trained["kind"] == kind].sort_values("target")
+        return "; ".join(f"{r.predictor} on {r.target}: {_ci(r.accuracy, r.wilson_low, r.wilson_high, 100)}%"
+                         for r in d.itertuples())
+
+    ours = {
+        "self_after": accs("self"),
+        "cross_after": accs("cross"),
+        "training": "; ".join(f"{tg}: {fmt(100 * r.accuracy_0)}% -> {fmt(100 * r.accuracy_1)}%"
+                              for tg, r in tr.iterrows()),
+        "advantage": "overall " + _interval(metrics["advantage"]["overall"]) + " points; " + "; ".join(
+            f"predicting {tg}: {_interval(v)}" for tg, v in sorted(metrics["advantage"]["by_target"].items())),
+    }
+    mad = metrics.get("calibration", {}).get("mad", {})
+    if "trained_self" in mad and "trained_cross" in mad:
+        ours["calibration"] = (f"MAD self {_interval(mad['trained_self'], 'mad')}, cross "
+                               f"{_interval(mad['trained_cross'], 'mad')} (pooled over targets)")
+        dif = metrics["calibration"].get("mad_difference", {}).get("pooled")
+        if dif:
+            ours["calibration"] += f"; self minus cross {_interval(dif, 'difference')} (paired)"
+    b = metrics.get("behaviour", {}).get("model")
+    pooled = metrics.get("behaviour", {}).get("tracking", {}).get("pooled")
+    if b:
+        ours["behaviour"] = (f"new {fmt(100 * b['p_new'])}% vs old {fmt(100 * b['p_old'])}% of changed items; "
+                             f"difference {_interval(b['new_minus_old'])} points")
+        if pooled:
+            ours["behaviour"] += (f"; mode baselines on the same items: new {fmt(pooled['baseline_new'])}%, "
+                                  f"old {fmt(pooled['baseline_old'])}%")
+    rows = [{"quantity": r["quantity"], "original study": r["paper"], "this run": ours.get(key, "not run")}
+            for key, r in ref["rows"].items()]
+    return pd.DataFrame(rows)
+
