@@ -43,7 +43,7 @@ def read_tables(raw: Path = RAW) -> dict[str, pd.DataFrame]:
     missing = [p for p in PARTS if not (Path(raw) / f"{p}.parquet").exists()]
     if missing:
         raise DataError(f"concept-injection tables {missing} are missing under {raw}; run "
-                        "`dvc repro concept_injection` (or `python -m reproduce.cli concept-injection`) first")
+                        "`dvc repro concept_injection` (or `looking-inward concept-injection`) first")
     tables = {p: pd.read_parquet(Path(raw) / f"{p}.parquet") for p in PARTS}
     ft = tables["freetext"]
     if len(ft):

@@ -30,7 +30,7 @@ def read_tables(raw: Path = RAW) -> dict[str, pd.DataFrame]:
     missing = [p for p in PARTS if not (Path(raw) / f"{p}.parquet").exists()]
     if missing:
         raise DataError(f"mirror-test tables {missing} are missing under {raw}; run `dvc repro mirror` "
-                        "(or `python -m reproduce.cli mirror`) first")
+                        "(or `looking-inward mirror`) first")
     return {p: pd.read_parquet(Path(raw) / f"{p}.parquet") for p in PARTS}
 
 

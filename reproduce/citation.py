@@ -80,7 +80,7 @@ def dataset_card(manifest: dict[str, Any]) -> str:
     fixes = (f"\n- **Repairs applied on import:** {', '.join(m['fixes_applied'])}" if m.get("fixes_applied") else "")
     return f"""# Dataset card: {m['name']} (version {m['version']})
 
-<!-- written by `python -m reproduce.cli datasets` from manifest.json; do not edit by hand -->
+<!-- written by `looking-inward datasets` from manifest.json; do not edit by hand -->
 
 **What.** {m['description'][:1].upper() + m['description'][1:]}. {m['n_items']} items, split `{m['split']}`
 ({'held out: only ever evaluated' if m['split'] == 'test' else 'used to build finetuning examples'}),
@@ -120,7 +120,7 @@ def citation_cff(manifests: list[dict[str, Any]], version: str = __version__) ->
     """``CITATION.cff`` (Citation File Format 1.2.0): the software, the original paper it reproduces, and
     every dataset version with its release hash."""
     lines = [
-        "# Written by `python -m reproduce.cli datasets` from data_raw/*/manifest.json; do not edit by hand.",
+        "# Written by `looking-inward datasets` from data_raw/*/manifest.json; do not edit by hand.",
         "cff-version: 1.2.0",
         'message: "If you use this software or its datasets, please cite them as below, and cite the original '
         'study (Binder et al. 2024)."',

@@ -1,6 +1,6 @@
 """Several processes (``accelerate launch``, ``torchrun``): who computes what, who writes, when to wait.
 
-A stage started by ``accelerate launch --num_processes N -m reproduce.cli <stage>`` runs in N processes. The
+A stage started by ``accelerate launch --num_processes N -m looking_inward <stage>`` runs in N processes. The
 launcher sets ``RANK``, ``LOCAL_RANK`` and ``WORLD_SIZE``; :func:`setup` turns them into a process group
 (through accelerate's ``PartialState``, NCCL on GPUs, gloo on CPUs) before any model is placed, and
 :func:`device` gives each process its own GPU. Then:

@@ -5,14 +5,14 @@ reads a setting or imports a module it does not declare can go stale silently, a
 whole ``reproduce/`` folder and every setting re-runs for edits that cannot change its outputs. Two checks
 keep dvc.yaml exact:
 
-- modules, statically: :func:`stage_modules` follows the imports of the stage's command in ``reproduce/cli.py``
+- modules, statically: :func:`stage_modules` follows the imports of the stage's command in ``looking_inward/cli.py``
   through the project's packages (imports inside functions included), and :func:`undeclared` names any such
   file that no ``deps`` entry of the stage covers (a test runs this for every stage);
 - settings, at run time: every stage command records the top-level settings it reads
   (:func:`reproduce.config.record_reads`) and warns, naming the key, when dvc.yaml does not list it
   (``LOOKING_INWARD_STRICT_DEPS=1`` turns the warning into an error, as the pipeline test sets).
 
-The command line itself (``reproduce/cli.py``, which parses arguments and dispatches) and this module are
+The command line itself (``looking_inward/cli.py``, which parses arguments and dispatches) and this module are
 no stage's dependency: a change there does not change any stage's outputs.
 """
 
@@ -29,9 +29,10 @@ import yaml
 from .config import CODE_ROOT, REPO_ROOT
 from .errors import ProjectError
 
-PACKAGES = ("reproduce", "analysis", "figures", "report")
+PACKAGES = ("reproduce", "analysis", "figures", "report", "looking_inward")
+CLI = "looking_inward/cli.py"
 #: the composition root and this check: imported by every stage command, part of none
-EXEMPT = ("reproduce/cli.py", "reproduce/pipeline.py")
+EXEMPT = (CLI, "reproduce/pipeline.py")
 STRICT_ENV = "LOOKING_INWARD_STRICT_DEPS"
 
 
@@ -94,23 +95,23 @@ def command_function(stage: str) -> str:
 
 def stage_modules(stage: str, root: Path = CODE_ROOT) -> set[str]:
     """The project files (relative paths) the stage's command imports, directly or through other modules."""
-    tree = ast.parse((root / "reproduce" / "cli.py").read_text())
+    tree = ast.parse((root / CLI).read_text())
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     name = command_function(stage)
     if name not in funcs:
-        raise KeyError(f"reproduce/cli.py has no {name}() for the dvc.yaml stage {stage!r}")
+        raise KeyError(f"{CLI} has no {name}() for the dvc.yaml stage {stage!r}")
     start: set[str] = set()
     for node in ast.walk(funcs[name]):
         if isinstance(node, ast.ImportFrom):
-            mod = f"reproduce.{node.module}" if node.level == 1 else (node.module or "")
+            mod = node.module or ""
             start.add(mod)
             start.update(f"{mod}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             start.update(alias.name for alias in node.names)
     # the command line's own module-level imports serve every stage (the settings loader, the errors)
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            start.add(f"reproduce.{node.module}")
+        if isinstance(node, ast.ImportFrom) and node.module:
+            start.add(node.module)
     start = {m for m in start if m.split(".")[0] in PACKAGES}
     return {m for m in _closure(start, root) if m not in EXEMPT}
 

@@ -5,7 +5,7 @@ import copy
 import pytest
 import yaml
 
-from reproduce.cli import main
+from looking_inward.cli import main
 from reproduce.config import DEFAULT_PARAMS, ConfigError, load_params
 
 from reproduce.config import PROFILES_DIR, edits, use_profile
@@ -99,7 +99,7 @@ def test_models_command_fails_for_an_unavailable_model(capsys):
 def test_each_stage_records_its_wall_time_and_hardware(tmp_path, capsys):
     import json
 
-    from reproduce.cli import cmd_timings, record_timing
+    from looking_inward.cli import cmd_timings, record_timing
 
     path = tmp_path / "timings.json"
     record_timing("object-level", 125.04, path)
@@ -115,7 +115,7 @@ def test_each_stage_records_its_wall_time_and_hardware(tmp_path, capsys):
 
 
 def test_timings_without_a_run_is_a_clear_error(tmp_path):
-    from reproduce.cli import main
+    from looking_inward.cli import main
 
     assert main(["timings", "--file", str(tmp_path / "none.json")]) == 2
 
@@ -128,7 +128,7 @@ def test_the_random_weights_gpu_params_file_is_valid():
 
 
 def test_an_expected_error_is_one_short_line_and_a_bug_shows_its_traceback(tmp_path, capsys, monkeypatch):
-    import reproduce.cli as cli
+    import looking_inward.cli as cli
 
     path = _write(tmp_path, lambda r: r.update(seed=-1))
     assert main(["analysis", "--params", str(path)]) == 2
@@ -173,7 +173,7 @@ def test_the_project_root_is_found_from_the_working_directory_not_the_module(tmp
     assert find_root(tmp_path) == project
     # --root: the command works on that project, from anywhere
     env = {k: v for k, v in __import__("os").environ.items() if k != ROOT_ENV}
-    out = subprocess.run([sys.executable, "-m", "reproduce.cli", "--root", str(project), "use-profile", "default",
+    out = subprocess.run([sys.executable, "-m", "looking_inward", "--root", str(project), "use-profile", "default",
                           "--force"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert load_params(project / "params.yaml")[0] == "default"

@@ -77,7 +77,7 @@ def _project_copy(dest):
 
     from reproduce.config import REPO_ROOT
 
-    for name in ("reproduce", "analysis", "figures", "report", "paper", "data_raw", "profiles"):
+    for name in ("reproduce", "analysis", "figures", "report", "looking_inward", "paper", "data_raw", "profiles"):
         shutil.copytree(REPO_ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "_generated",
                                                                                     "_output"))
     for name in ("dvc.yaml", "params.yaml", "CITATION.cff"):
@@ -127,7 +127,8 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
                            "behaviour_change", "report", "release"}
 
     params.write_text(original)
-    (tmp_path / "reproduce" / "cli.py").write_text((tmp_path / "reproduce" / "cli.py").read_text() + "\n# edit\n")
+    cli = tmp_path / "looking_inward" / "cli.py"
+    cli.write_text(cli.read_text() + "\n# edit\n")
     assert _stale(run) == set()  # the command line is no stage's dependency
     finetune = tmp_path / "reproduce" / "finetune.py"
     finetune.write_text(finetune.read_text() + "\n# edit\n")
@@ -256,3 +257,17 @@ def test_every_figure_is_a_dvc_plot():
     plots = set(yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["plots"])
     assert plots == ({f"data/figures/{n}.png" for n in FIGURES} | {f"data/injection/figures/{n}.png" for n in INJECTION}
                      | {f"data/mirror/figures/{n}.png" for n in MIRROR})
+
+
+def test_no_layer_imports_a_later_one():
+    """reproduce -> analysis -> figures -> report; the command line (looking_inward/) composes them."""
+    from reproduce.config import CODE_ROOT
+
+    order = ["reproduce", "analysis", "figures", "report"]
+    upward = {}
+    for i, layer in enumerate(order):
+        for f in sorted((CODE_ROOT / layer).rglob("*.py")):
+            bad = {m for m in pipeline._imports(f, CODE_ROOT) if m.split(".")[0] in order[i + 1:] + ["looking_inward"]}
+            if bad:
+                upward[f.relative_to(CODE_ROOT).as_posix()] = sorted(bad)
+    assert upward == {}

@@ -51,11 +51,11 @@ def test_a_model_that_cannot_fit_is_a_clear_error_naming_it():
 
 
 def test_plan_command_exits_2_when_the_profile_cannot_fit():
-    out = subprocess.run([sys.executable, "-m", "reproduce.cli", "plan", "--profile", "smoke", "--device", "cpu",
+    out = subprocess.run([sys.executable, "-m", "looking_inward", "plan", "--profile", "smoke", "--device", "cpu",
                           "--memory-gib", "0.05"], capture_output=True, text=True, cwd=REPO_ROOT)
     assert out.returncode == 2 and "cannot fit the stated cpu memory (0.1 GiB)" in out.stderr
     assert "Traceback" not in out.stderr
-    ok = subprocess.run([sys.executable, "-m", "reproduce.cli", "plan", "--profile", "smoke", "--device", "cpu",
+    ok = subprocess.run([sys.executable, "-m", "looking_inward", "plan", "--profile", "smoke", "--device", "cpu",
                          "--memory-gib", "64"], capture_output=True, text=True, cwd=REPO_ROOT)
     assert ok.returncode == 0 and "LoRA training" in ok.stdout and "fits the stated cpu memory" in ok.stdout
 

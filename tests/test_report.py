@@ -180,7 +180,7 @@ def test_every_committed_dataset_has_a_card_and_a_matching_citation():
     for m in manifests:
         assert m["release_sha256"] == release_sha256(m), f"{m['name']}: manifest hash is stale"
         card = (REPO_ROOT / "data_raw" / m["name"] / "README.md").read_text()
-        assert card == dataset_card(m), f"{m['name']}: card is stale; run `python -m reproduce.cli datasets`"
+        assert card == dataset_card(m), f"{m['name']}: card is stale; run `looking-inward datasets`"
         for needle in (m["version"], m["sha256"], m["release_sha256"], m["licence"], "Intended use",
                        "Known limitations"):
             assert needle in card

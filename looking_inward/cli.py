@@ -1,4 +1,8 @@
-"""Command line: the DVC stage entry points and a few helpers. ``looking-inward --help`` lists them."""
+"""Command line: the DVC stage entry points and a few helpers. ``looking-inward --help`` lists them.
+
+The composition root: it sits outside the layers it composes (``reproduce`` -> ``analysis`` -> ``figures`` ->
+``report``), so no layer imports a later one. It parses arguments and dispatches, and is no DVC stage's
+dependency (:mod:`reproduce.pipeline`)."""
 
 from __future__ import annotations
 
@@ -22,8 +26,8 @@ def _root_from_argv(argv: list[str]) -> str | None:
 if (_root := _root_from_argv(sys.argv[1:])) is not None:
     os.environ["LOOKING_INWARD_ROOT"] = _root
 
-from .config import DEFAULT_PARAMS, REPO_ROOT, load_params, record_reads  # noqa: E402
-from .errors import MissingInput, ProjectError, UsageError  # noqa: E402
+from reproduce.config import DEFAULT_PARAMS, REPO_ROOT, load_params, record_reads  # noqa: E402
+from reproduce.errors import MissingInput, ProjectError, UsageError  # noqa: E402
 
 #: every stage command records its wall time here (not a DVC output: it survives re-runs of other stages)
 TIMINGS = REPO_ROOT / "data" / "timings.json"
@@ -37,8 +41,8 @@ def _profile(args):
 
 
 def cmd_datasets(args) -> None:
-    from .citation import read_manifests, write_citation
-    from .stages.datasets import run_datasets
+    from reproduce.citation import read_manifests, write_citation
+    from reproduce.stages.datasets import run_datasets
 
     for m in run_datasets(Path(args.out)):
         size = f"{m['split']:<5} {m['n_items']:>4} items" if "split" in m else \
@@ -49,16 +53,16 @@ def cmd_datasets(args) -> None:
 
 
 def cmd_object_level(args) -> None:
-    from .stages.common import Plan
-    from .stages.object_level import run_object_level
+    from reproduce.stages.common import Plan
+    from reproduce.stages.object_level import run_object_level
 
     for name, path in run_object_level(Plan(_profile(args))).items():
         print(f"{name}: {path}")
 
 
 def cmd_meta_untrained(args) -> None:
-    from .stages.common import Plan
-    from .stages.meta_level import run_meta_untrained
+    from reproduce.stages.common import Plan
+    from reproduce.stages.meta_level import run_meta_untrained
 
     print(run_meta_untrained(Plan(_profile(args))))
 
@@ -70,59 +74,59 @@ def _print_runs(runs: list[dict]) -> None:
 
 
 def cmd_finetune_self(args) -> None:
-    from .stages.common import Plan
-    from .stages.finetuning import run_finetune_self
+    from reproduce.stages.common import Plan
+    from reproduce.stages.finetuning import run_finetune_self
 
     _print_runs(run_finetune_self(Plan(_profile(args))))
 
 
 def cmd_object_level_trained(args) -> None:
-    from .stages.common import Plan
-    from .stages.object_level import run_object_level_trained
+    from reproduce.stages.common import Plan
+    from reproduce.stages.object_level import run_object_level_trained
 
     for name, path in run_object_level_trained(Plan(_profile(args))).items():
         print(f"{name}: {path}")
 
 
 def cmd_finetune_cross(args) -> None:
-    from .stages.common import Plan
-    from .stages.finetuning import run_finetune_cross
+    from reproduce.stages.common import Plan
+    from reproduce.stages.finetuning import run_finetune_cross
 
     _print_runs(run_finetune_cross(Plan(_profile(args))))
 
 
 def cmd_meta_trained(args) -> None:
-    from .stages.common import Plan
-    from .stages.meta_level import run_meta_trained
+    from reproduce.stages.common import Plan
+    from reproduce.stages.meta_level import run_meta_trained
 
     print(run_meta_trained(Plan(_profile(args))))
 
 
 def cmd_calibration(args) -> None:
-    from .stages.calibration import run_calibration
-    from .stages.common import Plan
+    from reproduce.stages.calibration import run_calibration
+    from reproduce.stages.common import Plan
 
     print(run_calibration(Plan(_profile(args))))
 
 
 def cmd_behaviour_change(args) -> None:
-    from .stages.behaviour_change import run_behaviour_change
-    from .stages.common import Plan
+    from reproduce.stages.behaviour_change import run_behaviour_change
+    from reproduce.stages.common import Plan
 
     print(run_behaviour_change(Plan(_profile(args))))
 
 
 def cmd_concept_injection(args) -> None:
-    from .injection import run_concept_injection
-    from .stages.common import DATA, WORK, Plan
+    from reproduce.injection import run_concept_injection
+    from reproduce.stages.common import DATA, WORK, Plan
 
     for part, path in run_concept_injection(Plan(_profile(args), tasks=False), DATA / "injection" / "raw", WORK).items():
         print(f"{part}: {path}")
 
 
 def cmd_mirror(args) -> None:
-    from .mirror import run_mirror
-    from .stages.common import DATA, WORK, Plan
+    from reproduce.mirror import run_mirror
+    from reproduce.stages.common import DATA, WORK, Plan
 
     for part, path in run_mirror(Plan(_profile(args), tasks=False), DATA / "mirror" / "raw", WORK).items():
         print(f"{part}: {path}")
@@ -257,7 +261,7 @@ def cmd_figures(args) -> None:
 
 
 def cmd_report(args) -> None:
-    from .config import edits
+    from reproduce.config import edits
     from report import run_report
 
     name, profile = load_params(args.params, args.profile)
@@ -271,20 +275,20 @@ def cmd_report(args) -> None:
 
 
 def cmd_release(args) -> None:
-    from .cards import write_cards
+    from reproduce.cards import write_cards
 
     for name, path in write_cards(params=Path(args.params)).items():
         print(f"{name}: {path}")
 
 
 def cmd_artifacts(args) -> None:
-    from .cards import sync_artifacts
-    from .citation import read_manifests
-    from .errors import DataError
+    from reproduce.cards import sync_artifacts
+    from reproduce.citation import read_manifests
+    from reproduce.errors import DataError
 
     manifests = read_manifests(Path(args.data_raw), "all")
     if args.tag:
-        from .cards import tag_datasets
+        from reproduce.cards import tag_datasets
 
         for tag in tag_datasets(manifests):
             print(f"tagged {tag}")
@@ -300,8 +304,8 @@ def cmd_artifacts(args) -> None:
 
 
 def cmd_dvc_deps(args) -> None:
-    from .errors import DataError
-    from .pipeline import sync_code_deps
+    from reproduce.errors import DataError
+    from reproduce.pipeline import sync_code_deps
 
     changed = sync_code_deps(write=not args.check)
     if changed and args.check:
@@ -321,14 +325,14 @@ def cmd_screenshot(args) -> None:
 
 
 def cmd_import_release(args) -> None:
-    from .release import import_release
+    from reproduce.release import import_release
 
     for m in import_release(Path(args.release_dir), Path(args.out), split=args.split, prefix=args.prefix):
         print(f"{m['name']:<36} {m['split']:<5} {m['n_items']:>5} items  {', '.join(m['properties'])}")
 
 
 def cmd_models(args) -> None:
-    from .models import EMBEDDED, ModelError, load, resolve
+    from reproduce.models import EMBEDDED, ModelError, load, resolve
 
     specs = args.specs or list(EMBEDDED)
     failed = []
@@ -355,8 +359,8 @@ def record_timing(stage: str, seconds: float, path: Path = TIMINGS, processes: i
 
     import torch
 
-    from .hardware import describe
-    from .io import atomic_write_json
+    from reproduce.hardware import describe
+    from reproduce.io import atomic_write_json
 
     data = json.loads(path.read_text()) if path.exists() else {}
     entry = {"seconds": round(seconds, 1), "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -386,8 +390,8 @@ def cmd_timings(args) -> None:
 
 
 def cmd_plan(args) -> None:
-    from .plan import main_plan
-    from .stages.common import Plan
+    from reproduce.plan import main_plan
+    from reproduce.stages.common import Plan
 
     print(main_plan(Plan(_profile(args)), args.device, args.memory_gib))
 
@@ -395,7 +399,7 @@ def cmd_plan(args) -> None:
 def cmd_hardware(args) -> None:
     import torch
 
-    from .hardware import describe, forget_probe, resolve_dtype
+    from reproduce.hardware import describe, forget_probe, resolve_dtype
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -408,7 +412,7 @@ def cmd_hardware(args) -> None:
 
 
 def cmd_use_profile(args) -> None:
-    from .config import use_profile
+    from reproduce.config import use_profile
 
     print(f"{use_profile(args.name, args.params, force=args.force)}: written from profiles/{args.name}.yaml")
 
@@ -632,8 +636,8 @@ def main(argv: list[str] | None = None) -> int:
         reads = record_reads() if timed else None
         args.func(args)
         if timed:
-            from . import dist
-            from .pipeline import check_stage
+            from reproduce import dist
+            from reproduce.pipeline import check_stage
 
             check_stage(timed, reads)  # dvc.yaml declares every setting and module the stage used
 

@@ -1,0 +1,1 @@
+"""The ``looking-inward`` command line (:mod:`looking_inward.cli`), outside the layers it composes."""

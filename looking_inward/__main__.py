@@ -1,0 +1,7 @@
+"""``python -m looking_inward <command>``: what dvc.yaml's stages run."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
