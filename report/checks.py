@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 from reproduce.io import atomic_path
-from .formatting import ReportError, fig_id
+from .formatting import MODEL_TEXT_CLASS, ReportError, fig_id
 
 
 UNRESOLVED = [
@@ -32,6 +32,8 @@ def check_html(html_path: Path, figures: list[str]) -> list[str]:
     must be present and embedded (labelled by :func:`fig_id`)."""
     html = Path(html_path).read_text(encoding="utf-8")
     body = re.sub(r"<(script|style)\b.*?</\1>", "", html, flags=re.S)
+    # text a model wrote is quoted verbatim and may contain anything, "??" included
+    body = re.sub(rf'<span class="{MODEL_TEXT_CLASS}">.*?</span>', "", body, flags=re.S)
     body = re.sub(r'src="data:[^"]+"', 'src="data:"', body)
     problems = [f"{what}: ...{body[max(0, m.start() - 60):m.end() + 20]}..."
                 for rx, what in UNRESOLVED for m in [rx.search(body)] if m]

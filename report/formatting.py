@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,20 @@ def _read_json(path: Path, what: str) -> dict:
         raise ReportError(f"{path} is missing: run the {what} stage first (`dvc repro {what}`)")
     return json.loads(path.read_text())
 
+
+#: the class of the span that holds text a model wrote, quoted verbatim (:func:`model_text`)
+MODEL_TEXT_CLASS = "model-text"
+_MD_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()<>#+\-.!@?~^=$%&'\";:,/])")
+
+
+def model_text(s: str) -> str:
+    """Text a model wrote, for a markdown table cell: every markdown-active character backslash-escaped (so a
+    reply that contains ``@fig-x``, ``{{< meta >}}``, ``[@key]``, ``*`` or ``<b>`` is printed as written, never
+    read as markup), on one line, in a ``[...]{.model-text}`` span that :func:`report.checks.check_html`
+    leaves out of its search for unresolved references (a model may well write "??"). ``|`` is left to the
+    table writer."""
+    one_line = " ".join(str(s).split())
+    if not one_line:
+        return ""
+    escaped = _MD_PUNCTUATION.sub(lambda m: "\\" + m.group(1), one_line)
+    return f"[{escaped}]{{.{MODEL_TEXT_CLASS}}}"

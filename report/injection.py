@@ -13,6 +13,8 @@ import yaml
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
+from .formatting import model_text
+
 INJECTION = REPO_ROOT / "data" / "injection"
 
 
@@ -128,7 +130,7 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
                       "perplexity": ex["perplexity"].map(lambda v: "-" if pd.isna(v) else f"{v:.1f}"),
                       "grades": [", ".join(k for k in ("claims_detection", "names_concept", "coherent") if r[k])
                                  or "none" for _, r in ex.iterrows()],
-                      "text": ex["text"].str.replace("\n", " ", regex=False)})
+                      "text": ex["text"].map(model_text)})
     ex = ex[["model", "condition", "concept", "layer fraction", "strength", "text", "grades", "perplexity"]]
     secs = ", ".join(f"{m} {v['seconds']:.0f} s" for m, v in run["models"].items())
     out = [

@@ -11,6 +11,7 @@ import pandas as pd
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
+from .formatting import model_text
 from .injection import _kappa, _p, _pp
 
 MIRROR = REPO_ROOT / "data" / "mirror"
@@ -75,7 +76,7 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
         atomic_write_bytes(path, b"The mirror-test stages did not run in this profile (no `mirror:` section in "
                                  b"params.yaml), so this section has no results.\n")
         return False
-    from . import _md_table
+    from .tables import _md_table
 
     numbers = json.loads((analysis / "numbers.json").read_text())
     index = json.loads((figures / "index.json").read_text())
@@ -84,7 +85,7 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
         atomic_write_bytes(Path(gen) / "figures" / f"{name}.png", (figures / f"{name}.png").read_bytes())
     ex = pd.read_parquet(analysis / "examples.parquet")
     ex = ex.assign(kind=ex["kind"].fillna("-"), level=ex["level"].map(lambda v: "-" if pd.isna(v) else f"{v:g}"),
-                   reply=ex["reply"].str.replace("\n", " ", regex=False),
+                   reply=ex["reply"].map(model_text),
                    notices=ex["notices"].map({True: "yes", False: "no"}), p_yes=ex["p_yes"].map(lambda v: f"{v:.2f}"))
     secs = ", ".join(f"{m} {v['seconds']:.0f} s" for m, v in run["models"].items())
     out = [

@@ -155,8 +155,22 @@ def undeclared(stage: str, modules: set[str] | None = None, reads: set[str] | No
     return out
 
 
+def _cli_machinery(root: Path = CODE_ROOT) -> set[str]:
+    """What the command line's ``main()`` imports for itself (timing, the process barrier, this check): loaded
+    by every command, part of no stage's outputs."""
+    tree = ast.parse((root / CLI).read_text())
+    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
+    start = set()
+    for node in ast.walk(main):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            start.add(node.module)
+            start.update(f"{node.module}.{a.name}" for a in node.names)
+    return _closure({m for m in start if m.split(".")[0] in PACKAGES}, root)
+
+
 def loaded_modules(root: Path = CODE_ROOT) -> set[str]:
-    """The project files this process has imported."""
+    """The project files this process has imported, less the command line's own (``looking_inward/``, and
+    what its ``main()`` imports for itself)."""
     out = set()
     for mod in list(sys.modules.values()):
         f = getattr(mod, "__file__", None)
@@ -166,9 +180,9 @@ def loaded_modules(root: Path = CODE_ROOT) -> set[str]:
             rel = Path(f).resolve().relative_to(root).as_posix()
         except ValueError:
             continue
-        if rel.split("/")[0] in PACKAGES and rel not in EXEMPT:
+        if rel.split("/")[0] in PACKAGES and rel not in EXEMPT and not rel.startswith("looking_inward/"):
             out.add(rel)
-    return out
+    return out - _cli_machinery(root)
 
 
 def check_stage(command: str, reads: set[str], root: Path = REPO_ROOT) -> None:

@@ -2,6 +2,7 @@
 includes and callouts, the HTML checks, and citable datasets (release hash, card, CITATION.cff)."""
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -201,3 +202,26 @@ def test_every_committed_dataset_has_a_card_and_a_matching_citation():
         assert (REPO_ROOT / "data_raw" / m["name"] / "README.md").read_text() == card(m)
         assert f"release-sha256:{m['release_sha256']}" in json.dumps(cited[m["name"]]["identifiers"])
     assert set(cited) == {m["name"] for m in manifests + others}
+
+
+def test_text_a_model_wrote_is_printed_as_written_and_not_checked_as_markup(tmp_path):
+    """A reply may contain "??", "@fig-x", a shortcode, a citation key or HTML: in a table of example
+    transcripts it is printed verbatim, resolves nothing, and does not fail the report's checks."""
+    import pandas as pd
+
+    from report.formatting import model_text
+    from report.tables import _md_table
+
+    reply = 'What is it?? See @fig-one, {{< meta n.nope >}} [@nobody] *not bold* <b>x</b> a|b\nnext line'
+    table = _md_table(pd.DataFrame({"model": ["m"], "reply": [model_text(reply)]}), "Replies.", "tbl-replies")
+    proc = _render(tmp_path, QMD + "\n" + table)
+    assert proc.returncode == 0, proc.stderr
+    html = proc.stdout
+    span = " ".join(re.search(r'<span class="model-text">(.*?)</span>', html, re.S).group(1).split())
+    assert span == ("What is it?? See @fig-one, {{&lt; meta n.nope &gt;}} [@nobody] *not bold* &lt;b&gt;x&lt;/b&gt; "
+                    "a|b next line")
+    (tmp_path / "out.html").write_text(html)
+    assert check_html(tmp_path / "out.html", []) == []
+    # the same "??" outside a model's text is still caught
+    (tmp_path / "bad.html").write_text(html.replace("</body>", "<p>see ??</p></body>"))
+    assert any("??" in p for p in check_html(tmp_path / "bad.html", []))

@@ -7,6 +7,7 @@ Run it BEFORE --citeproc (pandoc applies filters in command-line order):
 It provides
   * {{< include path >}}   a paragraph that is only this shortcode is replaced by the file's blocks
   * {{< meta key.sub >}}   replaced by the metadata value (from --metadata-file); an unknown key is an error
+  * [text]{.model-text}    text a model wrote: left as written (no shortcodes, no cross-references inside)
   * @fig-x, @tbl-x, @sec-x cross-references: figures and tables are numbered in document order and their
                            captions prefixed ("Figure 2: ..."); sections are numbered like --number-sections;
                            a reference to a missing label is an error
@@ -188,9 +189,31 @@ local function authors(m)
   return m
 end
 
+-- ------------------------------------------------------------------------------------------ model text
+-- Text a model wrote is quoted verbatim in a [...]{.model-text} span (report.formatting.model_text). Its
+-- content is set aside while shortcodes and cross-references are resolved, so a reply that reads like one
+-- ("{{< meta x >}}", "@fig-x") is printed as written, and put back at the end.
+local held = {}
+
+local function hold(span)
+  if span.classes:includes("model-text") then
+    held[#held + 1] = span.content
+    span.content = pandoc.Inlines({ pandoc.Str("model-text-" .. #held) })
+    return span
+  end
+end
+
+local function release(span)
+  if span.classes:includes("model-text") then
+    span.content = held[tonumber(pandoc.utils.stringify(span.content):match("^model%-text%-(%d+)$"))]
+    return span
+  end
+end
+
 function Pandoc(doc)
   meta = doc.meta
   doc.blocks = doc.blocks:walk({ Para = include })
+  doc.blocks = doc.blocks:walk({ Span = hold })
   doc.blocks = doc.blocks:walk({ Inlines = shortcodes })
   for k, v in pairs(doc.meta) do -- shortcodes in metadata (title, abstract) too
     if pandoc.utils.type(v) == "Inlines" then
@@ -201,6 +224,7 @@ function Pandoc(doc)
   end
   doc.blocks = number(doc.blocks)
   doc.blocks = doc.blocks:walk({ Cite = crossref, Div = callout })
+  doc.blocks = doc.blocks:walk({ Span = release })
   doc.meta = authors(doc.meta)
   return doc
 end
