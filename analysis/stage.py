@@ -621,37 +621,37 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         _write_netcdf(idata, out / "posterior" / f"{name}.nc")
     atomic_write_json(out / "metrics.json", _jsonable(metrics))
     atomic_write_json(out / "numbers.json", _jsonable(numbers))
-    atomic_write_json(out / "headline.json", _jsonable(headline(metrics)))
+    atomic_write_json(out / "headline.json", _jsonable(headline_numbers(metrics)))
     return metrics
 
 
-def headline(metrics: dict) -> dict:
+def headline_numbers(metrics: dict) -> dict:
     """A dozen headline numbers, flat (DVC's ``metrics``: ``dvc exp show`` and ``dvc metrics diff`` put runs
-    side by side on these; ``metrics.json`` keeps every number with its interval and diagnostics)."""
+    side by side on these; ``metrics.json`` keeps every number with its interval and diagnostics). A result
+    the run did not produce (no behaviour-change stage, too few cells for an interval) is left out."""
+    def at(*path):
+        d = metrics
+        for key in path:
+            d = d.get(key) if isinstance(d, dict) else None
+        return d
+
+    sources = {
+        "delta": (("advantage", "overall"), ("mean", "low", "high")),
+        "gamma": (("advantage", "gamma"), ("mean",)),
+        "training_effect": (("training_effect", "overall"), ("mean", "low", "high")),
+        "mad_self_minus_cross": (("calibration", "mad_difference", "pooled"), ("difference", "low", "high")),
+        "log_score_self_minus_cross": (("calibration", "log_score", "self_minus_cross"), ("mean", "low", "high")),
+        "behaviour_share_new": (("behaviour", "share_new"), ("share",)),
+        "behaviour_new_vs_mode": (("behaviour", "vs_mode", "new"), ("estimate",)),
+    }
     out: dict = {}
-
-    def put(prefix: str, d: dict | None, keys=("mean", "low", "high")) -> None:
-        for k in keys:
-            if d is not None and d.get(k) is not None:
-                out[f"{prefix}_{k}" if k != "mean" else prefix] = d[k]
-
-    adv = metrics.get("advantage", {})
-    put("delta", adv.get("overall"))
-    put("gamma", adv.get("gamma"), ("mean",))
-    if "p_every_direction" in adv:
-        out["p_every_direction"] = adv["p_every_direction"]
-    put("training_effect", metrics.get("training_effect", {}).get("overall"))
-    cal = metrics.get("calibration", {})
-    mad = cal.get("mad_difference", {}).get("pooled")
-    if mad:
-        out["mad_self_minus_cross"], out["mad_self_minus_cross_low"] = mad["difference"], mad["low"]
-        out["mad_self_minus_cross_high"] = mad["high"]
-    put("log_score_self_minus_cross", cal.get("log_score", {}).get("self_minus_cross"))
-    beh = metrics.get("behaviour", {})
-    if (share := beh.get("share_new")) is not None:
-        out["behaviour_share_new"] = share.get("share")
-    if (vs := beh.get("vs_mode", {}).get("new")) is not None:
-        out["behaviour_new_vs_mode"] = vs.get("estimate")
+    for name, (path, keys) in sources.items():
+        d = at(*path)
+        for i, k in enumerate(keys):
+            if isinstance(d, dict) and isinstance(d.get(k), (int, float)):
+                out[name if i == 0 else f"{name}_{k}"] = d[k]
+    if isinstance(at("advantage", "p_every_direction"), (int, float)):
+        out["p_every_direction"] = metrics["advantage"]["p_every_direction"]
     return out
 
 
