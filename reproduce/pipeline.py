@@ -66,6 +66,9 @@ def _imports(path: Path, root: Path) -> set[str]:
                 mod = node.module or ""
             out.add(mod)
             out.update(f"{mod}.{alias.name}" for alias in node.names)  # `from pkg import module`
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "code_version":
+            # modules named by string, imported and hashed into a fingerprint (reproduce.versioning)
+            out.update(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
     return {m for m in out if m.split(".")[0] in PACKAGES}
 
 

@@ -271,3 +271,10 @@ def test_no_layer_imports_a_later_one():
             if bad:
                 upward[f.relative_to(CODE_ROOT).as_posix()] = sorted(bad)
     assert upward == {}
+
+
+def test_modules_hashed_into_a_fingerprint_by_name_are_dependencies():
+    """The object level hashes reproduce.tasks into its shards' fingerprint (code_version("reproduce.tasks")),
+    which imports it at run time: it is a dependency though no import statement names it there."""
+    assert "reproduce/tasks.py" in pipeline.stage_modules("object_level")
+    assert "reproduce/tasks.py" in pipeline.declared("object_level")[0]
