@@ -399,8 +399,8 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
 
     profile = plan.profile
     if profile.injection is None:
-        raise InjectionError("the active profile has no `injection:` section; add one (see the default profile in "
-                             "params.yaml) or run another stage")
+        raise InjectionError("params.yaml has no `injection:` section; add one (see profiles/default.yaml) "
+                             "or run another stage")
     data = load_injection_dataset(plan.data_raw)
     select_concepts(data, profile.injection.concepts)  # bad input fails before any model work
     if profile.injection.judge is not None:

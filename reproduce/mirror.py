@@ -226,8 +226,8 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     profile = plan.profile
     cfg = profile.mirror
     if cfg is None:
-        raise MirrorError("the active profile has no `mirror:` section; add one (see the default profile in "
-                          "params.yaml) or run another stage")
+        raise MirrorError("params.yaml has no `mirror:` section; add one (see profiles/default.yaml) "
+                          "or run another stage")
     data = load_mirror_dataset(plan.data_raw)  # kinds and levels were checked when params.yaml was read
     if cfg.judge is not None:
         from .models import resolve

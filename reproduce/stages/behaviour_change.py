@@ -22,8 +22,7 @@ def behaviour_change_plan(plan: Plan) -> tuple:
     fails before any model is loaded."""
     bc = plan.profile.behaviour_change
     if bc is None:
-        raise ConfigError("the active profile has no `behaviour_change:` section in params.yaml; add one "
-                         "(see the smoke profile)")
+        raise ConfigError("params.yaml has no `behaviour_change:` section; add one (see profiles/smoke.yaml)")
     _finetune_params(plan)
     if len(plan.refs) < 2:
         raise ConfigError("behaviour change needs at least two models: each one is taught another one's answers")

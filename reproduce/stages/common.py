@@ -191,7 +191,7 @@ def cross_runs(plan: Plan, n_pairs: dict[tuple[str, int], int]) -> list[Training
 
 def _finetune_params(plan: Plan):
     if plan.profile.finetune is None:
-        raise ConfigError("the active profile has no `finetune:` section in params.yaml; add one (see the smoke profile)")
+        raise ConfigError("params.yaml has no `finetune:` section; add one (see profiles/smoke.yaml)")
     return plan.profile.finetune
 
 
