@@ -25,7 +25,7 @@ import pandas as pd
 from . import __version__
 from .config import CODE_ROOT, DEFAULT_PARAMS, REPO_ROOT, edits
 from .errors import MissingInput
-from .io import atomic_write_bytes, atomic_write_json
+from .io import atomic_write_bytes, atomic_write_json, sha256_bytes, sha256_file
 
 RELEASE = REPO_ROOT / "data" / "release"
 #: artifact name -> (path in the project, the stage that writes it, what it holds)
@@ -44,17 +44,13 @@ BEHAVIOUR = {
 }
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _git(root: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=timeout)
 
 
 def _git_commit(root: Path) -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        out = _git(root, "rev-parse", "HEAD", timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
@@ -84,14 +80,14 @@ def behaviour_card(name: str, root: Path = REPO_ROOT, params: Path = DEFAULT_PAR
         models.update(df["model" if "model" in df else "predictor"].unique().tolist())
         if "dtype" in df:
             dtypes.update(df["dtype"].unique().tolist())
-        entries.append({"file": f.relative_to(root).as_posix(), "rows": len(df), "sha256": _sha256(f)})
+        entries.append({"file": f.relative_to(root).as_posix(), "rows": len(df), "sha256": sha256_file(f)})
     timings = root / "data" / "timings.json"
     ran = json.loads(timings.read_text()).get("stages", {}).get(stage.replace("_", "-"), {}) \
         if timings.exists() else {}
     label, changed = edits(params)
     return {
         "artifact": name, "path": rel, "description": desc, "stage": stage,
-        "sha256": hashlib.sha256("".join(f"{e['file']}\0{e['sha256']}\0" for e in entries).encode()).hexdigest(),
+        "sha256": sha256_bytes("".join(f"{e['file']}\0{e['sha256']}\0" for e in entries).encode()),
         "rows": sum(e["rows"] for e in entries), "files": entries,
         "models": sorted(models), "dtype": sorted(dtypes),
         "profile": label, "edited_settings": changed,
@@ -167,17 +163,14 @@ def sync_artifacts(manifests: list[dict], dvc_yaml: Path = REPO_ROOT / "dvc.yaml
 def tag_datasets(manifests: list[dict], root: Path = REPO_ROOT) -> list[str]:
     """Register every dataset version as an artifact version: an annotated git tag ``dataset-<task>@v<version>``
     at HEAD (the GTO convention ``dvc artifacts get`` resolves), for each that is not tagged yet."""
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-
-    if git("rev-parse", "--git-dir").returncode != 0:
+    if _git(root, "rev-parse", "--git-dir").returncode != 0:
         raise MissingInput(f"{root} is not a git repository; artifact versions are git tags")
     made = []
     for m in sorted(manifests, key=lambda m: m["name"]):
         tag = f"{_artifact_name(m['name'])}@v{m['version']}"
-        if git("rev-parse", "-q", "--verify", f"refs/tags/{tag}").returncode == 0:
+        if _git(root, "rev-parse", "-q", "--verify", f"refs/tags/{tag}").returncode == 0:
             continue
-        out = git("tag", "-a", tag, "-m", f"{m['name']} {m['version']} (release sha256 {m['release_sha256']})")
+        out = _git(root, "tag", "-a", tag, "-m", f"{m['name']} {m['version']} (release sha256 {m['release_sha256']})")
         if out.returncode != 0:
             raise MissingInput(f"git tag {tag} failed: {out.stderr.strip()}")
         made.append(tag)

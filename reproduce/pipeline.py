@@ -53,9 +53,14 @@ def _module_file(name: str, root: Path) -> Path | None:
 
 def _imports(path: Path, root: Path) -> set[str]:
     """Project modules imported anywhere in ``path`` (module level and inside functions)."""
-    package = list(path.relative_to(root).parts[:-1])  # a/b/c.py and a/b/__init__.py both sit in a.b
+    # a/b/c.py and a/b/__init__.py both sit in a.b
+    return _imports_in(ast.parse(path.read_text()), list(path.relative_to(root).parts[:-1]))
+
+
+def _imports_in(tree: ast.AST, package: list[str]) -> set[str]:
+    """Project modules imported anywhere under ``tree``, a module or one function of it in ``package``."""
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -99,24 +104,18 @@ def command_function(stage: str) -> str:
 def stage_modules(stage: str, root: Path = CODE_ROOT) -> set[str]:
     """The project files (relative paths) the stage's command imports, directly or through other modules."""
     tree = ast.parse((root / CLI).read_text())
-    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    name = command_function(stage)
-    if name not in funcs:
-        raise KeyError(f"{CLI} has no {name}() for the dvc.yaml stage {stage!r}")
-    start: set[str] = set()
-    for node in ast.walk(funcs[name]):
-        if isinstance(node, ast.ImportFrom):
-            mod = node.module or ""
-            start.add(mod)
-            start.update(f"{mod}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Import):
-            start.update(alias.name for alias in node.names)
+    start = _imports_in(_cli_function(tree, command_function(stage), stage), ["looking_inward"])
     # the command line's own module-level imports serve every stage (the settings loader, the errors)
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module:
-            start.add(node.module)
-    start = {m for m in start if m.split(".")[0] in PACKAGES}
+    start |= {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
+              and n.module.split(".")[0] in PACKAGES}
     return {m for m in _closure(start, root) if m not in EXEMPT}
+
+
+def _cli_function(tree: ast.Module, name: str, stage: str | None = None) -> ast.FunctionDef:
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return node
+    raise KeyError(f"{CLI} has no {name}()" + (f" for the dvc.yaml stage {stage!r}" if stage else ""))
 
 
 def read_stages(dvc_yaml: Path = REPO_ROOT / "dvc.yaml") -> dict:
@@ -161,14 +160,8 @@ def undeclared(stage: str, modules: set[str] | None = None, reads: set[str] | No
 def _cli_machinery(root: Path = CODE_ROOT) -> set[str]:
     """What the command line's ``main()`` imports for itself (timing, the process barrier, this check): loaded
     by every command, part of no stage's outputs."""
-    tree = ast.parse((root / CLI).read_text())
-    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
-    start = set()
-    for node in ast.walk(main):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            start.add(node.module)
-            start.update(f"{node.module}.{a.name}" for a in node.names)
-    return _closure({m for m in start if m.split(".")[0] in PACKAGES}, root)
+    main = _cli_function(ast.parse((root / CLI).read_text()), "main")
+    return _closure(_imports_in(main, ["looking_inward"]), root)
 
 
 def loaded_modules(root: Path = CODE_ROOT) -> set[str]:
