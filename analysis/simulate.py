@@ -298,7 +298,8 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                             "meta_prompt_hash": short_hash(f"{task}/{item}/{p}"), "meta_response": response,
                             "meta_value": value, "meta_compliant": value is not None,
                             "options": list(prop.options or []), "option_probs": option_probs,
-                            "p_outside": p_outside, "object_value": ov, "object_compliant": oc,
+                            "p_outside": p_outside, "option_position": 0 if prop.closed else None,
+                            "object_value": ov, "object_compliant": oc,
                             "p_object_value": (option_probs[vals.index(ov)] if prop.closed and ov in vals else None),
                             "correct": bool(oc and value is not None and value == ov),
                             "object_model": om, "ground_truth": truth})
@@ -334,7 +335,7 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                             copy["myopic_reward", "ethical_stance"] = 1.0  # one cell 100% correct (logit +inf)
                     name = f"{pr}__on__{t}__s{s}" + ("" if size is None else f"__n{size}")
                     rows = meta_rows(pr, [(t, om, "trained"), (t, t, "base")], om, copy, comp, om)
-                    trained += [dict(r, run=name, n_examples=n_examples, scaling=size is not None,
+                    trained += [dict(r, run=name, trained_on=t if pr == t else om, n_examples=n_examples, scaling=size is not None,
                                      mixed_precision=mixed_precision, seed=s) for r in rows]
     meta_trained = pd.DataFrame(trained)
 

@@ -29,6 +29,7 @@ import pandas as pd
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
 from reproduce.io import atomic_path, atomic_write_json, atomic_write_parquet, read_stage_table
+from reproduce.tables import BEHAVIOUR_CHANGE, CALIBRATION, META_TRAINED, META_UNTRAINED
 
 from . import baseline as B
 from . import compliance as C
@@ -487,11 +488,11 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
 def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     """Read the stage tables under ``data``, fit, gate, and write everything under ``out``; returns the metrics."""
     n_boot, seed = profile.analysis.bootstrap, profile.seed
-    meta_u = read_stage_table(data / "meta_untrained.parquet", "meta_untrained")
-    meta_t = read_stage_table(data / "meta_trained.parquet", "meta_trained")
-    cal = read_stage_table(data / "calibration.parquet", "calibration")
+    meta_u = read_stage_table(data / "meta_untrained.parquet", "meta_untrained", META_UNTRAINED)
+    meta_t = read_stage_table(data / "meta_trained.parquet", "meta_trained", META_TRAINED)
+    cal = read_stage_table(data / "calibration.parquet", "calibration", CALIBRATION)
     bc_path = data / "behaviour_change.parquet"
-    bc = pd.read_parquet(bc_path) if bc_path.exists() else None
+    bc = read_stage_table(bc_path, "behaviour_change", BEHAVIOUR_CHANGE) if bc_path.exists() else None
 
     if "ground_truth" not in meta_t or not (meta_t["ground_truth"] == "trained").any():
         raise DataError(f"{data / 'meta_trained.parquet'} has no rows scored against the self-trained model "

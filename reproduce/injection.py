@@ -47,24 +47,39 @@ from .engine import derive_seed
 from .errors import ProjectError
 from .injection_data import InjectionData, load_injection_dataset
 from .io import stack_frames, write_stage_tables
+from .schema import PROB, Col, Schema, cols
 from .shards import ShardStore
 from .steering import (ConceptVectors, Injection, Steer, concept_vectors, decoder_layers, layer_at, span_mean_residuals,
                        token_span)
 from .versioning import code_version
 
 PARTS = ("detection", "identification", "freetext", "prefill", "intention")
-COLUMNS = {
-    "detection": ["model", "question", "question_id", "condition", "concept", "layer", "layer_fraction", "strength",
-                  "p_yes", "p_outside", "detected", "answer"],
-    "identification": ["model", "question_id", "condition", "concept", "layer", "layer_fraction", "strength",
-                       "p_true", "rank", "correct", "n_concepts", "top_concept"],
-    "freetext": ["model", "question_id", "condition", "concept", "layer", "layer_fraction", "strength", "sample",
-                 "text", "claims_detection", "names_concept", "detection_before_naming", "coherent",
-                 "perplexity", "judge_claims", "judge_names"],
-    "prefill": ["model", "pair_id", "word", "condition", "injected", "layer", "layer_fraction", "strength",
-                "p_accident", "accident"],
-    "intention": ["model", "sentence_id", "word", "instruction", "layer", "layer_fraction", "cosine"],
+_SITE = [Col("layer", "int", null=False), Col("layer_fraction", "float", range=PROB), Col("strength", "float")]
+SCHEMAS = {  # one table per part, one row per trial
+    "detection": Schema("injection/detection", [
+        Col("model", "str", null=False), Col("question", "str", null=False, values=("detect", "yes_bias")),
+        Col("question_id", "str", null=False), Col("condition", "str", null=False), Col("concept", "str"), *_SITE,
+        Col("p_yes", "float", range=PROB), Col("p_outside", "float", range=PROB), Col("detected", "bool", null=False),
+        Col("answer", "str")]),
+    "identification": Schema("injection/identification", [
+        Col("model", "str", null=False), Col("question_id", "str", null=False), Col("condition", "str", null=False),
+        Col("concept", "str"), *_SITE, Col("p_true", "float", range=PROB), Col("rank", "int", range=(1, float("inf"))),
+        Col("correct", "bool", null=False), Col("n_concepts", "int"), Col("top_concept", "str")]),
+    "freetext": Schema("injection/freetext", [
+        Col("model", "str", null=False), Col("question_id", "str", null=False), Col("condition", "str", null=False),
+        Col("concept", "str"), *_SITE, Col("sample", "int", null=False), Col("text", "str", null=False),
+        *cols(["claims_detection", "names_concept", "detection_before_naming", "coherent"], "bool"),
+        Col("perplexity", "float"), Col("judge_claims", "float", range=PROB), Col("judge_names", "float", range=PROB)]),
+    "prefill": Schema("injection/prefill", [
+        Col("model", "str", null=False), Col("pair_id", "str", null=False), Col("word", "str", null=False),
+        Col("condition", "str", null=False, values=("control", "matching", "random")), Col("injected", "str"), *_SITE,
+        Col("p_accident", "float", range=PROB), Col("accident", "bool", null=False)]),
+    "intention": Schema("injection/intention", [
+        Col("model", "str", null=False), Col("sentence_id", "str", null=False), Col("word", "str", null=False),
+        Col("instruction", "str", null=False), Col("layer", "int", null=False), Col("layer_fraction", "float", range=PROB),
+        Col("cosine", "float", range=(-1.0, 1.0))]),
 }
+COLUMNS = {part: schema.columns for part, schema in SCHEMAS.items()}
 DETECT_OPTIONS = ("yes", "no")
 
 
@@ -429,4 +444,4 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     out = {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS}
     out["freetext"] = judge_freetext(profile, out["freetext"])
     run["judge"] = profile.injection.judge
-    return write_stage_tables(out_dir, out, run)
+    return write_stage_tables(out_dir, out, run, SCHEMAS)

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import MissingInput
+from .schema import Schema, SchemaError
 
 
 _UMASK = os.umask(0)
@@ -72,7 +73,11 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode())
 
 
-def atomic_write_parquet(path: str | Path, df: pd.DataFrame) -> None:
+def atomic_write_parquet(path: str | Path, df: pd.DataFrame, schema: Schema | None = None) -> None:
+    """``df`` as parquet at ``path``; checked against ``schema`` first, so a table that breaks it is never
+    written."""
+    if schema is not None:
+        schema.check(df, f"writing {path}")
     with atomic_path(path) as tmp:
         df.to_parquet(tmp, index=False)
 
@@ -88,9 +93,14 @@ def stack_frames(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame
     return df[columns]
 
 
-def write_stage_tables(out_dir: str | Path, tables: dict[str, pd.DataFrame], run: dict) -> dict[str, Path]:
-    """``out_dir/<name>.parquet`` for every table and ``run.json``, replacing ``out_dir`` as one atomic step."""
+def write_stage_tables(out_dir: str | Path, tables: dict[str, pd.DataFrame], run: dict,
+                       schemas: dict[str, Schema] | None = None) -> dict[str, Path]:
+    """``out_dir/<name>.parquet`` for every table and ``run.json``, replacing ``out_dir`` as one atomic step
+    (every table checked against its entry of ``schemas`` first)."""
     out_dir = Path(out_dir)
+    for name, df in tables.items():
+        if schemas and name in schemas:
+            schemas[name].check(df, f"writing {out_dir / name}.parquet")
     with atomic_dir(out_dir) as tmp:
         for name, df in tables.items():
             df.to_parquet(Path(tmp) / f"{name}.parquet", index=False)
@@ -114,9 +124,14 @@ def short_hash(text: str, n: int = 16) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:n]
 
 
-def read_stage_table(path: str | Path, stage: str) -> pd.DataFrame:
-    """A stage's parquet table, or a clear error naming the stage to run first."""
+def read_stage_table(path: str | Path, stage: str, schema: Schema | None = None) -> pd.DataFrame:
+    """A stage's parquet table, or a clear error naming the stage to run first; checked against ``schema``
+    (a table another version of the package wrote is refused with the fix)."""
     path = Path(path)
     if not path.exists():
         raise MissingInput(f"{path} is missing; run the {stage} stage first (`dvc repro {stage}`)")
-    return pd.read_parquet(path)
+    df = pd.read_parquet(path)
+    if schema is not None and (problems := schema.problems(df)):
+        raise SchemaError(f"{path} does not have the columns this version of the package writes ("
+                          + "; ".join(problems) + f"); re-run the {stage} stage (`dvc repro {stage}`)")
+    return df

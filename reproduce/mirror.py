@@ -40,18 +40,27 @@ from .engine import derive_seed
 from .errors import ProjectError
 from .hardware import describe
 from .io import stack_frames, write_stage_tables
+from .schema import PROB, Col, Schema
 from .shards import ShardStore
 from .versioning import code_version
 
 PARTS = ("conversations", "turns", "surprise")
-COLUMNS = {
-    "conversations": ["model", "script_id", "turn", "user", "reply"],
-    "turns": ["model", "script_id", "condition", "kind", "level", "turn", "history_changed", "history_eligible",
-              "reply", "notices", "judge_notices", "p_yes", "p_outside",
-              *[f"{c}_{k}" for k in KINDS for c in ("pattern_k", "pattern_n")]],
-    "surprise": ["model", "script_id", "condition", "kind", "level", "turn", "logprob", "logprob_clean", "surprise",
-                 "n_tokens"],
+_ARM = [Col("model", "str", null=False), Col("script_id", "str", null=False), Col("condition", "str", null=False),
+        Col("kind", "str"), Col("level", "any"), Col("turn", "int", null=False)]
+SCHEMAS = {
+    "conversations": Schema("mirror/conversations", [
+        Col("model", "str", null=False), Col("script_id", "str", null=False), Col("turn", "int", null=False),
+        Col("user", "str", null=False), Col("reply", "str", null=False)], key=["model", "script_id", "turn"]),
+    "turns": Schema("mirror/turns", [
+        *_ARM, Col("history_changed", "bool"), Col("history_eligible", "bool"), Col("reply", "str"),
+        Col("notices", "bool"), Col("judge_notices", "float", range=PROB), Col("p_yes", "float", range=PROB),
+        Col("p_outside", "float", range=PROB),
+        *[Col(f"{c}_{k}", "int", range=(0, float("inf"))) for k in KINDS for c in ("pattern_k", "pattern_n")]]),
+    "surprise": Schema("mirror/surprise", [
+        *_ARM, Col("logprob", "float"), Col("logprob_clean", "float"), Col("surprise", "float"),
+        Col("n_tokens", "int", range=(0, float("inf")))]),
 }
+COLUMNS = {part: schema.columns for part, schema in SCHEMAS.items()}
 RECOGNITION_OPTIONS = ("yes", "no")
 
 
@@ -268,4 +277,4 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     out = {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS}
     out["turns"] = judge_turns(profile, out["turns"])
     run_info["judge"] = cfg.judge
-    return write_stage_tables(out_dir, out, run_info)
+    return write_stage_tables(out_dir, out, run_info, SCHEMAS)

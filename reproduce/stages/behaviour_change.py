@@ -10,6 +10,7 @@ import pandas as pd
 from ..config import ConfigError
 from ..errors import DataError
 from ..io import read_stage_table
+from ..tables import BEHAVIOUR_CHANGE, META_TRAINED, TRAINING_EXAMPLES
 from ..adapters import release_memory
 from .common import (DATA, Plan, WORK, _bases, _engine, _finetune_params, _load, _mapped, _objects, _publish, _runs,
                      _self_run, _setup, _trained_objects, _training_dtype, atomic_write_bytes, atomic_write_parquet)
@@ -77,7 +78,7 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
     trained_objects = _trained_objects(plan, trained_object_dir)
     index = _runs(trained_self)
     runs = {r.name: _self_run(index, trained_self, r.name, seed) for r in plan.refs}
-    meta_old = read_stage_table(meta_trained, "meta_trained")
+    meta_old = read_stage_table(meta_trained, "meta_trained", META_TRAINED)
     meta_old = meta_old[meta_old["ground_truth"] == "trained"]
 
     sources = {}  # every model's answers on the training items: the behaviour another model is taught
@@ -97,7 +98,7 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
         self_adapter = trained_self / self_run["run"] / "adapter"
         name = f"{ref.name}__bc__{source}__s{seed}"
         examples = behaviour_examples(sources[source], tasks, seed)
-        atomic_write_parquet(adapters / "examples" / f"{ref.name}.parquet", examples)
+        atomic_write_parquet(adapters / "examples" / f"{ref.name}.parquet", examples, schema=TRAINING_EXAMPLES)
 
         with _bases(plan) as bases:  # one base per dtype, for training on M1' and for M1' changed
             with bases.trained(ref, [self_adapter], self_run["run"], self_run["fingerprint"],
@@ -122,7 +123,7 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
             meta_old[meta_old["run"] == self_run["run"]], meta_new).assign(seed=seed))
     table = pd.concat(frames, ignore_index=True)
     table.insert(table.columns.get_loc("run") + 1, "seed", table.pop("seed"))
-    atomic_write_parquet(out, table)
+    atomic_write_parquet(out, table, schema=BEHAVIOUR_CHANGE)
     return out
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 from ..config import ConfigError
 from ..io import read_stage_table
 from ..properties import get_property
+from ..tables import CALIBRATION, META_TRAINED, META_UNTRAINED, OBJECT_SAMPLES
 from .common import DATA, Plan, _finetune_params, atomic_write_parquet, trained_model_name
 
 
@@ -47,12 +48,13 @@ def run_calibration(plan: Plan, samples_dir: Path = DATA / "object_samples",
     n_compliant, n_other, object_counts, object_probs, object_value, meta_value, meta_probs, p_outside``.
     ``meta_probs`` is the option distribution renormalised over the options and ``p_outside`` the mass the
     predictor put elsewhere. Open-set properties (words) have no option distribution and are not part of it."""
-    untrained = read_stage_table(meta_untrained, "meta_untrained").assign(condition="untrained", run=None)
-    trained = read_stage_table(meta_trained, "meta_trained")
+    untrained = read_stage_table(meta_untrained, "meta_untrained", META_UNTRAINED).assign(condition="untrained", run=None)
+    trained = read_stage_table(meta_trained, "meta_trained", META_TRAINED)
     seeds = _finetune_params(plan).seeds
     samples = pd.concat(
-        [read_stage_table(samples_dir / f"{r.name}.parquet", "object_level") for r in plan.refs]
-        + [read_stage_table(trained_samples_dir / f"{trained_model_name(r.name, s)}.parquet", "object_level_trained")
+        [read_stage_table(samples_dir / f"{r.name}.parquet", "object_level", OBJECT_SAMPLES) for r in plan.refs]
+        + [read_stage_table(trained_samples_dir / f"{trained_model_name(r.name, s)}.parquet", "object_level_trained",
+                            OBJECT_SAMPLES)
            for s in seeds for r in plan.refs], ignore_index=True)
     dist = object_distribution(samples).rename(columns={"model": "object_model"})
     if dist.empty:
@@ -70,6 +72,6 @@ def run_calibration(plan: Plan, samples_dir: Path = DATA / "object_samples",
             "object_value", "meta_value", "meta_probs", "p_outside"]
     table = table[cols].reset_index(drop=True)
     table["seed"] = table["seed"].astype("Int64")
-    atomic_write_parquet(out, table)
+    atomic_write_parquet(out, table, schema=CALIBRATION)
     return out
 

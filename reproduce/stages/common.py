@@ -27,6 +27,7 @@ from ..engine import ENGINE_VERSION, Engine
 from ..errors import MissingInput
 from .. import dist
 from ..io import atomic_dir, read_stage_table
+from ..tables import OBJECT_LEVEL
 from ..io import (atomic_write_bytes as _write_bytes, atomic_write_json as _write_json,
                   atomic_write_parquet as _write_parquet)
 from ..adapters import BaseModels
@@ -136,7 +137,7 @@ def _expand_properties(df: pd.DataFrame, task: TaskData, props: list[str], items
 
 def _objects(plan: Plan, object_dir: Path) -> dict[str, pd.DataFrame]:
     """Every model's object-level table."""
-    return {ref.name: read_stage_table(object_dir / f"{ref.name}.parquet", "object_level") for ref in plan.refs}
+    return {ref.name: read_stage_table(object_dir / f"{ref.name}.parquet", "object_level", OBJECT_LEVEL) for ref in plan.refs}
 
 
 def trained_model_name(target: str, seed: int) -> str:
@@ -241,7 +242,7 @@ def _self_run(index: list[dict], trained_self: Path, model: str, seed: int) -> d
 def _trained_objects(plan: Plan, object_dir: Path) -> dict[tuple[str, int], pd.DataFrame]:
     """Every self-trained model's object-level table, keyed by (target, seed)."""
     return {(ref.name, seed): read_stage_table(object_dir / f"{trained_model_name(ref.name, seed)}.parquet",
-                                          "object_level_trained")
+                                          "object_level_trained", OBJECT_LEVEL)
             for seed in _finetune_params(plan).seeds for ref in plan.refs}
 
 def _publish(trained: Path, dest: Path) -> None:

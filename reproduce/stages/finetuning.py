@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..tables import TRAINING_EXAMPLES
 from .common import (DATA, Plan, TrainingRun, WORK, _bases, _finetune_params, _grouped, _objects, _setup, _publish,
                      _trained_objects, _training_dtype, atomic_write_bytes, atomic_write_json, atomic_write_parquet,
                      cross_runs, self_runs, trained_model_name)
@@ -65,7 +66,7 @@ def run_finetune_self(plan: Plan, object_dir: Path = DATA / "object_level", out:
     for seed in cfg.seeds:
         for t in objects:
             examples[(t, seed)] = training_examples(objects[t], plan.tasks, t, seed, cfg.max_examples)
-            atomic_write_parquet(out / "examples" / f"{t}-s{seed}.parquet", examples[(t, seed)])
+            atomic_write_parquet(out / "examples" / f"{t}-s{seed}.parquet", examples[(t, seed)], schema=TRAINING_EXAMPLES)
     return _train(plan, self_runs(plan), examples, out, curves, work)
 
 
@@ -83,7 +84,8 @@ def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_train
     for (t, seed), obj in objects.items():
         name = trained_model_name(t, seed)
         examples[(t, seed)] = training_examples(obj, plan.tasks, name, seed, cfg.max_examples)
-        atomic_write_parquet(out / "examples" / f"{name}.parquet", examples[(t, seed)])
+        atomic_write_parquet(out / "examples" / f"{name}.parquet", examples[(t, seed)],
+                             schema=TRAINING_EXAMPLES)
         if cfg.max_examples and len(examples[(t, seed)]) < cfg.max_examples:
             print(f"warning: {name} gave only {len(examples[(t, seed)])} compliant training pairs (finetune."
                   f"max_examples is {cfg.max_examples}): its cross-predictors train on fewer pairs than the "

@@ -14,6 +14,7 @@ from ..errors import DataError
 from ..io import short_hash
 from ..properties import get_property, is_correct
 from ..shards import ShardStore
+from ..tables import META_TRAINED, META_UNTRAINED
 from .common import (DATA, Plan, WORK, _bases, _engine, _finetune_params, _fingerprint, _grouped, _load, _mapped,
                      _objects, _runs, _setup, _trained_objects, atomic_write_parquet, trained_model_name)
 
@@ -112,7 +113,7 @@ def run_meta_untrained(plan: Plan, object_dir: Path = DATA / "object_level",
         lm, engine = _load(plan.profile, ref)
         frames.append(join_targets(meta_predictions(plan, lm, engine, "meta_untrained", work), objects))
         del lm, engine
-    atomic_write_parquet(out, pd.concat(frames, ignore_index=True))
+    atomic_write_parquet(out, pd.concat(frames, ignore_index=True), schema=META_UNTRAINED)
     return out
 
 
@@ -146,6 +147,7 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
                          for joined in (join_targets(meta, {t: trained_objects[(t, seed)]}, "trained",
                                                      {t: trained_model_name(t, seed)}, seed),
                                         join_targets(meta, {t: objects[t]}, "base", seed=seed))]
-    atomic_write_parquet(out, pd.concat([f for i in range(len(runs)) for f in frames[i]], ignore_index=True))
+    atomic_write_parquet(out, pd.concat([f for i in range(len(runs)) for f in frames[i]], ignore_index=True),
+                         schema=META_TRAINED)
     return out
 

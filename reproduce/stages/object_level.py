@@ -12,16 +12,13 @@ from ..engine import Engine, derive_seed
 from ..io import short_hash
 from ..adapters import release_memory
 from ..shards import ShardStore
+from ..tables import OBJECT_LEVEL, OBJECT_SAMPLES
 from .common import (DATA, Plan, WORK, _bases, _engine, _expand_properties, _finetune_params, _fingerprint, _grouped,
                      _load, _mapped, _runs, _self_run, _setup, atomic_write_parquet, self_runs, trained_model_name)
 
 
-OBJECT_COLUMNS = ["model", "dtype", "task", "split", "family", "item_id", "prompt_hash", "response", "response_raw",
-                  "finish", "n_new_tokens", "property", "value", "compliant"]
-
-
-SAMPLE_COLUMNS = ["model", "dtype", "task", "split", "family", "item_id", "sample", "response", "property", "value",
-                  "compliant"]
+OBJECT_COLUMNS = OBJECT_LEVEL.required
+SAMPLE_COLUMNS = OBJECT_SAMPLES.required
 
 
 def object_behaviour(plan: Plan, lm, engine: Engine, task: TaskData, items: list[dict], stage: str,
@@ -88,10 +85,10 @@ def _write_object_tables(plan: Plan, lm, engine: Engine, stage: str, out_dir: Pa
         if n_cal:
             sample_frames.append(object_samples(plan, lm, engine, task, items[:n_cal], work))
     path = out_dir / f"{lm.name}.parquet"
-    atomic_write_parquet(path, pd.concat(greedy_frames, ignore_index=True).assign(**extra))
+    atomic_write_parquet(path, pd.concat(greedy_frames, ignore_index=True).assign(**extra), schema=OBJECT_LEVEL)
     samples = (pd.concat(sample_frames, ignore_index=True) if sample_frames
                else pd.DataFrame(columns=SAMPLE_COLUMNS))
-    atomic_write_parquet(samples_dir / f"{lm.name}.parquet", samples.assign(**extra))
+    atomic_write_parquet(samples_dir / f"{lm.name}.parquet", samples.assign(**extra), schema=OBJECT_SAMPLES)
     return path
 
 
