@@ -1,4 +1,4 @@
-"""The concept-injection statistics (analysis/injection.py): parameter recovery on simulated data of the
+"""The concept-injection statistics (analysis/injection/): parameter recovery on simulated data of the
 experiment's realistic size, fits through the convergence gate, a null prefill effect, per-model fits,
 the frequentist cross-check, and schema errors.
 

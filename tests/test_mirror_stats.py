@@ -1,4 +1,4 @@
-"""The mirror-test statistics (analysis/mirror.py): parameter recovery on simulated tables of the experiment's
+"""The mirror-test statistics (analysis/mirror/): parameter recovery on simulated tables of the experiment's
 size (2 models x 40 scripts x 17 conditions x 2 measured turns), every fit through the convergence gate, an
 all-zero noticing table that still fits, the frequentist cross-check, and schema errors.
 

@@ -1,0 +1,63 @@
+"""Likelihood pieces and posterior-draw helpers shared by the concept-injection models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import models as M
+from .design import Q_HIGH, Q_LOW, SCALE_SD
+
+
+def _aggregate(codes: dict[str, np.ndarray], y: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Bernoulli rows to binomial counts per distinct combination of integer ``codes`` (the same likelihood,
+    fewer terms): the combinations' codes, successes ``k`` and trials ``n``."""
+    frame = pd.DataFrame(codes).assign(y=y.astype(int))
+    g = frame.groupby(list(codes), sort=True)["y"].agg(k="sum", n="size").reset_index()
+    return {c: g[c].to_numpy() for c in codes}, g["k"].to_numpy(), g["n"].to_numpy()
+
+
+def _random_effect(name: str, dim: str, codes: np.ndarray, zero_sum: bool = False):
+    """``sigma * z[level]`` at every row of ``codes`` (0 where the code is -1: no unit), with ``sigma ~
+    HalfNormal(1)`` and ``z ~ Normal(0, 1)``: a non-centred random intercept, created in the caller's model
+    (as ``sigma_<name>``, ``z_<name>``). ``zero_sum``: ``z ~ ZeroSumNormal(1)`` instead (the observed levels'
+    effects sum to zero, so the fixed means are at the average of the observed levels)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    z = (pm.ZeroSumNormal(f"z_{name}", 1.0, dims=dim) if zero_sum else pm.Normal(f"z_{name}", 0.0, 1.0, dims=dim))
+    effect = pm.HalfNormal(f"sigma_{name}", SCALE_SD) * z
+    n_levels = len(pm.modelcontext(None).coords[dim])
+    padded = pt.concatenate([effect, pt.zeros(1)])  # the last entry: rows without a unit
+    return padded[np.where(codes < 0, n_levels, codes)]
+
+
+def _draws(idata, name: str) -> np.ndarray:
+    return M._draws(idata, name)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _summary(d: np.ndarray, prefix: str = "") -> dict:
+    """Posterior mean and 95% interval of draws ``d`` (last axis: samples), as ``<prefix>mean, low, high``."""
+    return {f"{prefix}mean": float(np.mean(d)), f"{prefix}low": float(np.quantile(d, Q_LOW)),
+            f"{prefix}high": float(np.quantile(d, Q_HIGH))}
+
+
+def _effect_draws(idata, name: str, codes: np.ndarray) -> np.ndarray:
+    """Draws of the random intercept ``sigma * z`` at every entry of ``codes`` (0 where -1): (rows, samples)."""
+    eff = _draws(idata, f"sigma_{name}")[None, :] * _draws(idata, f"z_{name}")
+    eff = np.vstack([eff, np.zeros((1, eff.shape[1]))])
+    return eff[np.where(codes < 0, len(eff) - 1, codes)]
+
+
+def _observed_average(eta_cell: np.ndarray, combo_cell: np.ndarray, combo_effect: np.ndarray,
+                      combo_n: np.ndarray) -> np.ndarray:
+    """Per cell, the trial-weighted average over its observed unit combinations of ``sigmoid(cell logit +
+    unit effect)``: (cells, samples). ``combo_effect``: the combinations' effects (combos, samples)."""
+    p = _sigmoid(eta_cell[combo_cell] + combo_effect) * combo_n[:, None]
+    tot = np.zeros_like(eta_cell)
+    np.add.at(tot, combo_cell, p)
+    return tot / np.bincount(combo_cell, weights=combo_n, minlength=len(eta_cell))[:, None]
