@@ -70,10 +70,18 @@ def _dvc(cwd):
     return run
 
 
-def _project_copy(dest):
+def _project_copy(dest, stand_in: Path | None = None):
     """The files dvc.yaml names (code, params, profiles, paper, datasets) in a new DVC project at ``dest``,
-    with every stage's outputs as placeholders, committed to dvc.lock as if the pipeline had run."""
+    with every stage's outputs as placeholders, committed to dvc.lock as if the pipeline had run.
+
+    ``stand_in``: every stage's command is replaced by one that writes the placeholders again and appends the
+    stage's name to that file, and the project is a git repository with everything committed (what
+    ``dvc exp run`` needs)."""
     import shutil
+    import subprocess
+    import sys
+
+    import yaml
 
     from reproduce.config import REPO_ROOT
 
@@ -93,9 +101,44 @@ def _project_copy(dest):
                     path.mkdir(parents=True)
                     (path / "placeholder").write_text("x")
     run = _dvc(dest)
-    run("init", "--no-scm", "-q")
+    if stand_in is None:
+        run("init", "--no-scm", "-q")
+        run("commit", "-f")
+        return run
+    (dest / "stand_in.py").write_text(STAND_IN)
+    spec = yaml.safe_load((dest / "dvc.yaml").read_text())
+    for name, stage in spec["stages"].items():
+        stage["cmd"] = f"{sys.executable} stand_in.py {name} {stand_in}"
+    (dest / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    git = lambda *a: subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=dest,  # noqa: E731
+                                    check=True, capture_output=True)
+    git("init", "-q")
+    run("init", "-q")
     run("commit", "-f")
+    git("add", "-A")
+    git("commit", "-qm", "a finished run")
     return run
+
+
+# a stage command for tests: the stage's outputs as placeholders again, and its name appended to a log
+STAND_IN = """import sys
+from pathlib import Path
+
+import yaml
+
+stage, log = sys.argv[1], Path(sys.argv[2])
+spec = yaml.safe_load(Path("dvc.yaml").read_text())["stages"][stage]
+for out in spec.get("outs", []) + spec.get("metrics", []) + spec.get("plots", []):
+    path = Path(out if isinstance(out, str) else next(iter(out)))
+    if path.suffix:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    else:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "placeholder").write_text("x")
+with log.open("a") as f:
+    f.write(stage + "\\n")
+"""
 
 
 def _stale(run) -> set[str]:
@@ -135,6 +178,32 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
     stale = _stale(run)
     assert {"finetune_self", "finetune_cross", "behaviour_change"} <= stale
     assert not stale & {"object_level", "meta_untrained", "concept_injection", "mirror", "analysis"}
+
+
+@pytest.mark.slow
+def test_dvc_exp_run_with_a_changed_setting_runs_only_the_stages_that_read_it(tmp_path):
+    """The literal `dvc exp run -S finetune.lora_rank=32` (stage commands stood in for): finetuning and what
+    follows run, nothing before it; `dvc exp show` lists the experiment with its setting and `dvc params diff`
+    names the one key."""
+    import json
+
+    import yaml
+
+    log = tmp_path / "ran.log"
+    run = _project_copy(tmp_path / "project", stand_in=log)
+    run("exp", "run", "-S", "finetune.lora_rank=32", "-n", "rank32")
+    ran = log.read_text().split()
+    assert set(ran) == {"finetune_self", "object_level_trained", "finetune_cross", "meta_trained", "calibration",
+                        "behaviour_change", "report", "release"}
+    assert len(ran) == len(set(ran))
+    assert ran.index("finetune_self") < ran.index("object_level_trained") < ran.index("meta_trained")
+    assert yaml.safe_load((tmp_path / "project" / "params.yaml").read_text())["finetune"]["lora_rank"] == 32
+    assert json.loads(run("params", "diff", "--json")) == {
+        "params.yaml": {"finetune.lora_rank": {"old": 16, "new": 32, "diff": 16}}}
+    shown = json.loads(run("exp", "show", "--json"))
+    exps = [e for row in shown for e in (row.get("experiments") or [])]
+    names = [r.get("name") for e in exps for r in (e.get("revs") or [])]
+    assert "rank32" in names, shown
 
 
 def test_a_finished_run_travels_through_a_remote_without_recomputation(tmp_path):
