@@ -7,6 +7,17 @@ import pytest
 from reproduce.config import Profile
 
 
+# tests that use these fixtures load the embedded models: always the slow lane, whatever else they do
+MODEL_FIXTURES = {"models", "run"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        # the slowest tier is part of the slow lane
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("slowest"):
+            item.add_marker(pytest.mark.slow)
+
+
 def tiny_profile(**overrides) -> Profile:
     """A profile small enough to run the real embedded models in seconds."""
     base = dict(

@@ -43,6 +43,7 @@ def _state(model):
     return {k: v.clone() for k, v in model.state_dict().items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kw", [{}, {"use_rslora": True}])
 def test_the_merge_equals_peft_and_the_base_comes_back_exactly(tiny, tmp_path, kw):
     a = _adapter(tiny.model, tmp_path / "a", seed=1, **kw)
@@ -62,6 +63,7 @@ def test_the_merge_equals_peft_and_the_base_comes_back_exactly(tiny, tmp_path, k
     assert {n: type(m) for n, m in tiny.model.named_modules()} == modules  # the module tree never changed
 
 
+@pytest.mark.slow
 def test_merged_logits_equal_the_unmerged_lora_forward(tiny, tmp_path):
     from peft import PeftModel
 
@@ -76,6 +78,7 @@ def test_merged_logits_equal_the_unmerged_lora_forward(tiny, tmp_path):
     torch.testing.assert_close(got, lora, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_an_error_inside_the_block_still_restores_the_base(tiny, tmp_path):
     a = _adapter(tiny.model, tmp_path / "a", seed=4)
     before = _state(tiny.model)
@@ -85,6 +88,7 @@ def test_an_error_inside_the_block_still_restores_the_base(tiny, tmp_path):
     assert all(torch.equal(tiny.model.state_dict()[k], v) for k, v in before.items())
 
 
+@pytest.mark.slow
 def test_bad_adapters_are_clear_errors_and_leave_the_base_as_it_was(tiny, tmp_path):
     before = _state(tiny.model)
     with pytest.raises(AdapterError, match="not a LoRA adapter folder"):
@@ -109,6 +113,7 @@ def test_bad_adapters_are_clear_errors_and_leave_the_base_as_it_was(tiny, tmp_pa
         read_lora(tmp_path / "dora")
 
 
+@pytest.mark.slow
 def test_one_base_serves_every_run_and_names_each(tmp_path):
     ref = resolve("random:tiny")
     with BaseModels("cpu") as bases:
@@ -124,6 +129,7 @@ def test_one_base_serves_every_run_and_names_each(tmp_path):
         assert bases.get(ref, "float32") is not base
 
 
+@pytest.mark.slow
 def test_a_run_after_another_sees_only_its_own_adapters(tmp_path):
     """The base's original weights are kept once and copied back after every run: run b after run a has
     exactly the weights of b merged into the untouched base, whatever ran before."""

@@ -126,6 +126,7 @@ def recovery():
     return df, truth, data, model, idata
 
 
+@pytest.mark.slow
 def test_parameter_recovery_on_simulated_data(recovery):
     df, truth, data, model, idata = recovery
     M.check_convergence(idata, "recovery")  # passes the gate
@@ -136,6 +137,7 @@ def test_parameter_recovery_on_simulated_data(recovery):
     assert abs(eff["mean"] - raw) < 0.03
 
 
+@pytest.mark.slow
 def test_frequentist_and_bayesian_estimates_agree(recovery):
     df, truth, data, model, idata = recovery
     eff = M.marginal_effects(idata, data).iloc[0]
@@ -146,6 +148,7 @@ def test_frequentist_and_bayesian_estimates_agree(recovery):
         assert lo < truth < hi
 
 
+@pytest.mark.slow
 def test_prior_and_posterior_predictive_checks(recovery):
     df, truth, data, model, idata = recovery
     prior = M.prior_predictive_accuracy(model, data)
@@ -156,6 +159,7 @@ def test_prior_and_posterior_predictive_checks(recovery):
             == df.groupby("self")["correct"].sum().sort_index().to_list())
 
 
+@pytest.mark.slow
 def test_the_gate_trips_on_a_deliberately_bad_fit():
     df, _ = simulate_predictions(seed=2, items=10)
     data = M.to_cells(df, "self", ["target", "task", "property"], "unit")
@@ -166,6 +170,7 @@ def test_the_gate_trips_on_a_deliberately_bad_fit():
     assert "analysis.draws" in str(err.value)  # says what to change
 
 
+@pytest.mark.slow
 def test_counts_and_rows_give_the_same_posterior_and_sampling_is_deterministic():
     df, _ = simulate_predictions(seed=4, items=15)
     counts = M.to_cells(df, "self", ["task", "property"])  # no unit effect: rows aggregate to counts
@@ -201,6 +206,7 @@ def _point(model, seed):
     return values, {k.removesuffix("_log__"): (np.exp(v) if k.endswith("_log__") else v) for k, v in values.items()}
 
 
+@pytest.mark.slow
 def test_the_contrast_model_is_the_documented_hierarchical_binomial():
     """The model's log density (vector-valued scales and effects, a design matrix, a hand-written binomial)
     equals the module docstring's model written out with scipy, term by term."""
@@ -229,6 +235,7 @@ def test_the_contrast_model_is_the_documented_hierarchical_binomial():
     assert got == pytest.approx(expected, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_the_calibration_model_is_a_beta_regression():
     from scipy.stats import beta as beta_dist
     from scipy.stats import gamma
@@ -257,6 +264,7 @@ def test_the_calibration_model_is_a_beta_regression():
     assert float(model.compile_logp(jacobian=False)(values)) == pytest.approx(expected, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_the_gate_reads_the_diagnostics_az_summary_shows(recovery):
     import arviz as az
 
@@ -271,6 +279,7 @@ def test_the_gate_reads_the_diagnostics_az_summary_shows(recovery):
     assert d["bfmi_min"] == pytest.approx(float(np.min(az.bfmi(idata))), abs=1e-3)
 
 
+@pytest.mark.slow
 def test_the_gate_covers_every_free_variable_and_trips_on_tail_ess_and_bfmi(recovery, monkeypatch):
     df, truth, data, model, idata = recovery
     from types import SimpleNamespace
@@ -316,11 +325,13 @@ def test_simulated_stage_tables_have_the_stage_columns():
     t = simulate_stage_tables(items=4, calibration_items=2, n_samples=5, tasks=("animals", "categories", "myopic_reward"))
     meta_columns = [
         "predictor", "dtype", "target", "kind", "task", "split", "family", "item_id", "property", "meta_prompt_hash",
-        "meta_response", "meta_value", "meta_compliant", "options", "option_probs", "p_outside", "object_value",
+        "meta_response", "meta_value", "meta_compliant", "options", "option_probs", "p_outside", "option_position",
+        "object_value",
         "object_compliant", "p_object_value", "correct", "object_model", "ground_truth"]
     mu, mt = t["meta_untrained"], t["meta_trained"]
     assert list(mu.columns) == meta_columns + ["seed"]
-    assert list(mt.columns) == meta_columns + ["run", "n_examples", "scaling", "mixed_precision", "seed"]
+    assert list(mt.columns) == meta_columns + ["run", "trained_on", "n_examples", "scaling", "mixed_precision",
+                                                  "seed"]
     assert mu["seed"].dtype == "Int64" and mu["seed"].isna().all() and set(mu["ground_truth"]) == {"base"}
     assert (mu["object_model"] == mu["target"]).all()
     assert list(t["calibration"].columns) == CALIBRATION_COLUMNS

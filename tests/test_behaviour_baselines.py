@@ -108,6 +108,7 @@ def test_a_non_compliant_prediction_matches_neither_behaviour():
     assert t["p_new"] == pytest.approx(20 / 40) and t["p_old"] == pytest.approx(10 / 40)
 
 
+@pytest.mark.slow
 def test_the_behaviour_model_recovers_the_outcome_shares():
     from analysis import models as M
 

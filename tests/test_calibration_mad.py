@@ -100,6 +100,7 @@ def _pairs(seed=0, items=60, noise=(0.05, 0.15)):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 def test_the_paired_bootstrap_resamples_items_once_for_both_predictors():
     pairs = _pairs()
     r = mad_difference_bootstrap(pairs, 2000, seed=0)
@@ -113,6 +114,7 @@ def test_the_paired_bootstrap_resamples_items_once_for_both_predictors():
     assert z["difference"] == z["low"] == z["high"] == 0.0
 
 
+@pytest.mark.slow
 def test_calibration_tables_per_target_pooled_and_both_variants():
     rng = np.random.default_rng(2)
     rows = []
@@ -142,6 +144,7 @@ def test_the_log_score_is_the_counts_log_likelihood_per_sample():
     assert log_score([1, 1], [1.0, 0.0]) == pytest.approx(np.log(TINY) / 2)  # underflow: finite, large
 
 
+@pytest.mark.slow
 def test_the_log_score_model_recovers_a_known_difference():
     from analysis import models as M
 

@@ -1,6 +1,7 @@
 """The non-compliance sensitivity (analysis.compliance): an 'advantage' that is only compliance is found out."""
 
 import numpy as np
+import pytest
 
 from analysis import compliance as C
 from analysis import models as M
@@ -17,6 +18,7 @@ def _rows(seed, self_compliance, cross_compliance):
                      cell=df["target"] + "|" + df["task"] + "|" + df["property"]), truth
 
 
+@pytest.mark.slow
 def test_an_advantage_that_is_mostly_compliance_is_found_out():
     # equal skill, delta = 0 (the random slopes leave a small true advantage among compliant answers), and
     # the cross-predictor complies far less often: counting non-compliance as wrong shows a large advantage

@@ -154,6 +154,7 @@ def _with_func(parser, command, func):
     return parser
 
 
+@pytest.mark.slow
 def test_the_project_root_is_found_from_the_working_directory_not_the_module(tmp_path, monkeypatch):
     import shutil
     import subprocess

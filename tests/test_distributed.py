@@ -32,6 +32,7 @@ def runs(tmp_path_factory):
     return one, two
 
 
+@pytest.mark.slow
 def test_two_processes_share_the_shards_and_give_the_same_tables(runs):
     one, two = runs
     by_rank = [set(json.loads((two / f"computed-{r}.json").read_text())) for r in (0, 1)]
@@ -43,6 +44,7 @@ def test_two_processes_share_the_shards_and_give_the_same_tables(runs):
         pd.testing.assert_frame_equal(pd.read_parquet(one / rel), pd.read_parquet(two / rel))
 
 
+@pytest.mark.slow
 def test_two_processes_train_the_same_adapter_for_the_same_global_batch(runs):
     one, two = runs
     a = load_file(one / "finetune" / "adapter" / "adapter_model.safetensors")

@@ -10,6 +10,7 @@ from reproduce.config import DEFAULT_PARAMS, read_params
 STAGES = pipeline.read_stages()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", sorted(STAGES))
 def test_every_module_a_stage_imports_is_a_declared_dependency(stage):
     modules = pipeline.stage_modules(stage)
@@ -17,6 +18,7 @@ def test_every_module_a_stage_imports_is_a_declared_dependency(stage):
     assert pipeline.undeclared(stage, modules) == []
 
 
+@pytest.mark.slow
 def test_code_deps_are_exactly_the_imported_modules():
     """No stage lists a module it does not import (`looking-inward dvc-deps` rewrites the lists)."""
     assert pipeline.sync_code_deps(write=False) == []
@@ -31,6 +33,7 @@ def test_model_stages_do_not_depend_on_later_stages_code():
         assert "finetune" not in pipeline.declared(stage)[1] and "analysis" not in pipeline.declared(stage)[1]
 
 
+@pytest.mark.slow
 def test_declared_settings_exist_in_params_yaml():
     """DVC fails on a listed key that params.yaml lacks; every listed key is a top-level setting."""
     keys = set(read_params(DEFAULT_PARAMS)[1])
@@ -147,6 +150,7 @@ def _stale(run) -> set[str]:
     return set(json.loads(run("status", "--json")))
 
 
+@pytest.mark.slow
 def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
     """`dvc exp run -S analysis.bootstrap=500` / an edit of params.yaml: the analysis stages and the report
     re-run; no model stage does. A finetuning knob re-runs finetuning and what reads it, nothing before it."""
@@ -206,6 +210,7 @@ def test_dvc_exp_run_with_a_changed_setting_runs_only_the_stages_that_read_it(tm
     assert "rank32" in names, shown
 
 
+@pytest.mark.slow
 def test_a_finished_run_travels_through_a_remote_without_recomputation(tmp_path):
     """`dvc push` a run, clone it (git's files only: code, params, dvc.lock, datasets, the committed metrics),
     `dvc pull`: every stage is up to date and the report is there, with nothing recomputed."""
@@ -247,6 +252,7 @@ def test_dvc_yaml_declares_every_dataset_as_an_artifact_in_step_with_its_manifes
     assert set(BEHAVIOUR) <= set(artifacts)
 
 
+@pytest.mark.slow
 def test_a_tagged_dataset_version_is_fetched_by_name(tmp_path):
     """`looking-inward artifacts --tag` registers the versions; `dvc artifacts get` then finds a dataset."""
     import shutil
@@ -273,6 +279,7 @@ def test_a_tagged_dataset_version_is_fetched_by_name(tmp_path):
     assert (tmp_path / "got" / "items.jsonl").read_bytes() == (REPO_ROOT / "data_raw/animals/items.jsonl").read_bytes()
 
 
+@pytest.mark.slow
 def test_behaviour_cards_name_models_profile_dtype_hardware_and_hashes(tmp_path):
     import hashlib
     import json

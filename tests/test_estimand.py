@@ -35,6 +35,7 @@ def test_the_advantage_model_needs_its_fixed_effects():
         M.advantage_model(data)
 
 
+@pytest.mark.slow
 def test_delta_is_recovered_when_skill_differs_and_targets_carry_unequal_weights():
     # model m0 is the better predictor of everyone (gamma != 0) and its answers carry 3x the trials: the
     # pooled trial-weighted difference is pulled towards m0's direction, delta is not
@@ -70,6 +71,7 @@ def test_delta_is_recovered_when_skill_differs_and_targets_carry_unequal_weights
     assert signs[("m0", "m1")] > 0 > signs[("m1", "m0")]
 
 
+@pytest.mark.slow
 def test_three_models_use_every_ordered_pair_and_identify_each_skill():
     df, truth = simulate_directions(seed=5, delta=0.4, skill=(0.6, 0.0, -0.6), items=25)
     data, idata, q = _fit(df)
@@ -84,6 +86,7 @@ def test_three_models_use_every_ordered_pair_and_identify_each_skill():
     assert sum(covered) >= 5  # 94% intervals: one miss in six is within chance
 
 
+@pytest.mark.slow
 def test_the_rescaled_priors_do_not_pile_up_at_the_extremes():
     df, _ = simulate_directions(seed=1, items=6)
     data = M.advantage_data(df, ["task", "property"])
@@ -96,6 +99,7 @@ def test_the_rescaled_priors_do_not_pile_up_at_the_extremes():
     assert min(old_prior["density"][0], old_prior["density"][-1]) > max(mid(old_prior))  # the old U
 
 
+@pytest.mark.slowest
 def test_check_models_sbc_ranks_and_the_null_scenario(tmp_path):
     from analysis import checks
 

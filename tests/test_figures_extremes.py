@@ -42,6 +42,7 @@ def extreme_outputs(tmp_path_factory):
     return {"root": root, "out": root / "analysis", "metrics": metrics}
 
 
+@pytest.mark.slowest
 def test_the_outputs_have_cells_at_zero_and_at_n(extreme_outputs):
     tables = extreme_outputs["out"] / "tables"
     comp = pd.read_parquet(tables / "compliance.parquet")
@@ -53,6 +54,7 @@ def test_the_outputs_have_cells_at_zero_and_at_n(extreme_outputs):
     assert (comp.loc[comp["k"] == comp["n"], "high"] == 1.0).all() and (comp.loc[comp["k"] == 0, "low"] == 0.0).all()
 
 
+@pytest.mark.slowest
 def test_every_figure_is_drawn_and_not_blank(extreme_outputs, tmp_path):
     from PIL import Image
 
@@ -70,6 +72,7 @@ def test_every_figure_is_drawn_and_not_blank(extreme_outputs, tmp_path):
         assert "<svg" in (out / f"{name}.svg").read_text()[:2000]
 
 
+@pytest.mark.slowest
 def test_intervals_that_exclude_their_estimate_are_drawn_as_they_are(extreme_outputs, tmp_path):
     """A posterior mean outside its equal-tailed interval and a MAD outside its percentile interval are legal;
     the figures draw those intervals where they lie, and nothing is clipped or refused."""

@@ -85,12 +85,14 @@ def examples():
     return ft.training_examples(OBJECTS, TASKS, "m1", seed=0, max_examples=12)
 
 
+@pytest.mark.slow
 def test_too_long_examples_are_a_clear_error(examples):
     lm = load("smollm2-135m", dtype="float32", device="cpu")
     with pytest.raises(ft.TrainingError, match="exceed finetune.max_length=16"):
         ft.encode(lm, examples, 16)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_a_tiny_finetune_lowers_the_loss_on_its_training_pairs(spec, examples, tmp_path):
     lm = load(spec, dtype="float32", device="cpu")
@@ -109,6 +111,7 @@ def test_a_tiny_finetune_lowers_the_loss_on_its_training_pairs(spec, examples, t
     assert list(log["step"]) == list(range(1, 10)) and not (tmp_path / ".checkpoint").exists()
 
 
+@pytest.mark.slow
 def test_an_interrupted_finetune_resumes_to_the_same_result(examples, tmp_path, monkeypatch):
     full = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(), tmp_path / "a", seed=0)
 
@@ -148,6 +151,7 @@ def _counting_loss(monkeypatch) -> dict:
     return calls
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_reused_when_only_other_runs_or_checkpoints_change(examples, tmp_path, monkeypatch):
     """Adding a scaling size, checkpointing more often, a larger example cap or a longer length limit does not
     change what this run computes: the finished run is returned without a training step."""
@@ -161,6 +165,7 @@ def test_a_finished_run_is_reused_when_only_other_runs_or_checkpoints_change(exa
         assert again == first and calls["n"] == 3, changed
 
 
+@pytest.mark.slow
 def test_a_change_to_the_training_code_or_parameters_retrains(examples, tmp_path, monkeypatch):
     """The fingerprint carries the source of reproduce.finetune: an edited loss (simulated by another code
     version) retrains, as do another seed, learning rate or example set."""
@@ -184,6 +189,7 @@ def test_a_change_to_the_training_code_or_parameters_retrains(examples, tmp_path
     assert json.loads((tmp_path / "summary.json").read_text())["fingerprint"] == second["fingerprint"]
 
 
+@pytest.mark.slow
 def test_gradient_checkpointing_trains_the_same_adapter_and_is_switched_off_after(examples, tmp_path):
     """Checkpointing recomputes the same operations: the same losses, within float tolerance, and it leaves
     the base as it found it. On a CPU ``auto`` keeps it off and the base in float32."""

@@ -46,6 +46,7 @@ def test_explicit_dtypes_are_kept_without_measuring(monkeypatch):
     assert hardware.resolve_mixed_precision("no", "cpu") == "no"
 
 
+@pytest.mark.slow
 def test_the_real_probe_measures_both_dtypes(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOKING_INWARD_CACHE", str(tmp_path))
     hardware._probe.cache_clear()
@@ -55,6 +56,7 @@ def test_the_real_probe_measures_both_dtypes(tmp_path, monkeypatch):
     assert "CPU" in hardware.describe("cpu") and str(torch.get_num_threads()) in hardware.describe("cpu")
 
 
+@pytest.mark.slow
 def test_load_auto_records_the_resolved_dtype_and_the_fingerprint_uses_it(measured):
     from conftest import tiny_profile
 

@@ -102,6 +102,7 @@ def small_run(models, tmp_path_factory):
     return runner.run(), runner, lm, engine, data
 
 
+@pytest.mark.slow
 def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
     a, runner, *_ = small_run
     assert set(a) == {"detection", "identification", "freetext", "prefill", "intention"}
@@ -132,6 +133,7 @@ def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
     assert set(a["intention"]["instruction"]) == {"think", "dont_think"}
 
 
+@pytest.mark.slow
 def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(small_run):
     a, _, lm, engine, data = small_run
     det = a["detection"]
@@ -144,6 +146,7 @@ def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(sm
     assert not np.allclose(inj["p_yes"].to_numpy(), ctl["p_yes"].to_numpy(), atol=1e-3)
 
 
+@pytest.mark.slow
 def test_the_optional_judge_grades_free_text_with_a_local_model(models, monkeypatch):
     """A judge named by any model spec: its P(yes) for "claims detection" and "names the concept" per row."""
     import reproduce.stages.common as stages

@@ -56,6 +56,7 @@ def test_system_prompt_can_be_set():
     assert PromptFormat("chat", Tok(), "Be brief.").render("hi") == "system:Be brief.|user:hi"
 
 
+@pytest.mark.slow
 def test_random_specs_build_real_shapes_seeded_with_an_embedded_tokenizer():
     import torch
 
@@ -100,6 +101,7 @@ def test_the_nutpie_sampler_without_nutpie_is_a_clear_error(monkeypatch):
         M.sample(None, M.SamplerSettings(sampler="nutpie"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["random:tiny", "smollm2-135m"])
 def test_device_map_auto_loads_and_answers_as_the_plain_load(spec):
     """``device_map="auto"`` goes through accelerate's big-model path (random shapes: built, then dispatched);

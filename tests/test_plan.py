@@ -42,6 +42,7 @@ def test_workloads_count_the_profiles_prompts():
     assert w["meta"]["longest"] > 10 and w["meta"]["tokens"] >= w["meta"]["longest"]
 
 
+@pytest.mark.slow
 def test_a_model_that_cannot_fit_is_a_clear_error_naming_it():
     rows = estimate(Plan(tiny_profile()), "cpu")
     assert {r["model"] for r in rows} == {"smollm2-135m", "gemma3-270m"}
@@ -50,6 +51,7 @@ def test_a_model_that_cannot_fit_is_a_clear_error_naming_it():
         check(rows, 0.5, "a test device")
 
 
+@pytest.mark.slow
 def test_plan_command_exits_2_when_the_profile_cannot_fit():
     out = subprocess.run([sys.executable, "-m", "looking_inward", "plan", "--profile", "smoke", "--device", "cpu",
                           "--memory-gib", "0.05"], capture_output=True, text=True, cwd=REPO_ROOT)
@@ -60,6 +62,7 @@ def test_plan_command_exits_2_when_the_profile_cannot_fit():
     assert ok.returncode == 0 and "LoRA training" in ok.stdout and "fits the stated cpu memory" in ok.stdout
 
 
+@pytest.mark.slow
 def test_every_gpu_stage_checks_the_plan_before_loading(monkeypatch):
     """On a GPU each model stage runs the plan first: a model that cannot fit stops it with the fix."""
     from reproduce import plan as plan_module

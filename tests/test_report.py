@@ -125,6 +125,7 @@ def test_the_html_check_names_what_a_reader_would_see(tmp_path):
     assert check_html(page, ["a"]) == []
 
 
+@pytest.mark.slow
 def test_render_without_the_generated_inputs_fails_and_writes_nothing(tmp_path):
     paper = tmp_path / "paper"
     shutil.copytree(REPO_ROOT / "paper", paper, ignore=shutil.ignore_patterns("_generated", "_output"))

@@ -91,7 +91,8 @@ def test_reading_a_table_of_another_version_names_the_stage_to_rerun(tmp_path):
 def test_the_simulated_stage_tables_have_the_real_tables_schemas():
     from analysis.simulate import simulate_stage_tables
 
-    t = simulate_stage_tables(seed=3)
+    t = simulate_stage_tables(seed=3, items=4, calibration_items=2, n_samples=5,
+                              tasks=("animals", "categories", "myopic_reward"))
     for name, schema in [("meta_untrained", tables.META_UNTRAINED), ("meta_trained", tables.META_TRAINED),
                          ("calibration", tables.CALIBRATION), ("behaviour_change", tables.BEHAVIOUR_CHANGE)]:
         assert schema.problems(t[name]) == [], name
