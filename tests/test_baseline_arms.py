@@ -35,7 +35,7 @@ def test_arms_data_adds_one_mode_row_per_unit_and_property():
         B.arms_data(_cell(df).drop(columns="mode_correct"), ["task"])
 
 
-@pytest.mark.slow
+@pytest.mark.slowest
 def test_the_arms_are_recovered_and_a_cell_below_the_mode_is_found():
     planted = {"cell": ("m0", "task1", "prop0"), "mode": 0.92, "self": 0.6, "cross": 0.55, "items": 150}
     df, truth = simulate_arms(seed=2, items=40, self_lift=0.35, cross_lift=0.05, planted=planted)

@@ -18,7 +18,7 @@ def _rows(seed, self_compliance, cross_compliance):
                      cell=df["target"] + "|" + df["task"] + "|" + df["property"]), truth
 
 
-@pytest.mark.slow
+@pytest.mark.slowest
 def test_an_advantage_that_is_mostly_compliance_is_found_out():
     # equal skill, delta = 0 (the random slopes leave a small true advantage among compliant answers), and
     # the cross-predictor complies far less often: counting non-compliance as wrong shows a large advantage

@@ -184,7 +184,7 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
     assert not stale & {"object_level", "meta_untrained", "concept_injection", "mirror", "analysis"}
 
 
-@pytest.mark.slow
+@pytest.mark.slowest
 def test_dvc_exp_run_with_a_changed_setting_runs_only_the_stages_that_read_it(tmp_path):
     """The literal `dvc exp run -S finetune.lora_rank=32` (stage commands stood in for): finetuning and what
     follows run, nothing before it; `dvc exp show` lists the experiment with its setting and `dvc params diff`

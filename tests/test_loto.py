@@ -14,7 +14,7 @@ def _rows(**kw):
     return df.assign(cell=df["target"] + "|" + df["task"] + "|" + df["property"])
 
 
-@pytest.mark.slow
+@pytest.mark.slowest
 def test_a_held_out_task_is_predicted_from_the_others():
     df = _rows(seed=2, tasks=4, properties=2, items=15, delta=0.5)
     out = checks.leave_one_task_out(df, ["task", "property", "cell"], FAST, seed=0)
@@ -26,7 +26,7 @@ def test_a_held_out_task_is_predicted_from_the_others():
     assert out[(out["task"] == "task0") & (out["arm"] == "self")]["observed"].iloc[0] == pytest.approx(t0)
 
 
-@pytest.mark.slow
+@pytest.mark.slowest
 def test_a_task_unlike_the_others_is_not_covered():
     df = _rows(seed=2, tasks=4, properties=2, items=15, delta=0.5)
     odd = (df["task"] == "task3") & (df["self"] == 1)

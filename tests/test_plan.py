@@ -51,7 +51,7 @@ def test_a_model_that_cannot_fit_is_a_clear_error_naming_it():
         check(rows, 0.5, "a test device")
 
 
-@pytest.mark.slow
+@pytest.mark.slowest
 def test_plan_command_exits_2_when_the_profile_cannot_fit():
     out = subprocess.run([sys.executable, "-m", "looking_inward", "plan", "--profile", "smoke", "--device", "cpu",
                           "--memory-gib", "0.05"], capture_output=True, text=True, cwd=REPO_ROOT)

@@ -69,7 +69,7 @@ def test_the_power_command_needs_the_analysis_outputs(tmp_path):
         P.run_power(tmp_path, rope=2.0, seed=0)
 
 
-@pytest.mark.slow
+@pytest.mark.slowest
 def test_the_validation_fits_the_bayesian_model_to_replicates():
     from analysis import models as M
 
