@@ -494,7 +494,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     bc_path = data / "behaviour_change.parquet"
     bc = read_stage_table(bc_path, "behaviour_change", BEHAVIOUR_CHANGE) if bc_path.exists() else None
 
-    if "ground_truth" not in meta_t or not (meta_t["ground_truth"] == "trained").any():
+    if not (meta_t["ground_truth"] == "trained").any():  # the schema guarantees the column
         raise DataError(f"{data / 'meta_trained.parquet'} has no rows scored against the self-trained model "
                          "(ground_truth = 'trained'); re-run the meta_trained stage (`dvc repro meta_trained`)")
     pred = tidy.predictions(meta_u, meta_t, ground_truth="trained")

@@ -1,5 +1,6 @@
 """dvc.yaml declares what each stage uses: the modules its command imports, and the settings it reads."""
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -96,13 +97,8 @@ def _project_copy(dest, stand_in: Path | None = None):
     for spec in STAGES.values():
         for out in spec.get("outs", []) + spec.get("metrics", []) + spec.get("plots", []) + spec.get("deps", []):
             path = dest / (out if isinstance(out, str) else next(iter(out)))
-            if not path.exists():  # a placeholder: a folder for a folder output, a file otherwise
-                if path.suffix:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text("{}")
-                else:
-                    path.mkdir(parents=True)
-                    (path / "placeholder").write_text("x")
+            if not path.exists():
+                _placeholder(path)
     run = _dvc(dest)
     if stand_in is None:
         run("init", "--no-scm", "-q")
@@ -123,22 +119,28 @@ def _project_copy(dest, stand_in: Path | None = None):
     return run
 
 
-# a stage command for tests: the stage's outputs as placeholders again, and its name appended to a log
-STAND_IN = """import sys
-from pathlib import Path
-
-import yaml
-
-stage, log = sys.argv[1], Path(sys.argv[2])
-spec = yaml.safe_load(Path("dvc.yaml").read_text())["stages"][stage]
-for out in spec.get("outs", []) + spec.get("metrics", []) + spec.get("plots", []):
-    path = Path(out if isinstance(out, str) else next(iter(out)))
+def _placeholder(path):
+    """A stand-in for a stage output: a folder holding one file for a folder output, a file otherwise."""
     if path.suffix:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
     else:
         path.mkdir(parents=True, exist_ok=True)
         (path / "placeholder").write_text("x")
+
+
+# a stage command for tests: the stage's outputs as placeholders again, and its name appended to a log
+STAND_IN = """import sys
+from pathlib import Path
+
+import yaml
+
+""" + inspect.getsource(_placeholder) + """
+
+stage, log = sys.argv[1], Path(sys.argv[2])
+spec = yaml.safe_load(Path("dvc.yaml").read_text())["stages"][stage]
+for out in spec.get("outs", []) + spec.get("metrics", []) + spec.get("plots", []):
+    _placeholder(Path(out if isinstance(out, str) else next(iter(out))))
 with log.open("a") as f:
     f.write(stage + "\\n")
 """

@@ -22,7 +22,6 @@ def test_derive_seed_is_stable():
     assert derive_seed(0, "a", 1) == derive_seed(0, "a", 1) != derive_seed(0, "a", 2)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_option_tokens_are_disjoint_single_tokens(models, spec):
     _, engine = models[spec]
@@ -35,7 +34,6 @@ def test_option_tokens_are_disjoint_single_tokens(models, spec):
                 assert engine.lm.tokenizer.decode([i]).strip().lower() == o
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_greedy_batched_equals_one_at_a_time_and_options_are_a_distribution(models, spec):
     _, engine = models[spec]
@@ -50,7 +48,6 @@ def test_greedy_batched_equals_one_at_a_time_and_options_are_a_distribution(mode
     assert all(g[0].n_new_tokens <= 6 and g[0].finish in {"eos", "newline", "length"} for g in batched)
 
 
-@pytest.mark.slow
 def test_sampling_is_seeded(models):
     _, engine = models["smollm2-135m"]
     prompts = [it["object_prompt"] for it in load_task("animals").items[:2]]
@@ -105,7 +102,6 @@ def test_pack_batches_keeps_groups_whole():
     assert sorted((g for b in batches for g in b), key=lambda g: g.rows) == groups
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_prefix_sharing_across_properties_equals_full_recompute(models, spec):
     """All properties of several items in one call (as the meta level runs them): the shared path computes
@@ -136,7 +132,6 @@ def test_prefix_sharing_across_properties_equals_full_recompute(models, spec):
     assert shared.stats.saved_fraction > 0.5  # seven prompts per item share most of their tokens
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_sampling_prefills_each_prompt_once_and_matches_the_model_distribution(models, spec):
     """n samples of a prompt share one prefill (prompt tokens computed once, not n times); their first tokens
@@ -169,7 +164,6 @@ def test_sampling_prefills_each_prompt_once_and_matches_the_model_distribution(m
         assert abs(observed - p) < 4 * np.sqrt(p * (1 - p) / n) + 1e-3, (text, observed, p)
 
 
-@pytest.mark.slow
 def test_samples_are_identical_under_a_fixed_seed_whatever_else_is_in_the_call(models):
     _, engine = models["smollm2-135m"]
     prompts = [it["object_prompt"] for it in load_task("animals").items[:3]]
@@ -180,7 +174,6 @@ def test_samples_are_identical_under_a_fixed_seed_whatever_else_is_in_the_call(m
     assert texts(a) == texts(b) and texts(c) == texts(a[1:2])
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_shared_prefix_cache_gives_the_same_answers_as_full_recompute(models, spec):
     from reproduce.engine import Engine
@@ -206,7 +199,6 @@ def test_is_opening_skips_quotes_space_brackets_and_emphasis_only(text, opening)
     assert is_opening(text) is opening
 
 
-@pytest.mark.slow
 def test_option_mass_is_read_after_an_opening_quote(models):
     """SmolLM2 answers colors-000's second-character question with ``"b"``: the option distribution is read at
     the ``b`` (position 1), and equals a softmax over the next-token logits of the prompt plus the quote,
@@ -233,7 +225,6 @@ def test_option_mass_is_read_after_an_opening_quote(models):
     assert CHARS[int(np.argmax(g.option_probs))] == "b" and g.p_outside < at_quote.p_outside
 
 
-@pytest.mark.slow
 def test_option_position_falls_back_to_the_first_step_without_content(models):
     """An answer cut before any content token (one new token, an opening quote) is scored at the first step,
     flagged -1; an answer that opens with content is read at position 0, as before."""

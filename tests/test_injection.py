@@ -146,7 +146,6 @@ def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(sm
     assert not np.allclose(inj["p_yes"].to_numpy(), ctl["p_yes"].to_numpy(), atol=1e-3)
 
 
-@pytest.mark.slow
 def test_the_optional_judge_grades_free_text_with_a_local_model(models, monkeypatch):
     """A judge named by any model spec: its P(yes) for "claims detection" and "names the concept" per row."""
     import reproduce.stages.common as stages

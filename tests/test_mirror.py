@@ -87,7 +87,6 @@ def test_control_replies_equal_the_clean_conversation_continued(small):
         assert r["reply"] == conv[(r["script_id"], r["turn"])]
 
 
-@pytest.mark.slow
 def test_the_optional_judge_grades_every_reply_with_a_local_model(models, monkeypatch):
     """``mirror.judge`` names any model spec; its P(yes) lands in ``judge_notices`` row by row (the same reply
     gets the same grade wherever it stands in the batch); with no judge the column is NaN and nothing loads."""

@@ -57,7 +57,6 @@ def test_meta_untrained_pairs_every_predictor_with_every_target(run):
     assert (meta["correct"] == expected).all()
 
 
-@pytest.mark.slow
 def test_two_fp32_runs_give_identical_tables(run, tmp_path):
     again = run_all(tiny_profile(), tmp_path)
     for m in run["object"]:
@@ -66,7 +65,6 @@ def test_two_fp32_runs_give_identical_tables(run, tmp_path):
     pd.testing.assert_frame_equal(run["meta"], again["meta"])
 
 
-@pytest.mark.slow
 def test_an_interrupted_stage_resumes_without_lost_or_duplicated_rows(run, tmp_path, monkeypatch):
     from reproduce import engine as engine_mod
 
@@ -107,7 +105,6 @@ def test_an_interrupted_stage_resumes_without_lost_or_duplicated_rows(run, tmp_p
     assert sorted(first3["response"]) == sorted(ref["response"])  # resumed rows equal uninterrupted ones
 
 
-@pytest.mark.slow
 def test_a_changed_item_selection_gets_its_own_rows_from_the_same_work_folder(models, tmp_path):
     """Shards are keyed by the items they hold: evaluating other items (e.g. a changed
     behaviour_change.eval_items) in the same work folder never returns rows of the items evaluated before."""

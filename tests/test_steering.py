@@ -21,7 +21,6 @@ def _record(lm, layer):
     return seen, h
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_hook_adds_exactly_the_vector_at_the_chosen_positions_and_nowhere_else(models, spec):
     """Teacher forcing one sequence with and without an injection: the block's output differs by exactly the
@@ -51,7 +50,6 @@ def test_hook_adds_exactly_the_vector_at_the_chosen_positions_and_nowhere_else(m
                           atol=1e-6 * float(plain.abs().max()) + 1e-6)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_steered_greedy_generation_under_the_cache_equals_full_recompute_with_manual_addition(models, spec):
     """Generated tokens are injected too: the engine (shared prefixes, key-value cache, several prompts with
@@ -102,7 +100,6 @@ def test_steered_greedy_generation_under_the_cache_equals_full_recompute_with_ma
     assert got[0] != got[1]  # the injection changed the answer: the check above is not vacuous
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["smollm2-135m"])
 def test_a_control_run_is_identical_to_no_hook(models, spec):
     lm, _ = models[spec]
@@ -119,7 +116,6 @@ def test_a_control_run_is_identical_to_no_hook(models, spec):
     assert all(np.array_equal(x, y) for x, y in zip(s1, s2))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_score_equals_log_softmax_of_one_full_forward_pass(models, spec):
     """Teacher forcing with shared prefixes and several candidates per prompt gives the log-probabilities of
@@ -144,7 +140,6 @@ def test_score_equals_log_softmax_of_one_full_forward_pass(models, spec):
     assert all(np.allclose(a, b, atol=2e-4) for a, b in zip(got, rows))  # the trie and one row per pair agree
 
 
-@pytest.mark.slow
 def test_concept_vector_is_the_mean_difference_computed_by_hand(models):
     lm, _ = models["smollm2-135m"]
     layers = [3, 20]
