@@ -59,15 +59,23 @@ def cluster_bootstrap_difference(rows: pd.DataFrame, x: str = "self", y: str = "
             "high": float(np.quantile(boot, 1 - alpha / 2)), "n_boot": n_boot, "clusters": int(m)}
 
 
+# a model-based standard error of a log-odds coefficient beyond this many logits means the likelihood is flat
+# along it: the data are separated and the coefficient is not estimable (the usual rule of thumb for logistic
+# regression; an ordinary fit on a few dozen trials has an SE below 1)
+SEPARATED_SE = 10.0
+
+
 def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = ("target", "task", "property"),
                 cluster: str = "unit", alpha: float = 0.05) -> dict:
     """Binomial GLM ``correct ~ x + C(group)...`` with cluster-robust standard errors by answer unit: the
     contrast's log-odds coefficient with its interval, and the average marginal effect in accuracy points
-    (interval by the delta method)."""
+    (interval by the delta method). Where the outcomes are separated (the model-based standard error of the
+    coefficient exceeds ``SEPARATED_SE``), every number is NaN and ``estimable`` is False."""
     import statsmodels.api as sm
 
     fixed = [g for g in groups if rows[g].nunique() > 1]
-    X = pd.get_dummies(rows[fixed].astype(str), drop_first=True, dtype=float)
+    X = (pd.get_dummies(rows[fixed].astype(str), drop_first=True, dtype=float) if fixed
+         else pd.DataFrame(index=rows.index))
     X.insert(0, x, rows[x].astype(float).to_numpy())
     X = sm.add_constant(X, has_constant="add")
     codes, _ = pd.factorize(rows[cluster], sort=True)
@@ -84,9 +92,19 @@ def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = (
     from scipy.stats import norm
 
     z = norm.ppf(1 - alpha / 2)
-    return {"log_odds": float(fit.params[x]), "log_odds_low": float(lo), "log_odds_high": float(hi),
-            "p_value": float(fit.pvalues[x]), "ame": ame, "ame_low": ame - z * se, "ame_high": ame + z * se,
-            "clusters": int(codes.max() + 1)}
+    out = {"log_odds": float(fit.params[x]), "log_odds_low": float(lo), "log_odds_high": float(hi),
+           "p_value": float(fit.pvalues[x]), "ame": ame, "ame_low": ame - z * se, "ame_high": ame + z * se,
+           "clusters": int(codes.max() + 1), "estimable": True}
+    # (quasi-)separation: the outcomes of one arm (or of every group it meets) are all 0 or all 1, the maximum
+    # likelihood coefficient runs off to infinity, and the fit stops wherever the optimiser gave up (23, or
+    # 1e15, with a cluster-robust interval that can look tight because the scores vanish too). The
+    # model-based standard error shows it: the information about the coefficient goes to zero.
+    naive_se = float(np.sqrt(fit.normalized_cov_params.loc[x, x]))
+    out["model_se"] = naive_se
+    if not all(np.isfinite([out["log_odds"], lo, hi, se, naive_se])) or naive_se > SEPARATED_SE:
+        out.update({k: float("nan") for k in ("log_odds", "log_odds_low", "log_odds_high", "p_value", "ame",
+                                               "ame_low", "ame_high")}, estimable=False)
+    return out
 
 
 def _directions(rows: pd.DataFrame) -> list[tuple[str, str]]:

@@ -620,9 +620,9 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         atomic_write_parquet(out / "tables" / f"{name}.parquet", df)
     for name, idata in posteriors.items():
         _write_netcdf(idata, out / "posterior" / f"{name}.nc")
-    atomic_write_json(out / "metrics.json", _jsonable(metrics))
-    atomic_write_json(out / "numbers.json", _jsonable(numbers))
-    atomic_write_json(out / "headline.json", _jsonable(headline_numbers(metrics)))
+    atomic_write_json(out / "metrics.json", jsonable(metrics))
+    atomic_write_json(out / "numbers.json", jsonable(numbers))
+    atomic_write_json(out / "headline.json", jsonable(headline_numbers(metrics)))
     return metrics
 
 
@@ -721,11 +721,13 @@ def _numbers(metrics: dict, tables: dict, pred: pd.DataFrame) -> dict:
     return n
 
 
-def _jsonable(obj):
+def jsonable(obj):
+    """``obj`` as JSON can hold it: numpy numbers as Python ones, NaN and infinities as null (JSON has no
+    NaN). ``metrics.json`` is ``jsonable(metrics)``."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, (np.floating, float)):
         return None if not np.isfinite(obj) else float(obj)
     if isinstance(obj, np.integer):

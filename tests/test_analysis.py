@@ -365,3 +365,18 @@ def test_headline_numbers_are_flat_and_leave_out_what_a_run_did_not_produce():
                  "behaviour_new_vs_mode": -54.5, "p_every_direction": 0.08}
     assert headline_numbers({"advantage": {"overall": None}, "calibration": {"mad_difference": None},
                              "behaviour": None}) == {}
+
+
+def test_a_separated_glm_is_reported_as_not_estimable_not_as_a_huge_number():
+    """Every self-prediction correct: the maximum-likelihood log-odds diverges (statsmodels stops near 1e15
+    with no interval); the summary says so rather than publishing the artefact."""
+    rng = np.random.default_rng(0)
+    rows = pd.DataFrame({"self": np.repeat([1, 0], 40), "unit": np.tile(np.arange(20), 4),
+                         "target": "a", "task": "t", "property": "p"})
+    rows["correct"] = np.where(rows["self"] == 1, 1, rng.random(len(rows)) < 0.5).astype(int)
+    g = freq.glm_cluster(rows)
+    assert g["estimable"] is False and g["clusters"] == 20
+    assert all(np.isnan(g[k]) for k in ("log_odds", "log_odds_low", "log_odds_high", "p_value", "ame"))
+    rows.loc[0, "correct"] = 0  # one miss: an ordinary fit again
+    g = freq.glm_cluster(rows)
+    assert g["estimable"] is True and g["ame_low"] < g["ame"] < g["ame_high"] and 0 < g["log_odds"] < 30
