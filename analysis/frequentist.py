@@ -65,6 +65,13 @@ def cluster_bootstrap_difference(rows: pd.DataFrame, x: str = "self", y: str = "
 SEPARATED_SE = 10.0
 
 
+def model_se(fit, name: str) -> float:
+    """The model-based (inverse Fisher information) standard error of ``fit``'s coefficient ``name``, whatever
+    covariance the fit reports: it diverges when the data are separated along that coefficient."""
+    se = float(np.sqrt(fit.normalized_cov_params.loc[name, name]))
+    return se if np.isfinite(se) else float("inf")
+
+
 def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = ("target", "task", "property"),
                 cluster: str = "unit", alpha: float = 0.05) -> dict:
     """Binomial GLM ``correct ~ x + C(group)...`` with cluster-robust standard errors by answer unit: the
@@ -99,9 +106,8 @@ def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = (
     # likelihood coefficient runs off to infinity, and the fit stops wherever the optimiser gave up (23, or
     # 1e15, with a cluster-robust interval that can look tight because the scores vanish too). The
     # model-based standard error shows it: the information about the coefficient goes to zero.
-    naive_se = float(np.sqrt(fit.normalized_cov_params.loc[x, x]))
-    out["model_se"] = naive_se
-    if not all(np.isfinite([out["log_odds"], lo, hi, se, naive_se])) or naive_se > SEPARATED_SE:
+    out["model_se"] = model_se(fit, x)
+    if not np.isfinite([out["log_odds"], lo, hi, se]).all() or out["model_se"] > SEPARATED_SE:
         out.update({k: float("nan") for k in ("log_odds", "log_odds_low", "log_odds_high", "p_value", "ame",
                                                "ame_low", "ame_high")}, estimable=False)
     return out
@@ -153,7 +159,9 @@ def glm_cell_fixed(rows: pd.DataFrame, cell: str = "cell", cluster: str = "unit"
     analogue of the advantage model's fixed structure: each target's average marginal effect of self on its
     own rows, and ``delta``, their mean with the targets weighted equally (delta-method intervals). Cells
     whose rows are all right or all wrong carry no information about the slopes and are dropped (their
-    fixed effect is infinite). Conditional on the observed cells."""
+    fixed effect is infinite). A target whose self slope is separated within the remaining cells (model-based
+    SE above ``SEPARATED_SE``) gets NaN, and so does ``delta``, with ``estimable`` False. Conditional on the
+    observed cells."""
     import statsmodels.api as sm
     from scipy.stats import norm
 
@@ -178,13 +186,20 @@ def glm_cell_fixed(rows: pd.DataFrame, cell: str = "cell", cluster: str = "unit"
         ame = float(np.mean(p1 - p0))
         grad = (X1.T.to_numpy() @ (p1 * (1 - p1)) - X0.T.to_numpy() @ (p0 * (1 - p0))) / m.sum()
         se = float(np.sqrt(grad @ cov @ grad))
-        per[t] = {"ame": ame, "low": ame - z * se, "high": ame + z * se, "log_odds": float(fit.params[name])}
+        per[t] = {"ame": ame, "low": ame - z * se, "high": ame + z * se, "log_odds": float(fit.params[name]),
+                  "model_se": model_se(fit, name)}
         grads.append(grad)
     gd = np.mean(grads, axis=0)
     delta = float(np.mean([v["ame"] for v in per.values()]))
     se = float(np.sqrt(gd @ cov @ gd))
-    return {"by_target": per, "delta": {"estimate": delta, "low": delta - z * se, "high": delta + z * se},
-            "cells_used": int(rows[cell].nunique()), "clusters": int(codes.max() + 1)}
+    out = {"by_target": per, "delta": {"estimate": delta, "low": delta - z * se, "high": delta + z * se},
+           "cells_used": int(rows[cell].nunique()), "clusters": int(codes.max() + 1), "estimable": True}
+    separated = [t for t, v in per.items() if v["model_se"] > SEPARATED_SE or not np.isfinite(v["log_odds"])]
+    if separated:  # a target's self slope diverged (its self rows all right, say): that slope and delta are not estimable
+        for t in separated:
+            per[t].update(ame=float("nan"), low=float("nan"), high=float("nan"), log_odds=float("nan"))
+        out.update(delta={k: float("nan") for k in ("estimate", "low", "high")}, estimable=False, separated=separated)
+    return out
 
 
 # ------------------------------------------------------------------------------------- behaviour change

@@ -121,8 +121,10 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         for name, label in (("paired", "paired (McNemar-style), directions weighted equally"),
                             ("glm_cell", "GLM, cell fixed effects and a self slope per target, targets weighted equally")):
             d = fr[name]["delta"]
+            estimable = d["low"] is not None and d["high"] is not None  # null: separated data (frequentist.py)
             rows.append({"estimate": label, "self %": "", "cross %": "", "advantage (points)": _ci(d["estimate"], d["low"], d["high"], 100),
-                         "P(advantage > 0)": "", "verdict": word[verdict(100 * d["low"], 100 * d["high"], a.get("rope", 0.0))]})
+                         "P(advantage > 0)": "", "verdict": (word[verdict(100 * d["low"], 100 * d["high"], a.get("rope", 0.0))]
+                                                             if estimable else "not estimable (separated)")})
     out["advantage"] = _md_table(pd.DataFrame(rows),
                                  "Self-prediction advantage after training (self minus cross accuracy, points). "
                                  "Bayesian rows: posterior mean and 94% interval; frequentist rows: 95% intervals. "

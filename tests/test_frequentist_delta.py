@@ -30,3 +30,16 @@ def test_both_estimates_recover_the_equal_weight_mean_of_the_directions():
     for (t, p), v in truth["directions"].items():
         e = paired["directions"][f"{t}|{p}"]
         assert e["low"] < v < e["high"]
+
+
+def test_a_separated_self_slope_makes_the_cell_glm_say_not_estimable():
+    df, _ = simulate_directions(seed=3, delta=0.4, skill=(0.5, -0.5), weights=(1.5, 0.5), items=30)
+    df = df.assign(cell=df["target"] + "|" + df["task"] + "|" + df["property"])
+    assert F.glm_cell_fixed(df)["estimable"] is True
+    first = sorted(df["target"].unique())[0]
+    df.loc[(df["target"] == first) & (df["self"] == 1), "correct"] = 1  # that target's self-predictor never misses
+    g = F.glm_cell_fixed(df)
+    assert g["estimable"] is False and g["separated"] == [first]
+    assert np.isnan(g["by_target"][first]["ame"]) and np.isnan(g["delta"]["estimate"])
+    other = [t for t in g["by_target"] if t != first]
+    assert all(np.isfinite(g["by_target"][t]["ame"]) for t in other)
