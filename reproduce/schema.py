@@ -40,6 +40,18 @@ class SchemaError(DataError):
     """A table that does not have the columns, kinds or values its schema declares."""
 
 
+def require_columns(df: pd.DataFrame, table: str, columns: dict[str, list[str]], family: str, stage: str) -> None:
+    """The first checks of a model's input: ``table`` is one of ``columns`` (a family's tables and the columns
+    each model needs) and ``df`` has them all; else a :class:`SchemaError` naming what is missing and the
+    ``stage`` that writes the table."""
+    if table not in columns:
+        raise SchemaError(f"unknown {family} table {table!r}: expected one of {sorted(columns)}")
+    missing = [c for c in columns[table] if c not in df.columns]
+    if missing:
+        raise SchemaError(f"the {family} {table} table lacks the column(s) {', '.join(map(repr, missing))} (it needs "
+                          f"{', '.join(columns[table])}): re-run the {stage} stage that writes it, or add the column(s)")
+
+
 @dataclass(frozen=True)
 class Col:
     name: str

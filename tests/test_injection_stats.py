@@ -70,7 +70,7 @@ def test_simulated_tables_have_the_stage_schemas(sim):
 def test_a_missing_column_is_named(table, column):
     rows = {"detection": I.simulate_detection, "identification": I.simulate_identification,
             "prefill": I.simulate_prefill, "intention": I.simulate_intention}[table](seed=0)[0]
-    with pytest.raises(DataError, match=f"the {table} table lacks the column.*'{column}'"):
+    with pytest.raises(DataError, match=f"the injection {table} table lacks the column.*'{column}'"):
         I.fit_all({table: rows.drop(columns=column)}, FIT)  # before anything is sampled
     with pytest.raises(DataError, match=f"'{column}'"):
         I.frequentist_summary({table: rows.drop(columns=column)})

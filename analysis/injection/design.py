@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from reproduce.errors import DataError
+from reproduce.schema import require_columns
 
 
 INTERVAL = 0.95
@@ -65,13 +66,7 @@ CELL = ["layer_fraction", "strength"]
 def check_table(rows: pd.DataFrame, table: str) -> pd.DataFrame:
     """``rows`` with the columns and values the ``table`` model needs, or a :class:`DataError` naming
     the first problem and the fix. Returns the rows with the outcome as a boolean / float column."""
-    if table not in COLUMNS:
-        raise DataError(f"unknown injection table {table!r}: expected one of {sorted(COLUMNS)}")
-    missing = [c for c in COLUMNS[table] if c not in rows.columns]
-    if missing:
-        raise DataError(f"the {table} table lacks the column(s) {', '.join(map(repr, missing))} "
-                        f"(it needs {', '.join(COLUMNS[table])}): re-run the injection stage that writes it, "
-                        "or add the column(s)")
+    require_columns(rows, table, COLUMNS, "injection", "injection")
     if table in CONDITIONS:
         bad = sorted(set(rows["condition"].astype(str)) - set(CONDITIONS[table]))
         if bad:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from reproduce.errors import DataError
+from reproduce.schema import require_columns
 
 from ..injection.design import _codes
 from ..injection.likelihood import _draws, _sigmoid
@@ -73,13 +74,7 @@ def check_table(rows: pd.DataFrame, table: str) -> pd.DataFrame:
     :class:`DataError` naming the first problem and the fix. Returns a copy with the cell keys normalised:
     ``kind`` None and ``level`` 0 on control rows, ``kind`` None and ``level`` NaN on other rows, and
     ``notices`` boolean (turns)."""
-    if table not in COLUMNS:
-        raise DataError(f"unknown mirror table {table!r}: expected one of {sorted(COLUMNS)}")
-    missing = [c for c in COLUMNS[table] if c not in rows.columns]
-    if missing:
-        raise DataError(f"the mirror {table} table lacks the column(s) {', '.join(map(repr, missing))} "
-                        f"(it needs {', '.join(COLUMNS[table])}): re-run the mirror stage that writes it, "
-                        "or add the column(s)")
+    require_columns(rows, table, COLUMNS, "mirror", "mirror")
     rows = rows.copy()
     bad = sorted(set(rows["condition"].astype(str)) - set(CONDITIONS))
     if bad:
