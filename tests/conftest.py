@@ -9,12 +9,18 @@ from reproduce.config import Profile
 
 # tests that use these fixtures load the embedded models: always the slow lane, whatever else they do
 MODEL_FIXTURES = {"models", "run"}
+# the tiny end-to-end pipeline of test_experiments.py (10 finetunes, the analysis, figures and report):
+# the slowest tier; the module's tests that use none of these run in the lanes their other fixtures say
+PIPELINE_FIXTURES = {"trained", "calibration", "changed", "analysed", "drawn", "rendered"}
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if PIPELINE_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.slowest)
         # the slowest tier is part of the slow lane
-        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("slowest"):
+        if MODEL_FIXTURES & fixtures or item.get_closest_marker("slowest"):
             item.add_marker(pytest.mark.slow)
 
 

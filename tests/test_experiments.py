@@ -20,7 +20,7 @@ FINETUNE = {"lora_rank": 4, "lora_alpha": 8, "learning_rate": 1e-3, "epochs": 1,
             "mixed_precision": "no", "checkpoint_every": 1, "scaling_sizes": [4, 100], "seeds": list(SEEDS)}
 BEHAVIOUR = {"tasks": None, "eval_items": None, "train_items": 8, "learning_rate": 3e-3, "epochs": 3}
 KEY = ["task", "item_id", "property"]
-pytestmark = pytest.mark.slowest  # the tiny end-to-end pipeline: left out of CI, `pytest -m slowest`
+# tests using the pipeline fixtures below are the slowest tier (conftest.PIPELINE_FIXTURES): left out of CI
 
 
 @pytest.fixture(scope="module")
