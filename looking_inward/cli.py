@@ -493,7 +493,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "unequal skill and target weights), whose rate of 'positive' verdicts is the verdict rule's "
                     "false-positive rate, and an effect with a skill gap, where delta's bias and interval "
                     "coverage are measured. Writes data/checks/ (checks.json, parquet tables, sbc_ranks.png). About 7 s per "
-                    "fit on 2 CPU cores: the defaults (100 SBC fits, 2 x 40 scenario fits) take about 25 minutes.")
+                    "fit on 2 AVX-512 CPU cores, 12 s without AVX-512: the defaults (100 SBC fits, 2 x 40 scenario "
+                    "fits) take 25 to 40 minutes.")
     s.add_argument("--params", default=str(DEFAULT_PARAMS))
     s.add_argument("--profile", default=None, help=PROFILE_HELP)
     s.add_argument("--sbc", type=int, default=100, help="SBC replicates (0: skip; default %(default)s)")
