@@ -72,14 +72,38 @@ def model_se(fit, name: str) -> float:
     return se if np.isfinite(se) else float("inf")
 
 
+def _informative(rows: pd.DataFrame, groups: list[str], outcome: str = "correct") -> pd.DataFrame:
+    """``rows`` without the levels of ``groups`` whose outcomes are all 0 or all 1, repeated until every
+    remaining level of every group has both outcomes (dropping one level can leave another constant)."""
+    while True:
+        keep = np.ones(len(rows), dtype=bool)
+        for g in groups:
+            rate = rows.groupby(g)[outcome].transform("mean").to_numpy()
+            keep &= (rate > 0) & (rate < 1)
+        if keep.all():
+            return rows.reset_index(drop=True)
+        rows = rows[keep]
+
+
 def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = ("target", "task", "property"),
                 cluster: str = "unit", alpha: float = 0.05) -> dict:
     """Binomial GLM ``correct ~ x + C(group)...`` with cluster-robust standard errors by answer unit: the
     contrast's log-odds coefficient with its interval, and the average marginal effect in accuracy points
-    (interval by the delta method). Where the outcomes are separated (the model-based standard error of the
-    coefficient exceeds ``SEPARATED_SE``), every number is NaN and ``estimable`` is False."""
+    (interval by the delta method). A level of a group whose rows are all right or all wrong (a property
+    every predictor gets right, say) has an infinite fixed effect and no information about ``x``: its rows
+    are dropped from the fit, until none is left, and ``rows_used`` counts what remains (as
+    :func:`glm_cell_fixed` drops such cells). The AME still averages over every row: on a dropped row the
+    contrast changes nothing (0). Where the outcomes are still
+    separated along ``x`` (its model-based standard error exceeds ``SEPARATED_SE``), every number is NaN and
+    ``estimable`` is False."""
     import statsmodels.api as sm
 
+    n_all = len(rows)
+    rows = _informative(rows, [g for g in groups if rows[g].nunique() > 1])
+    if rows.empty or rows[x].nunique() < 2:
+        return {k: float("nan") for k in ("log_odds", "log_odds_low", "log_odds_high", "p_value", "ame",
+                                           "ame_low", "ame_high", "model_se")} | {
+            "clusters": int(rows[cluster].nunique()), "rows_used": int(len(rows)), "estimable": False}
     fixed = [g for g in groups if rows[g].nunique() > 1]
     X = (pd.get_dummies(rows[fixed].astype(str), drop_first=True, dtype=float) if fixed
          else pd.DataFrame(index=rows.index))
@@ -89,19 +113,20 @@ def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = (
     fit = sm.GLM(rows["correct"].astype(float).to_numpy(), X, family=sm.families.Binomial()).fit(
         cov_type="cluster", cov_kwds={"groups": codes})
     lo, hi = fit.conf_int(alpha).loc[x]
-    # average marginal effect: mean of p(x=1) - p(x=0) over the rows, gradient for the delta method
+    # average marginal effect: mean of p(x=1) - p(x=0) over all the rows, gradient for the delta method; a
+    # dropped row's level has an infinite fixed effect, so p(x=1) = p(x=0) there and it adds 0 to the sum
     X1, X0 = X.copy(), X.copy()
     X1[x], X0[x] = 1.0, 0.0
     p1, p0 = fit.predict(X1), fit.predict(X0)
-    ame = float(np.mean(p1 - p0))
-    grad = (X1.T.to_numpy() @ (p1 * (1 - p1)) - X0.T.to_numpy() @ (p0 * (1 - p0))) / len(X)
+    ame = float(np.sum(p1 - p0)) / n_all
+    grad = (X1.T.to_numpy() @ (p1 * (1 - p1)) - X0.T.to_numpy() @ (p0 * (1 - p0))) / n_all
     se = float(np.sqrt(grad @ fit.cov_params().to_numpy() @ grad))
     from scipy.stats import norm
 
     z = norm.ppf(1 - alpha / 2)
     out = {"log_odds": float(fit.params[x]), "log_odds_low": float(lo), "log_odds_high": float(hi),
            "p_value": float(fit.pvalues[x]), "ame": ame, "ame_low": ame - z * se, "ame_high": ame + z * se,
-           "clusters": int(codes.max() + 1), "estimable": True}
+           "clusters": int(codes.max() + 1), "rows_used": int(len(rows)), "estimable": True}
     # (quasi-)separation: the outcomes of one arm (or of every group it meets) are all 0 or all 1, the maximum
     # likelihood coefficient runs off to infinity, and the fit stops wherever the optimiser gave up (23, or
     # 1e15, with a cluster-robust interval that can look tight because the scores vanish too). The

@@ -43,3 +43,18 @@ def test_a_separated_self_slope_makes_the_cell_glm_say_not_estimable():
     assert np.isnan(g["by_target"][first]["ame"]) and np.isnan(g["delta"]["estimate"])
     other = [t for t in g["by_target"] if t != first]
     assert all(np.isfinite(g["by_target"][t]["ame"]) for t in other)
+
+
+def test_a_level_that_is_always_right_is_dropped_from_the_pooled_glm_and_counts_zero_in_its_ame():
+    df, _ = simulate_directions(seed=3, delta=0.4, skill=(0.5, -0.5), weights=(1.5, 0.5), items=30)
+    whole = F.glm_cluster(df)
+    assert whole["estimable"] and whole["rows_used"] == len(df)
+    easy = sorted(df["property"].unique())[0]
+    df.loc[df["property"] == easy, "correct"] = 1  # a property every predictor gets right: infinite fixed effect
+    g = F.glm_cluster(df)
+    assert g["estimable"] is True and np.isfinite([g["ame_low"], g["ame_high"], g["log_odds_low"]]).all()
+    kept = df[df["property"] != easy]
+    assert g["rows_used"] == len(kept)
+    alone = F.glm_cluster(kept)  # the same fit, averaged over the informative rows only
+    assert g["log_odds"] == pytest.approx(alone["log_odds"])
+    assert g["ame"] == pytest.approx(alone["ame"] * len(kept) / len(df))
