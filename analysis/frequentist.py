@@ -85,6 +85,10 @@ def _informative(rows: pd.DataFrame, groups: list[str], outcome: str = "correct"
         rows = rows[keep]
 
 
+#: what :func:`glm_cluster` estimates (NaN, all of them, where it cannot)
+GLM_NUMBERS = ("log_odds", "log_odds_low", "log_odds_high", "p_value", "ame", "ame_low", "ame_high")
+
+
 def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = ("target", "task", "property"),
                 cluster: str = "unit", alpha: float = 0.05) -> dict:
     """Binomial GLM ``correct ~ x + C(group)...`` with cluster-robust standard errors by answer unit: the
@@ -101,8 +105,7 @@ def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = (
     n_all = len(rows)
     rows = _informative(rows, [g for g in groups if rows[g].nunique() > 1])
     if rows.empty or rows[x].nunique() < 2:
-        return {k: float("nan") for k in ("log_odds", "log_odds_low", "log_odds_high", "p_value", "ame",
-                                           "ame_low", "ame_high", "model_se")} | {
+        return {k: float("nan") for k in (*GLM_NUMBERS, "model_se")} | {
             "clusters": int(rows[cluster].nunique()), "rows_used": int(len(rows)), "estimable": False}
     fixed = [g for g in groups if rows[g].nunique() > 1]
     X = (pd.get_dummies(rows[fixed].astype(str), drop_first=True, dtype=float) if fixed
@@ -133,8 +136,7 @@ def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = (
     # model-based standard error shows it: the information about the coefficient goes to zero.
     out["model_se"] = model_se(fit, x)
     if not np.isfinite([out["log_odds"], lo, hi, se]).all() or out["model_se"] > SEPARATED_SE:
-        out.update({k: float("nan") for k in ("log_odds", "log_odds_low", "log_odds_high", "p_value", "ame",
-                                               "ame_low", "ame_high")}, estimable=False)
+        out.update({k: float("nan") for k in GLM_NUMBERS}, estimable=False)
     return out
 
 
@@ -190,8 +192,7 @@ def glm_cell_fixed(rows: pd.DataFrame, cell: str = "cell", cluster: str = "unit"
     import statsmodels.api as sm
     from scipy.stats import norm
 
-    g = rows.groupby(cell)["correct"].transform("mean")
-    rows = rows[(g > 0) & (g < 1)].reset_index(drop=True)
+    rows = _informative(rows, [cell])
     targets = sorted(rows["target"].unique())
     X = pd.get_dummies(rows[cell].astype(str), dtype=float)  # one column per cell: no separate constant
     slopes = [f"self:{t}" for t in targets]
