@@ -10,6 +10,13 @@ which is enough to time the loop) for a fixed number of steps and prints example
 
 Beside each measured peak it prints the estimate of ``looking-inward plan`` for the same batch (its longest
 padded pair), so the memory model is checked against the device.
+
+``--layouts`` times one training step in two layouts side by side, alternating, on the same batches: every
+row computed in full (``finetune.collate``), and the prompt prefix the rows share computed once
+(``finetune.collate_step``, what training uses); it prints the positions each computes, the seconds per step
+and their ratio, and how far the gradients are apart.
+
+    python benchmarks/bench_finetune.py --layouts --mixed-precision no      # float32, both embedded models
 """
 
 from __future__ import annotations
@@ -74,6 +81,82 @@ def one(spec: str, steps: int, mixed_precision: str, profile: str, base_dtype: s
             "base_dtype": lm.dtype_name, "checkpointing": on, "estimate_gib": estimate, "longest": longest}
 
 
+def _examples(p, n: int):
+    import pandas as pd
+
+    from reproduce.datasets import load_task
+    from reproduce.properties import get_property
+
+    rows = []
+    for name in p.tasks.train:
+        task = load_task(name)
+        for it in task.items:
+            for prop in task.manifest["properties"]:
+                v = get_property(prop).extract("amber teal 42 A", {**it, "option_matching_ethical_stance": "A"})
+                if v is not None:
+                    rows.append({"prompt": it["hypothetical_prompts"][prop], "answer": v})
+    return pd.DataFrame(rows).sample(n=min(n, len(rows)), random_state=0).reset_index(drop=True)
+
+
+def layouts(spec: str, steps: int, mixed_precision: str, profile: str, rounds: int = 3) -> dict:
+    """Seconds per training step (forward, backward, AdamW) with every row in full against the shared-prefix
+    layout, alternated ``rounds`` times over the same ``steps`` batches; medians."""
+    import statistics
+
+    import torch
+
+    from reproduce import finetune as ft
+    from reproduce.config import load_params
+    from reproduce.hardware import resolve_mixed_precision
+    from reproduce.models import load
+
+    _, p = load_params(profile=profile)
+    torch.set_num_threads(p.threads or os.cpu_count() or 1)
+    cfg = p.finetune
+    lm = load(spec, dtype="float32", device=p.device)
+    enc = ft.encode(lm, _examples(p, steps * cfg.batch_size), cfg.max_length)
+    pairs = list(zip(enc.prompt_ids, enc.answer_ids))
+    batches = [pairs[i:i + cfg.batch_size] for i in range(0, len(pairs), cfg.batch_size)]
+    pad = lm.tokenizer.pad_token_id
+    torch.manual_seed(0)
+    model = ft._lora(lm, cfg)
+    params = [q for q in model.parameters() if q.requires_grad]
+    with torch.no_grad():  # B = 0 at initialisation would leave A without gradient
+        for n, q in model.named_parameters():
+            if "lora_B" in n:
+                q.normal_(0, 0.01)
+    opt = torch.optim.AdamW(params, lr=1e-6)
+    precision = resolve_mixed_precision(mixed_precision, lm.device)
+    autocast = torch.autocast(lm.device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+    make = {"full": lambda b: ft.collate(b, pad), "shared prefix": lambda b: ft.collate_step(b, pad)}
+
+    def grads(batch):
+        with autocast:
+            ft.answer_loss(model, batch, "sum").backward()
+        g = [q.grad.clone() for q in params]
+        opt.zero_grad(set_to_none=True)
+        return g
+
+    model.train()
+    a, b = grads(make["full"](batches[0])), grads(make["shared prefix"](batches[0]))
+    num = sum(float((x - y).pow(2).sum()) for x, y in zip(b, a))
+    gap = (num / sum(float(y.pow(2).sum()) for y in a)) ** 0.5
+    times: dict[str, list[float]] = {k: [] for k in make}
+    for _ in range(rounds):
+        for name, f in make.items():
+            t = time.perf_counter()
+            for batch in batches:
+                with autocast:
+                    ft.answer_loss(model, f(batch), "sum").backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            times[name].append((time.perf_counter() - t) / len(batches))
+    positions = {name: sum(x["prefix_ids"].numel() if "prefix_ids" in x else 0 for x in map(f, batches))
+                 + sum(f(b)["input_ids"].numel() for b in batches) for name, f in make.items()}
+    return {"model": spec, "steps": len(batches), "batch_size": cfg.batch_size, "precision": precision,
+            "seconds": {k: statistics.median(v) for k, v in times.items()}, "positions": positions, "gap": gap}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
@@ -83,8 +166,22 @@ def main() -> None:
     ap.add_argument("--base-dtype", nargs="+", default=["auto"], choices=["auto", "float32", "bfloat16"],
                     help="dtype(s) of the frozen base weights (finetune.base_dtype)")
     ap.add_argument("--gradient-checkpointing", nargs="+", default=["auto"], choices=["auto", "true", "false"])
+    ap.add_argument("--layouts", action="store_true",
+                    help="time the full-row and shared-prefix step layouts side by side (see above)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.layouts:
+        from reproduce.hardware import describe
+
+        print(describe("cpu"))
+        for spec in args.models:
+            r = layouts(spec, args.steps, args.mixed_precision, args.profile)
+            full, shared = r["seconds"]["full"], r["seconds"]["shared prefix"]
+            print(f"{spec:<13} {r['steps']} steps of {r['batch_size']}, {r['precision']}: every row in full "
+                  f"{full:.2f} s/step ({r['positions']['full']} positions), shared prefix {shared:.2f} s/step "
+                  f"({r['positions']['shared prefix']} positions): {full / shared:.2f}x; gradients apart by "
+                  f"{r['gap']:.1e} (relative norm)")
+        return
     if args.child:
         print(json.dumps(one(args.child, args.steps, args.mixed_precision, args.profile, args.base_dtype[0],
                              args.gradient_checkpointing[0])))

@@ -205,3 +205,42 @@ def test_gradient_checkpointing_trains_the_same_adapter_and_is_switched_off_afte
     b = pd.read_csv(tmp_path / "b" / "train_log.tsv", sep="\t")["loss"]
     assert b.tolist() == pytest.approx(a.tolist(), rel=1e-5)
     assert not getattr(lm.model, "is_activation_checkpointing", getattr(lm.model, "is_gradient_checkpointing", None))
+
+
+def test_the_shared_prefix_step_computes_the_loss_and_gradient_of_each_row_alone(examples):
+    """Training computes the prompt prefix a step's rows share once (collate_step): its loss and gradient are
+    those of computing every row alone, unpadded, within float32 rounding; and it computes fewer positions."""
+    lm = load("random:tiny", dtype="float32", device="cpu")
+    enc = ft.encode(lm, examples, 256)
+    rows = list(zip(enc.prompt_ids, enc.answer_ids))[:6]
+    pad = lm.tokenizer.pad_token_id
+    torch.manual_seed(0)
+    model = ft._lora(lm, cfg())
+    try:
+        params = [q for q in model.parameters() if q.requires_grad]
+        with torch.no_grad():
+            for n, q in model.named_parameters():
+                if "lora_B" in n:
+                    q.normal_(0, 0.05)
+
+        def loss_and_grad(batches):
+            loss = sum(ft.answer_loss(model, b, "sum") for b in batches)
+            loss.backward()
+            g = torch.cat([q.grad.flatten() for q in params])
+            for q in params:
+                q.grad = None
+            return float(loss.detach()), g
+
+        step = ft.collate_step(rows, pad)
+        assert step["prefix_ids"].shape[1] >= ft.MIN_SHARED_PREFIX
+        assert step["prefix_ids"].numel() + step["input_ids"].numel() < ft.collate(rows, pad)["input_ids"].numel()
+        alone_loss, alone = loss_and_grad([ft.collate([r], pad) for r in rows])
+        shared_loss, shared = loss_and_grad([step])
+        assert shared_loss == pytest.approx(alone_loss, rel=1e-5)
+        assert float((shared - alone).norm() / alone.norm()) < 1e-4
+        # no shared prefix asked for: the plain layout, the same loss
+        plain = ft.collate_step(rows, pad, share_prefix=False)
+        assert plain["prefix_ids"].numel() == 0
+        assert loss_and_grad([plain])[0] == pytest.approx(alone_loss, rel=1e-5)
+    finally:
+        model.unload()
