@@ -33,32 +33,20 @@ import time
 def one(spec: str, steps: int, mixed_precision: str, profile: str, base_dtype: str, checkpointing: str) -> dict:
     import tempfile
 
-    import pandas as pd
     import torch
 
     from reproduce import finetune as ft
     from reproduce.config import load_params
-    from reproduce.datasets import load_task
     from reproduce.hardware import resolve_base_dtype, resolve_gradient_checkpointing
     from reproduce.models import load, pick_device, resolve
     from reproduce.plan import GIB, shape_of, training_bytes
-    from reproduce.properties import get_property
 
     _, p = load_params(profile=profile)
     ckpt = {"true": True, "false": False}.get(checkpointing, checkpointing)
     cfg = p.finetune.model_copy(update={"mixed_precision": mixed_precision, "checkpoint_every": 10**6,
                                         "epochs": 1.0, "base_dtype": base_dtype, "gradient_checkpointing": ckpt})
     torch.set_num_threads(p.threads or os.cpu_count() or 1)
-    rows = []
-    for name in p.tasks.train:
-        task = load_task(name)
-        for it in task.items:
-            for prop in task.manifest["properties"]:
-                v = get_property(prop).extract("amber teal 42 A", {**it, "option_matching_ethical_stance": "A"})
-                if v is not None:
-                    rows.append({"prompt": it["hypothetical_prompts"][prop], "answer": v})
-    n = steps * cfg.batch_size
-    examples = pd.DataFrame(rows).sample(n=min(n, len(rows)), random_state=0).reset_index(drop=True)
+    examples = _examples(p, steps * cfg.batch_size)
     dev = pick_device(p.device)
     lm = load(spec, dtype=resolve_base_dtype(cfg.base_dtype, dev), device=p.device)
     if lm.device.type == "cuda":
@@ -82,6 +70,8 @@ def one(spec: str, steps: int, mixed_precision: str, profile: str, base_dtype: s
 
 
 def _examples(p, n: int):
+    """``n`` real hypothetical prompts of the train tasks, answered with the property of a fixed response
+    (enough to time the loop)."""
     import pandas as pd
 
     from reproduce.datasets import load_task
