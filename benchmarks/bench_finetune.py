@@ -141,8 +141,8 @@ def layouts(spec: str, steps: int, mixed_precision: str, profile: str, rounds: i
                 opt.step()
                 opt.zero_grad(set_to_none=True)
             times[name].append((time.perf_counter() - t) / len(batches))
-    positions = {name: sum(x["prefix_ids"].numel() if "prefix_ids" in x else 0 for x in map(f, batches))
-                 + sum(f(b)["input_ids"].numel() for b in batches) for name, f in make.items()}
+    positions = {name: sum(x.get("prefix_ids", torch.empty(0)).numel() + x["input_ids"].numel()
+                           for x in map(f, batches)) for name, f in make.items()}
     return {"model": spec, "steps": len(batches), "batch_size": cfg.batch_size, "precision": precision,
             "seconds": {k: statistics.median(v) for k, v in times.items()}, "positions": positions, "gap": gap}
 
