@@ -16,9 +16,16 @@
 
 It prints the hardware, the dtype ``auto`` chose and the float32 vs bf16 matmul rates it measured.
 
+``--chunks`` measures instead, side by side, the CPU prompt pass in chunks of similar length
+(``Engine.chunk_cost``, the default on a CPU) against one padded pass per batch, on the `default` profile's
+own calls: the meta level (every property of ``--items`` items of each test task) and the object level's
+greedy answers (those items' object-level prompts), each mode run ``--repeats`` times, alternated; medians,
+padded positions, and whether every answer is identical.
+
     python benchmarks/bench_inference.py                       # both embedded models, dtype auto
     python benchmarks/bench_inference.py --models gemma3-270m --dtype float32 --items 2
     python benchmarks/bench_inference.py --models random:llama-8b --items 2 --check   # real shapes, no weights
+    python benchmarks/bench_inference.py --chunks --items 20 --dtype float32           # chunked vs one pass
 """
 
 from __future__ import annotations
@@ -182,6 +189,43 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
         print(f"memory          peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated on the GPU")
 
 
+def bench_chunks(spec: str, dtype: str, items: int, batch_size: int, repeats: int) -> None:
+    """The prompt pass in chunks of similar length against one padded pass, on the `default` calls."""
+    import statistics
+
+    lm = load(spec, dtype=dtype)
+    print(f"\n== {spec}: {lm.dtype_name}, batch {batch_size}, {items} items per test task, {repeats} runs per mode")
+    tasks = [load_task(t) for t in TEST_TASKS]
+    pairs = [(it, p) for t in tasks for it in t.items[:items] for p in t.manifest["properties"]]
+    meta = dict(prompts=[it["hypothetical_prompts"][p] for it, p in pairs],
+                max_new_tokens=[6 if get_property(p).closed else 10 for _, p in pairs],
+                options=[get_property(p).options for _, p in pairs])
+    obj = dict(prompts=[it["object_prompt"] for t in tasks for it in t.items[:items]],
+               max_new_tokens=[int(t.manifest["max_new_tokens"]) for t in tasks for _ in t.items[:items]])
+    modes = {"chunks": Engine(lm, batch_size=batch_size).chunk_cost, "one pass": None}
+    if modes["chunks"] is None:
+        print("  chunking is off on this device: nothing to compare")
+        return
+    for name, work in (("meta level", meta), ("object level", obj)):
+        times: dict[str, list[float]] = {m: [] for m in modes}
+        seen: dict[str, tuple] = {}
+        Engine(lm, batch_size=batch_size).generate(work["prompts"][:batch_size], work["max_new_tokens"][:batch_size],
+                                                   **({"options": work["options"][:batch_size]} if "options" in work else {}))
+        for _ in range(repeats):
+            for mode, cost in modes.items():
+                engine = Engine(lm, batch_size=batch_size)
+                engine.chunk_cost = cost
+                out, t = timed(lambda: engine.generate(work["prompts"], work["max_new_tokens"],
+                                                       **({"options": work["options"]} if "options" in work else {})))
+                times[mode].append(t)
+                seen[mode] = ([g[0].response for g in out], engine.stats.padded_tokens, engine.stats.computed_tokens)
+        med = {m: statistics.median(v) for m, v in times.items()}
+        same = seen["chunks"][0] == seen["one pass"][0]
+        print(f"{name:<13} {len(work['prompts'])} prompts: one pass {med['one pass']:6.1f} s, chunks {med['chunks']:6.1f} s "
+              f"-> {med['one pass'] / med['chunks']:.2f}x; positions computed {seen['one pass'][1]} -> {seen['chunks'][1]} "
+              f"for {seen['chunks'][2]} real; answers identical: {same}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
@@ -194,6 +238,9 @@ def main() -> None:
     ap.add_argument("--check", action="store_true",
                     help="also compare prefix-shared greedy answers with full recomputation on this device")
     ap.add_argument("--profile", action="store_true", help="profile a second meta-level call (torch.profiler)")
+    ap.add_argument("--chunks", action="store_true",
+                    help="compare the prompt pass in chunks of similar length with one padded pass (CPU)")
+    ap.add_argument("--repeats", type=int, default=3, help="--chunks: runs per mode, alternated")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -201,6 +248,9 @@ def main() -> None:
     probe = resolve_dtype("auto", device)
     print(f"dtype auto -> {probe.dtype} ({probe.reason})")
     for spec in args.models:
+        if args.chunks:
+            bench_chunks(spec, args.dtype, args.items, args.batch_size, args.repeats)
+            continue
         bench(spec, args.dtype, args.items, args.sample_items, args.samples, args.batch_size, args.check, args.profile)
         if torch.cuda.is_available():  # the model went with bench's frame: hand its memory back before the next
             torch.cuda.empty_cache()

@@ -13,6 +13,12 @@ The prompt's forward pass dominates on a CPU, so the engine computes every share
 - Suffix: each row's own tokens. Padding sits in the middle of a row (before the group prefix and before the
   suffix), masked out, with position ids counted over real tokens only, so a row's numbers are those of its
   unpadded prompt. ``share_prefix=False`` recomputes every row in full (the reference path).
+- Chunks (CPU): a padded position costs a CPU as much as a real one, and the rows of one batch differ in length
+  (the meta level's property questions run from a few words to two sentences). So on a CPU each pass (group
+  prefixes, then suffixes) runs in chunks of rows of similar length (:func:`plan_chunks`), and the chunks'
+  caches are joined, front-padded, into one cache for decoding (:func:`merge_rows`). Attention does not
+  depend on where a masked position sits, so the numbers are those of one padded pass. Caches other than plain
+  key-value layers, and sliding windows the row would reach, keep one pass.
 - Decoding is a loop of its own over the key-value cache: greedy (argmax), or sampling by inverse CDF with one
   uniform per row and step from a generator seeded by (seed, prompt, sample index), so a prompt's samples do
   not depend on which other prompts share its batch. Rows that have stopped are dropped from the batch.
@@ -45,6 +51,7 @@ import copy
 import hashlib
 import time
 from collections.abc import Sequence
+from types import SimpleNamespace
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,7 +61,7 @@ from tqdm.auto import tqdm
 from .models import LoadedModel, ModelError
 
 #: part of every shard fingerprint: results of another engine version are never mixed with these
-ENGINE_VERSION = "4"
+ENGINE_VERSION = "5"
 
 
 #: characters a model may open an answer with before its content: whitespace, quotes, brackets, emphasis
@@ -167,6 +174,69 @@ def pack_batches(groups: Sequence[Group], lengths: Sequence[int], max_rows: int)
     return batches
 
 
+def plan_chunks(lengths: Sequence[int], chunk_cost: float) -> list[list[int]]:
+    """Split rows into chunks of similar length for one padded forward pass each: the rows sorted by length,
+    then cut where it saves the most. A chunk of ``k`` rows padded to its longest costs ``k * longest``
+    positions, plus ``chunk_cost`` positions for the extra pass (a dynamic programme over the sorted rows).
+    Returns lists of row indices, each sorted by length."""
+    order = sorted(range(len(lengths)), key=lambda r: (lengths[r], r))
+    n = len(order)
+    best = [0.0] + [float("inf")] * n  # best[b]: cheapest split of the first b sorted rows
+    cut = [0] * (n + 1)
+    for b in range(1, n + 1):
+        longest = lengths[order[b - 1]]
+        for a in range(b):
+            cost = best[a] + (b - a) * longest + chunk_cost
+            if cost < best[b]:
+                best[b], cut[b] = cost, a
+    chunks, b = [], n
+    while b > 0:
+        chunks.append(order[cut[b]:b])
+        b = cut[b]
+    return chunks[::-1]
+
+
+def cache_rows(cache, rows: Sequence[int]):
+    """A new cache holding ``cache``'s batch rows ``rows`` (repeats allowed); ``cache`` is left as it was."""
+    new = copy.copy(cache)
+    new.layers = [copy.copy(layer) for layer in cache.layers]
+    new.batch_select_indices(torch.tensor(list(rows)))  # CPU indices serve a cache spread over devices
+    return new
+
+
+def mergeable(cache, length: int) -> bool:
+    """Whether :func:`merge_rows` can join caches like ``cache``: plain key-value layers only (no quantised,
+    static or recurrent state), and sliding-window layers whose window ``length`` positions do not reach (a
+    front-padded row would then lose other positions to the window than the same row padded in the middle)."""
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+    for layer in getattr(cache, "layers", None) or [None]:
+        if type(layer) is DynamicSlidingWindowLayer:
+            if length >= layer.sliding_window - 1:
+                return False
+        elif type(layer) is not DynamicLayer:
+            return False
+    return True
+
+
+def merge_rows(caches: Sequence, widths: Sequence[int]):
+    """One cache whose batch is the rows of ``caches`` in order, each cache left-padded along the sequence to
+    the longest: ``widths[c]`` positions are ``caches[c]``'s length. The padded positions hold zeros and must
+    be masked out (the engine's masks put zeros there). Attention does not depend on where a masked position
+    sits, and position ids carry each token's place, so a row computes what it did before."""
+    from transformers.cache_utils import DynamicSlidingWindowLayer
+
+    width = max(widths)
+    out = caches[0]
+    for i, layer in enumerate(out.layers):
+        pad = lambda t, w: torch.nn.functional.pad(t, (0, 0, width - w, 0))  # noqa: E731
+        layer.keys = torch.cat([pad(c.layers[i].keys, w) for c, w in zip(caches, widths)])
+        layer.values = torch.cat([pad(c.layers[i].values, w) for c, w in zip(caches, widths)])
+        if type(layer) is DynamicSlidingWindowLayer:
+            layer.cumulative_length = width
+    return out
+
+
 @dataclass
 class EngineStats:
     """Work done by :meth:`Engine.generate` since the engine was made (or :meth:`reset`)."""
@@ -192,11 +262,16 @@ class EngineStats:
 class Engine:
     #: shorter common prefixes are not worth a separate forward pass
     MIN_SHARED_PREFIX = 8
+    #: on a CPU, the positions one more forward pass is worth when a batch's rows are split into chunks of
+    #: similar length (:func:`plan_chunks`); ``None`` (other devices, where a padded position costs little
+    #: until the device is saturated, and not measured there) keeps one pass
+    CPU_CHUNK_COST = 64
 
     def __init__(self, lm: LoadedModel, batch_size: int = 32, share_prefix: bool = True):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.lm, self.batch_size, self.share_prefix = lm, batch_size, share_prefix
+        self.chunk_cost = self.CPU_CHUNK_COST if lm.device.type == "cpu" else None
         tok = lm.tokenizer
         eos = lm.model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
@@ -545,66 +620,101 @@ class Engine:
         return shared, prefix, rest, batches, prefix_cache
 
     def _prefill(self, batch: list[Group], prefix: list[int], prefix_cache, rest, rows, steer, logits_to_keep: int = 1,
-                 select: tuple[torch.Tensor, torch.Tensor] | None = None):
-        """The prompt pass of one batch: group prefixes (one row per group, on a copy of the call prefix's
-        cache), then every row's own tokens on its group's cache. Returns (members, mask, output).
-        ``select = (rows, positions)``: the suffix pass projects only those hidden states to logits (output
-        logits ``[1, len(rows), vocab]``), the rest of the model unchanged."""
-        tok, dev = self.lm.tokenizer, self.lm.device
-        pad = tok.pad_token_id
-        P = len(prefix)
+                 select: tuple[torch.Tensor, torch.Tensor] | None = None, horizon: int = 0):
+        """The prompt pass of one batch: group prefixes (one row per group, on the call prefix's cache), then
+        every row's own tokens on its group's cache. Returns (members, mask, output), the rows in the order of
+        the output's batch. ``horizon``: the most tokens a row may generate after it. ``select = (rows,
+        positions)``: the suffix pass projects only those hidden states to logits (output logits
+        ``[1, len(rows), vocab]``), the rest of the model unchanged."""
         members = [r for g in batch for r in g.rows]
         width_g = max(g.prefix for g in batch)
-        width_s = max(len(rest[r]) - g.prefix for g in batch for r in g.rows)
-        ones = lambda m: [1] * m  # noqa: E731
+        group_of = {r: g for g in batch for r in g.rows}
+        suffix = [list(rest[r][group_of[r].prefix:]) for r in members]
+        width_s = max(len(x) for x in suffix)
+        cache, owner, before = prefix_cache, None, None  # owner[b]: the cache row member b continues
+        if prefix_cache is not None:
+            before = torch.ones(1, len(prefix), dtype=torch.long, device=self.lm.device)
 
-        # 1. group prefixes: one row per group, on a copy of the call prefix's cache
-        cache = None
+        # 1. group prefixes: one row per group, on the call prefix's cache
         if width_g:
-            gtok = [[pad] * (width_g - g.prefix) + list(rest[g.rows[0]][:g.prefix]) for g in batch]
-            gmask = [ones(P) + [0] * (width_g - g.prefix) + ones(g.prefix) for g in batch]
-            if prefix_cache is not None:
-                cache = copy.deepcopy(prefix_cache)
-                cache.batch_repeat_interleave(len(batch))
-            if steer is not None:
-                steer.set_rows([rows[g.rows[0]][0] for g in batch])
-            cache = self._forward(gtok, torch.tensor(gmask, device=dev), cache).past_key_values
+            gorder, before, out = self._pass([list(rest[g.rows[0]][:g.prefix]) for g in batch], cache,
+                                             None if cache is None else [0] * len(batch), before,
+                                             [rows[g.rows[0]][0] for g in batch], steer, 1, width_s + horizon)
             self.stats.computed_tokens += sum(g.prefix for g in batch)
-            owner = [gi for gi, g in enumerate(batch) for _ in g.rows]
-            cache.batch_select_indices(torch.tensor(owner))  # CPU indices serve a cache spread over devices
-        elif prefix_cache is not None:
-            cache = copy.deepcopy(prefix_cache)
-            cache.batch_repeat_interleave(len(members))
+            cache, at = out.past_key_values, {batch[gi]: k for k, gi in enumerate(gorder)}
+            owner = [at[group_of[r]] for r in members]
+        elif cache is not None:
+            owner = [0] * len(members)
 
         # 2. suffixes: every row's own tokens, on its group's cache
-        group_of = {r: g for g in batch for r in g.rows}
-        stok, mask = [], []
-        for r in members:
-            g = group_of[r]
-            s = list(rest[r][g.prefix:])
-            stok.append([pad] * (width_s - len(s)) + s)
-            mask.append(ones(P) + [0] * (width_g - g.prefix) + ones(g.prefix) + [0] * (width_s - len(s)) + ones(len(s)))
-            self.stats.computed_tokens += len(s)
-        mask = torch.tensor(mask, device=dev)
-        if steer is not None:
-            steer.set_rows([rows[r][0] for r in members])
-        if select is None:
-            return members, mask, self._forward(stok, mask, cache, logits_to_keep)
+        self.stats.computed_tokens += sum(len(x) for x in suffix)
+        order, mask, out = self._pass(suffix, cache, owner, before, [rows[r][0] for r in members], steer,
+                                      logits_to_keep, horizon, select)
+        return [members[b] for b in order], mask, out
 
-        def only_selected(module, args):
-            h = args[0]
-            return (h[select[0].to(h.device), select[1].to(h.device)].unsqueeze(0),)
+    def _pass(self, tokens: list[list[int]], cache, owner: list[int] | None, before: torch.Tensor | None,
+              prompts: list[int], steer, logits_to_keep: int, horizon: int,
+              select: tuple[torch.Tensor, torch.Tensor] | None = None):
+        """One forward pass of rows of new tokens: row ``i``'s ``tokens[i]`` continue row ``owner[i]`` of
+        ``cache`` (whose mask is ``before[owner[i]]``; no cache: ``None``). Each row is left-padded to the
+        longest, the padding masked out. Returns (order, mask, output): the rows' indices in the order of the
+        output's batch, and the mask over the output's cache.
 
-        hook = self.lm.model.get_output_embeddings().register_forward_pre_hook(only_selected)
-        try:
-            return members, mask, self._forward(stok, mask, cache, logits_to_keep)
-        finally:
-            hook.remove()
+        On a CPU, where a padded position costs as much as a real one, the rows run in chunks of similar length
+        (:func:`plan_chunks`) whose caches are then joined, front-padded, into one (:func:`merge_rows`).
+        ``horizon``: the positions that will still be appended after this pass, which tells whether a sliding
+        attention window would be reached (then one pass). ``select`` (one pass): see :meth:`_prefill`."""
+        dev, pad = self.lm.device, self.lm.tokenizer.pad_token_id
+        chunks = [list(range(len(tokens)))]
+        if select is None and cache is not None and self.chunk_cost is not None:
+            if mergeable(cache, before.shape[1] + max(len(t) for t in tokens) + horizon):
+                chunks = plan_chunks([len(t) for t in tokens], self.chunk_cost)
+        order, masks, caches, logits = [], [], [], []
+        for chunk in chunks:
+            w = max(len(tokens[i]) for i in chunk)
+            mask = torch.tensor([[0] * (w - len(tokens[i])) + [1] * len(tokens[i]) for i in chunk], dtype=torch.long,
+                                device=dev).reshape(len(chunk), w)
+            c = None
+            if cache is not None:
+                at = [owner[i] for i in chunk]
+                mask = torch.cat([before[torch.tensor(at, device=before.device)], mask], dim=-1)
+                c = cache_rows(cache, at)
+            if steer is not None:
+                steer.set_rows([prompts[i] for i in chunk])
+            if not w:  # rows with no tokens of their own here (a group of one in a group pass): the cache as it is
+                order += chunk
+                masks.append(mask)
+                caches.append(c)
+                continue
+            padded = [[pad] * (w - len(tokens[i])) + tokens[i] for i in chunk]
+            hook = None
+            if select is not None:
+                def only_selected(module, args):
+                    h = args[0]
+                    return (h[select[0].to(h.device), select[1].to(h.device)].unsqueeze(0),)
+
+                hook = self.lm.model.get_output_embeddings().register_forward_pre_hook(only_selected)
+            try:
+                out = self._forward(padded, mask, c, logits_to_keep)
+            finally:
+                if hook is not None:
+                    hook.remove()
+            if len(chunks) == 1:
+                return chunk, mask, out
+            order += chunk
+            masks.append(mask)
+            caches.append(out.past_key_values)
+            logits.append(out.logits)
+        widths = [m.shape[1] for m in masks]
+        mask = torch.cat([torch.nn.functional.pad(m, (max(widths) - m.shape[1], 0)) for m in masks])
+        return order, mask, SimpleNamespace(past_key_values=merge_rows(caches, widths),
+                                            logits=torch.cat(logits) if len(logits) == len(chunks) else None)
 
     def _batch(self, batch: list[Group], prefix: list[int], prefix_cache, rest, rows, ids, limits, sample,
                temperature, seed, options, steer=None, stop_at_newline: bool = True) -> dict[int, Generation]:
         tok, dev = self.lm.tokenizer, self.lm.device
-        members, mask, out = self._prefill(batch, prefix, prefix_cache, rest, rows, steer)
+        horizon = max(limits[rows[r][0]] for g in batch for r in g.rows)
+        members, mask, out = self._prefill(batch, prefix, prefix_cache, rest, rows, steer, horizon=horizon)
         cache, logits = out.past_key_values, out.logits[:, -1].float().to(dev)
 
         # option distributions: read from the raw logits of each step until the row's greedy token carries content

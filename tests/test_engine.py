@@ -102,6 +102,78 @@ def test_pack_batches_keeps_groups_whole():
     assert sorted((g for b in batches for g in b), key=lambda g: g.rows) == groups
 
 
+def test_plan_chunks_puts_similar_lengths_together_and_weighs_the_extra_pass():
+    from reproduce.engine import plan_chunks
+
+    lengths = [10, 40, 11, 41, 10, 39]
+    # a pass costs 5 positions: two chunks (33 + 5 and 123 + 5 positions) beat one (246 + 5) and six (151 + 30)
+    assert plan_chunks(lengths, 5) == [[0, 4, 2], [5, 1, 3]]
+    assert plan_chunks(lengths, 1000) == [[0, 4, 2, 5, 1, 3]]  # a pass dearer than all the padding: one
+    assert plan_chunks(lengths, 0.5) == [[0, 4], [2], [5], [1], [3]]  # no padding left at all
+    assert plan_chunks([], 5) == []
+
+
+def test_chunked_prompt_pass_equals_one_pass_and_full_recompute():
+    """Rows of very different lengths after their shared prefix (as the meta level's property questions are):
+    the prompt pass split into chunks of similar length, whose caches are joined front-padded for decoding,
+    gives the log-probabilities, option distributions, greedy answers and seeded samples of one padded pass
+    and of computing every prompt in full (a random-weight model, float32), and computes fewer positions."""
+    from reproduce.engine import Engine
+    from reproduce.models import load
+
+    lm = load("random:tiny", dtype="float32", device="cpu")
+    head = "You will be asked a question about the following list of words: energy button paddle bottle. "
+    tails = ["Why?", "What is the first character of the first word of that list? Answer with it only.", "How?",
+             "What is the second word of the list? For example, for the list one two three, the answer is two."]
+    prompts = [head + t + x for t in tails for x in ("", " Be brief.")]
+    engines = {"chunks": Engine(lm, batch_size=16), "one pass": Engine(lm, batch_size=16),
+               "full": Engine(lm, batch_size=16, share_prefix=False)}
+    engines["chunks"].chunk_cost, engines["one pass"].chunk_cost = 0, None
+    opts = [("a", "b", "c")] * len(prompts)
+    greedy = {k: e.generate(prompts, 5, options=opts) for k, e in engines.items()}
+    sampled = {k: e.generate(prompts, 4, n=3, temperature=1.0, seed=5) for k, e in engines.items()}
+    scored = {k: e.score(prompts, [" yes"] * len(prompts)) for k, e in engines.items()}
+    for k in ("one pass", "full"):
+        assert [x[0].response for x in greedy[k]] == [x[0].response for x in greedy["chunks"]]
+        assert np.allclose([x[0].option_probs for x in greedy[k]], [x[0].option_probs for x in greedy["chunks"]],
+                           atol=1e-5)
+        assert np.allclose([x[0].p_outside for x in greedy[k]], [x[0].p_outside for x in greedy["chunks"]], atol=1e-5)
+        assert [[g.raw for g in x] for x in sampled[k]] == [[g.raw for g in x] for x in sampled["chunks"]]
+        assert np.allclose(np.concatenate(scored[k]), np.concatenate(scored["chunks"]), atol=1e-5)
+    chunks, one = engines["chunks"].stats, engines["one pass"].stats
+    assert chunks.computed_tokens == one.computed_tokens < engines["full"].stats.computed_tokens
+    assert chunks.padded_tokens < one.padded_tokens
+
+
+def test_chunks_are_not_joined_where_a_sliding_window_would_be_reached():
+    """A front-padded row would lose other positions to a sliding attention window than the same row padded
+    in the middle, so caches with sliding layers are joined only while the window is not reached."""
+    import torch
+    from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
+
+    from reproduce.engine import cache_rows, merge_rows, mergeable
+
+    def filled(layer, length, rows=2):
+        layer.update(torch.randn(rows, 2, length, 4), torch.randn(rows, 2, length, 4))
+        return layer
+
+    cache = DynamicCache()
+    cache.layers = [filled(DynamicLayer(), 6), filled(DynamicSlidingWindowLayer(sliding_window=16), 6)]
+    assert mergeable(cache, 14) and not mergeable(cache, 15)
+    assert not mergeable(object(), 1)  # an unknown cache: one pass
+    a, b = cache_rows(cache, [1, 1, 0]), cache_rows(cache, [0])
+    for layer in b.layers:
+        layer.update(torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4))
+    joined = merge_rows([a, b], [6, 9])
+    for i, layer in enumerate(joined.layers):
+        assert layer.keys.shape == (4, 2, 9, 4)
+        assert torch.equal(layer.keys[:3, :, :3], torch.zeros(3, 2, 3, 4))  # front padding
+        assert torch.equal(layer.keys[:3, :, 3:], cache.layers[i].keys[[1, 1, 0]])
+        assert torch.equal(layer.values[3, :, :6], cache.layers[i].values[0])
+    assert joined.layers[1].cumulative_length == 9
+    assert cache.layers[0].keys.shape == (2, 2, 6, 4)  # the source cache is left as it was
+
+
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_prefix_sharing_across_properties_equals_full_recompute(models, spec):
     """All properties of several items in one call (as the meta level runs them): the shared path computes
@@ -117,8 +189,16 @@ def test_prefix_sharing_across_properties_equals_full_recompute(models, spec):
     options = [get_property(p).options for _, p in pairs]
     limits = [6 if get_property(p).closed else 10 for _, p in pairs]
     shared, full = Engine(lm, batch_size=8), Engine(lm, batch_size=8, share_prefix=False)
+    chunked = Engine(lm, batch_size=8)
+    chunked.chunk_cost = 0  # every length its own chunk of the prompt pass
     a = shared.generate(prompts, limits, options=options)
     b = full.generate(prompts, limits, options=options)
+    c = chunked.generate(prompts, limits, options=options)
+    assert chunked.stats.padded_tokens < shared.stats.padded_tokens or shared.chunk_cost is None
+    for x, y in zip(c, b):
+        assert (x[0].response, x[0].n_new_tokens, x[0].finish) == (y[0].response, y[0].n_new_tokens, y[0].finish)
+        if x[0].option_probs:
+            assert np.allclose(x[0].option_probs, y[0].option_probs, atol=1e-4)
     assert [x[0].response for x in a] == [x[0].response for x in b]
     assert [(x[0].n_new_tokens, x[0].finish) for x in a] == [(x[0].n_new_tokens, x[0].finish) for x in b]
     for x, y in zip(a, b):
