@@ -52,7 +52,8 @@ SCHEMAS = {
         Col("model", "str", null=False), Col("script_id", "str", null=False), Col("turn", "int", null=False),
         Col("user", "str", null=False), Col("reply", "str", null=False)], key=["model", "script_id", "turn"]),
     "turns": Schema("mirror/turns", [
-        *_ARM, Col("history_changed", "bool"), Col("history_eligible", "bool"), Col("reply", "str"),
+        *_ARM, Col("history_changed", "int", range=(0, float("inf"))),
+        Col("history_eligible", "int", range=(0, float("inf"))), Col("reply", "str"),
         Col("notices", "bool"), Col("judge_notices", "float", range=PROB), Col("p_yes", "float", range=PROB),
         Col("p_outside", "float", range=PROB),
         *[Col(f"{c}_{k}", "int", range=(0, float("inf"))) for k in KINDS for c in ("pattern_k", "pattern_n")]]),

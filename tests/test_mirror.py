@@ -8,7 +8,7 @@ import yaml
 from reproduce.config import ConfigError, load_params
 from reproduce.corrupt import KINDS, corrupt, pattern_counts, vocabulary
 from reproduce.engine import derive_seed
-from reproduce.mirror import MirrorRunner, altered, conditions, messages
+from reproduce.mirror import SCHEMAS, MirrorRunner, altered, conditions, messages
 from reproduce.mirror_data import load_mirror_dataset
 from reproduce.shards import ShardStore
 from tests.conftest import tiny_profile
@@ -67,6 +67,9 @@ def test_a_small_run_is_recomputable_from_its_stored_conversations(small):
     assert np.allclose(ctl["surprise"], 0.0)  # the clean history is its own reference
     cor = turns[turns["condition"] == "corrupted"]
     assert (cor["history_changed"] <= cor["history_eligible"]).all()
+    assert cor["history_changed"].sum() > 0  # word counts of the altered earlier replies
+    for part, schema in SCHEMAS.items():  # what the stage writes passes the schema it is checked against
+        assert schema.problems(out[part].assign(model=runner.lm.name)) == [], part  # the stage adds the model
     # the stored corruption counts are recomputed from the stored clean replies and the seed
     clean = {s: list(g.sort_values("turn")["reply"]) for s, g in conv.groupby("script_id")}
     for _, r in cor.iterrows():
