@@ -223,7 +223,8 @@ def merge_rows(caches: Sequence, widths: Sequence[int]):
     """One cache whose batch is the rows of ``caches`` in order, each cache left-padded along the sequence to
     the longest: ``widths[c]`` positions are ``caches[c]``'s length. The padded positions hold zeros and must
     be masked out (the engine's masks put zeros there). Attention does not depend on where a masked position
-    sits, and position ids carry each token's place, so a row computes what it did before."""
+    sits, and position ids carry each token's place, so a row computes what it did before. The other caches are
+    emptied layer by layer as they are joined, so memory peaks at one cache and one layer, not two caches."""
     from transformers.cache_utils import DynamicSlidingWindowLayer
 
     width = max(widths)
@@ -232,6 +233,8 @@ def merge_rows(caches: Sequence, widths: Sequence[int]):
         pad = lambda t, w: torch.nn.functional.pad(t, (0, 0, width - w, 0))  # noqa: E731
         layer.keys = torch.cat([pad(c.layers[i].keys, w) for c, w in zip(caches, widths)])
         layer.values = torch.cat([pad(c.layers[i].values, w) for c, w in zip(caches, widths)])
+        for c in caches[1:]:
+            c.layers[i].keys = c.layers[i].values = None
         if type(layer) is DynamicSlidingWindowLayer:
             layer.cumulative_length = width
     return out

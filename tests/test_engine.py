@@ -164,12 +164,15 @@ def test_chunks_are_not_joined_where_a_sliding_window_would_be_reached():
     a, b = cache_rows(cache, [1, 1, 0]), cache_rows(cache, [0])
     for layer in b.layers:
         layer.update(torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4))
+    b_values = [layer.values.clone() for layer in b.layers]
     joined = merge_rows([a, b], [6, 9])
     for i, layer in enumerate(joined.layers):
         assert layer.keys.shape == (4, 2, 9, 4)
         assert torch.equal(layer.keys[:3, :, :3], torch.zeros(3, 2, 3, 4))  # front padding
         assert torch.equal(layer.keys[:3, :, 3:], cache.layers[i].keys[[1, 1, 0]])
+        assert torch.equal(layer.values[3], b_values[i][0])
         assert torch.equal(layer.values[3, :, :6], cache.layers[i].values[0])
+        assert b.layers[i].keys is None  # joined caches are emptied as they go
     assert joined.layers[1].cumulative_length == 9
     assert cache.layers[0].keys.shape == (2, 2, 6, 4)  # the source cache is left as it was
 
