@@ -197,31 +197,31 @@ def bench_chunks(spec: str, dtype: str, items: int, batch_size: int, repeats: in
     print(f"\n== {spec}: {lm.dtype_name}, batch {batch_size}, {items} items per test task, {repeats} runs per mode")
     tasks = [load_task(t) for t in TEST_TASKS]
     pairs = [(it, p) for t in tasks for it in t.items[:items] for p in t.manifest["properties"]]
-    meta = dict(prompts=[it["hypothetical_prompts"][p] for it, p in pairs],
-                max_new_tokens=[6 if get_property(p).closed else 10 for _, p in pairs],
-                options=[get_property(p).options for _, p in pairs])
-    obj = dict(prompts=[it["object_prompt"] for t in tasks for it in t.items[:items]],
-               max_new_tokens=[int(t.manifest["max_new_tokens"]) for t in tasks for _ in t.items[:items]])
+    # each call: its prompts, and the keyword arguments of Engine.generate (as lists, one entry per prompt)
+    meta = ([it["hypothetical_prompts"][p] for it, p in pairs],
+            dict(max_new_tokens=[6 if get_property(p).closed else 10 for _, p in pairs],
+                 options=[get_property(p).options for _, p in pairs]))
+    obj = ([it["object_prompt"] for t in tasks for it in t.items[:items]],
+           dict(max_new_tokens=[int(t.manifest["max_new_tokens"]) for t in tasks for _ in t.items[:items]]))
     modes = {"chunks": Engine(lm, batch_size=batch_size).chunk_cost, "one pass": None}
     if modes["chunks"] is None:
         print("  chunking is off on this device: nothing to compare")
         return
-    for name, work in (("meta level", meta), ("object level", obj)):
+    for name, (prompts, kwargs) in (("meta level", meta), ("object level", obj)):
         times: dict[str, list[float]] = {m: [] for m in modes}
         seen: dict[str, tuple] = {}
-        Engine(lm, batch_size=batch_size).generate(work["prompts"][:batch_size], work["max_new_tokens"][:batch_size],
-                                                   **({"options": work["options"][:batch_size]} if "options" in work else {}))
+        Engine(lm, batch_size=batch_size).generate(prompts[:batch_size],  # warm the shapes
+                                                   **{k: v[:batch_size] for k, v in kwargs.items()})
         for _ in range(repeats):
             for mode, cost in modes.items():
                 engine = Engine(lm, batch_size=batch_size)
                 engine.chunk_cost = cost
-                out, t = timed(lambda: engine.generate(work["prompts"], work["max_new_tokens"],
-                                                       **({"options": work["options"]} if "options" in work else {})))
+                out, t = timed(lambda: engine.generate(prompts, **kwargs))
                 times[mode].append(t)
                 seen[mode] = ([g[0].response for g in out], engine.stats.padded_tokens, engine.stats.computed_tokens)
         med = {m: statistics.median(v) for m, v in times.items()}
         same = seen["chunks"][0] == seen["one pass"][0]
-        print(f"{name:<13} {len(work['prompts'])} prompts: one pass {med['one pass']:6.1f} s, chunks {med['chunks']:6.1f} s "
+        print(f"{name:<13} {len(prompts)} prompts: one pass {med['one pass']:6.1f} s, chunks {med['chunks']:6.1f} s "
               f"-> {med['one pass'] / med['chunks']:.2f}x; positions computed {seen['one pass'][1]} -> {seen['chunks'][1]} "
               f"for {seen['chunks'][2]} real; answers identical: {same}")
 

@@ -228,9 +228,9 @@ def merge_rows(caches: Sequence, widths: Sequence[int]):
     from transformers.cache_utils import DynamicSlidingWindowLayer
 
     width = max(widths)
+    pad = lambda t, w: torch.nn.functional.pad(t, (0, 0, width - w, 0))  # noqa: E731
     out = caches[0]
     for i, layer in enumerate(out.layers):
-        pad = lambda t, w: torch.nn.functional.pad(t, (0, 0, width - w, 0))  # noqa: E731
         layer.keys = torch.cat([pad(c.layers[i].keys, w) for c, w in zip(caches, widths)])
         layer.values = torch.cat([pad(c.layers[i].values, w) for c, w in zip(caches, widths)])
         for c in caches[1:]:
