@@ -57,6 +57,15 @@ def verdict(low: float, high: float) -> str:
     return "above" if low > 0 else "below" if high < 0 else "unclear"
 
 
+def coherent_text(freetext: pd.DataFrame) -> pd.Series:
+    """Whether each free-text answer is coherent: the rules say so (``coherent``, :mod:`reproduce.graders`) AND
+    the unsteered model's perplexity of it is at most :data:`PERPLEXITY_FACTOR` times the median of the same
+    model's control answers."""
+    ctl = freetext[freetext["condition"] == "control"].groupby("model")["perplexity"].median()
+    limit = freetext["model"].map(ctl).fillna(np.inf) * PERPLEXITY_FACTOR
+    return freetext["coherent"].astype(bool) & (freetext["perplexity"].fillna(np.inf) <= limit)
+
+
 def coherence_table(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataFrame:
     """Per model, condition, layer fraction and strength: free-text answers, the share coherent (rules and
     perplexity, :data:`PERPLEXITY_FACTOR`) and the share the rules alone call coherent, the median perplexity of the text under the unsteered model, and the share claiming detection / naming the
@@ -67,10 +76,7 @@ def coherence_table(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataF
         return pd.DataFrame(columns=[*keys, "n", "coherent", "coherent_rules", "perplexity_median", "claims", "names",
                                      "p_outside"])
     ft = freetext.assign(layer_fraction=freetext["layer_fraction"].fillna(-1.0))
-    ctl = ft[ft["condition"] == "control"].groupby("model")["perplexity"].median()
-    limit = ft["model"].map(ctl).fillna(np.inf) * PERPLEXITY_FACTOR
-    ft = ft.assign(coherent_rules=ft["coherent"].astype(bool),
-                   coherent=ft["coherent"].astype(bool) & (ft["perplexity"].fillna(np.inf) <= limit))
+    ft = ft.assign(coherent_rules=ft["coherent"].astype(bool), coherent=coherent_text(ft))
     g = ft.groupby(keys).agg(n=("text", "size"), coherent=("coherent", "mean"), coherent_rules=("coherent_rules", "mean"),
                              perplexity_median=("perplexity", "median"), claims=("claims_detection", "mean"),
                              names=("names_concept", "mean")).reset_index()
@@ -119,10 +125,13 @@ def agreement(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataFrame:
 
 def examples(freetext: pd.DataFrame, per_model: int = 6, chars: int = 220) -> pd.DataFrame:
     """Transcripts for the manuscript: per model, the first control answer and, at the middle layer fraction,
-    the first concept's answer at every strength (text cut at ``chars`` characters), with their grades."""
+    the first concept's answer at every strength (text cut at ``chars`` characters), with their grades
+    (``coherent``: the rules and the perplexity together, :func:`coherent_text`, as every coherence figure
+    counts it; ``coherent_rules``: the rules alone)."""
     if freetext.empty:
         return pd.DataFrame(columns=["model", "condition", "concept", "layer_fraction", "strength", "text",
-                                     "claims_detection", "names_concept", "coherent", "perplexity"])
+                                     "claims_detection", "names_concept", "coherent", "coherent_rules", "perplexity"])
+    freetext = freetext.assign(coherent_rules=freetext["coherent"].astype(bool), coherent=coherent_text(freetext))
     rows = []
     for m, g in freetext.groupby("model"):
         ctl = g[g["condition"] == "control"].head(1)
@@ -135,7 +144,7 @@ def examples(freetext: pd.DataFrame, per_model: int = 6, chars: int = 220) -> pd
     out = pd.concat(rows, ignore_index=True)
     out["text"] = [t if len(t) <= chars else t[:chars].rstrip() + " ..." for t in out["text"]]
     return out[["model", "condition", "concept", "layer_fraction", "strength", "text", "claims_detection",
-                "names_concept", "coherent", "perplexity"]]
+                "names_concept", "coherent", "coherent_rules", "perplexity"]]
 
 
 def _iv(row) -> dict:
@@ -222,6 +231,7 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
     ex = examples(tables["freetext"])
     numbers = headline_numbers(res, coh, degen, agree, tables)
     numbers["diagnostics"] = res["diagnostics"]
+    numbers["coherence_rule"] = {"perplexity_factor": PERPLEXITY_FACTOR, "degenerate_share": DEGENERATE_SHARE}
     with atomic_dir(out) as tmp:
         for name, df in res.items():
             if isinstance(df, pd.DataFrame):

@@ -48,6 +48,12 @@ def fmt(value: float, digits: int = 1) -> str:
     return s.replace("-", MINUS)
 
 
+def signed(value: float, digits: int = 1) -> str:
+    """A number with its sign always shown: '+' or a true minus sign (as :func:`fmt`, no '-0.0')."""
+    s = fmt(value, digits)
+    return s if s.startswith(MINUS) or s == "n/a" else "+" + s
+
+
 def fmt_prob(p: float) -> str:
     """A posterior probability: two decimals, with the ends stated as bounds (never '1.00'); 'n/a' when the
     analysis had nothing to compute it from (a missing value)."""

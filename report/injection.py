@@ -13,23 +13,23 @@ import yaml
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from .formatting import model_text
+from .formatting import fmt, model_text, signed
 
 INJECTION = REPO_ROOT / "data" / "injection"
 
 
 def _p(d: dict) -> str:
     """A probability (or difference of probabilities) with its interval, in percent."""
-    return f"{100 * d['mean']:.1f}% [{100 * d['low']:.1f}, {100 * d['high']:.1f}]"
+    return f"{fmt(100 * d['mean'])}% [{fmt(100 * d['low'])}, {fmt(100 * d['high'])}]"
 
 
 def _pp(d: dict) -> str:
-    return f"{100 * d['mean']:+.1f} points [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
+    return f"{signed(100 * d['mean'])} points [{signed(100 * d['low'])}, {signed(100 * d['high'])}]"
 
 
 def _kappa(k: float | None, undefined: str = "undefined") -> str:
     """Cohen's kappa to two decimals (a rounding to zero printed as 0.00, not -0.00); ``undefined`` for None."""
-    return undefined if k is None else f"{k if abs(k) >= 0.005 else 0.0:.2f}"
+    return undefined if k is None else fmt(k, 2)
 
 
 WORDS = {"above": "above", "below": "below", "unclear": "not distinguishable from"}
@@ -74,7 +74,7 @@ def model_paragraph(m: str, d: dict) -> str:
     if "intention_best" in d:
         b = d["intention_best"]
         parts.append(f"Intentional control: the largest think minus don't-think cosine was "
-                     f"{b['mean']:+.4f} [{b['low']:+.4f}, {b['high']:+.4f}] at block {b['layer']} (layer fraction "
+                     f"{signed(b['mean'], 4)} [{signed(b['low'], 4)}, {signed(b['high'], 4)}] at block {b['layer']} (layer fraction "
                      f"{b['layer_fraction']:.2f}); {d['intention_layers_above']} of {d['intention_layers']} layers "
                      "credibly above zero.")
     deg = {k: v for k, v in d.get("degenerate_strength", {}).items()}
@@ -103,7 +103,7 @@ def comparison_table(numbers: dict, reference: dict) -> pd.DataFrame:
                 ours.append(f"{m}: {_pp(d['prefill']['matching_minus_control']['strongest'])}")
             elif key == "intention" and "intention_best" in d:
                 b = d["intention_best"]
-                ours.append(f"{m}: {b['mean']:+.4f} [{b['low']:+.4f}, {b['high']:+.4f}]")
+                ours.append(f"{m}: {signed(b['mean'], 4)} [{signed(b['low'], 4)}, {signed(b['high'], 4)}]")
         rows.append({"Quantity": r["quantity"], "Published (theirs)": r["published"],
                      "Open replications (theirs)": r.get("replications", "-"),
                      "This run": "; ".join(ours) or "-"})
@@ -128,7 +128,10 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
     ex = ex.assign(**{"layer fraction": ex["layer_fraction"].map(lambda v: "-" if pd.isna(v) else f"{v:g}"),
                       "strength": ex["strength"].map(lambda v: f"{v:g}"),
                       "perplexity": ex["perplexity"].map(lambda v: "-" if pd.isna(v) else f"{v:.1f}"),
-                      "grades": [", ".join(k for k in ("claims_detection", "names_concept", "coherent") if r[k])
+                      "grades": [", ".join([*(k for k in ("claims_detection", "names_concept") if r[k]),
+                                            *(["coherent"] if r["coherent"] else
+                                              ["coherent by the rules, not by perplexity"]
+                                              if r.get("coherent_rules", False) else [])])
                                  or "none" for _, r in ex.iterrows()],
                       "text": ex["text"].map(model_text)})
     ex = ex[["model", "condition", "concept", "layer fraction", "strength", "text", "grades", "perplexity"]]
@@ -164,7 +167,10 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
                "here).", "tbl-injection-comparison"),
         "",
         _table(ex, "Example transcripts (free text sampled at T = 1, cut to 220 characters) with the rules' "
-               "grades and the unsteered model's perplexity of the text.", "tbl-injection-examples"),
+               "grades and the unsteered model's perplexity of the text. Coherent: the rules say so and the "
+               f"perplexity is at most {numbers['coherence_rule']['perplexity_factor']:g} times the median of the same model's control "
+               "answers, as in the coherence figure (the rules catch repetition, the perplexity word salad).",
+               "tbl-injection-examples"),
     ]
     atomic_write_bytes(path, "\n".join(out).encode())
     return True

@@ -11,7 +11,7 @@ import pandas as pd
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from .formatting import model_text
+from .formatting import fmt, model_text
 from .injection import _kappa, _p, _pp
 
 MIRROR = REPO_ROOT / "data" / "mirror"
@@ -63,8 +63,8 @@ def model_paragraph(m: str, d: dict) -> str:
     if "surprise" in d:
         top = max(d["surprise"], key=lambda r: r["mean"])
         parts.append(f"Surprise: {d['surprise_cells_above']} of {d['surprise_cells']} altered cells made its earlier "
-                     f"replies credibly less probable to it; the largest, {_cell(top)}, by {top['mean']:.2f} nats "
-                     f"per token [{top['low']:.2f}, {top['high']:.2f}].")
+                     f"replies credibly less probable to it; the largest, {_cell(top)}, by {fmt(top['mean'], 2)} nats "
+                     f"per token [{fmt(top['low'], 2)}, {fmt(top['high'], 2)}].")
     return " ".join(parts)
 
 

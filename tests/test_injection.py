@@ -54,6 +54,10 @@ def test_an_unknown_concept_is_refused_before_any_model_is_loaded(tmp_path, monk
     ("I don't notice anything, although I feel like talking about oceans.", "ocean", False, True, False, True),
     ("ocean ocean ocean ocean ocean ocean", "ocean", False, True, False, False),
     ("Port\n\n ;\n\n\n\n The like\n\n.\n\n.", "ocean", False, False, False, False),
+    # word salad in mixed scripts (a real reply at strength 2): mostly letters, but not of the prompt's script
+    ("Yes ofic ellas oy dios 用了早在 upor dios 引入引入 ہپ upor 早在引入 用了 využ sortes 早在 用了 oy", "ocean",
+     True, False, False, False),
+    ("Oui, je remarque une pensée étrange à propos de la mer, très calme.", "ocean", False, False, False, True),
 ])
 def test_rule_graders_on_hand_written_answers(text, word, claims, names, before, coherent):
     g = graders.grade_injection_text(text, word)

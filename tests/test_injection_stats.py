@@ -197,3 +197,28 @@ def test_frequentist_summary_gives_wilson_intervals_that_agree_with_the_posterio
     assert len(both) == 36 and (both["k"] == both["k_w"]).all()
     # the posterior rate averaged over the observed concepts lies in the Wilson interval in nearly every cell
     assert ((both["low_w"] <= both["obs_mean"]) & (both["obs_mean"] <= both["high_w"])).mean() >= 0.9
+
+
+def test_coherence_needs_the_rules_and_a_perplexity_near_the_controls_and_the_examples_say_which():
+    """Word salad that the rules let through (Latin letters, no repetition) is not coherent when its
+    perplexity is far above the control answers'; the example transcripts carry the same grade as the
+    coherence table, with the rules' own grade beside it."""
+    from analysis.injection_stage import PERPLEXITY_FACTOR, coherence_table, examples
+
+    base = {"model": "m", "concept": "lantern", "claims_detection": False, "names_concept": False}
+    rows = [{**base, "condition": "control", "layer_fraction": np.nan, "strength": 0.0, "coherent": True,
+             "perplexity": p, "text": "Yes, I notice something about light."} for p in (8.0, 10.0, 12.0)]
+    rows += [{**base, "condition": "concept", "layer_fraction": 0.6, "strength": s, "coherent": rules,
+              "perplexity": p, "text": t} for s, rules, p, t in (
+        (0.5, True, 10.0 * PERPLEXITY_FACTOR * 0.9, "A lantern glows in the dark."),  # just under the limit
+        (1.0, True, 10.0 * PERPLEXITY_FACTOR * 1.1, "Incym Cave refuge Apollo Danced Thall geog."),  # over it
+        (2.0, False, 20.0, "other other other other other"))]  # repetition: low perplexity, the rules refuse
+    ft = pd.DataFrame(rows)
+    det = pd.DataFrame({"question": ["detect"] * 4, "model": "m", "condition": ["control", "concept", "concept", "concept"],
+                        "layer_fraction": [np.nan, 0.6, 0.6, 0.6], "strength": [0.0, 0.5, 1.0, 2.0], "p_outside": 0.1})
+    coh = coherence_table(ft, det).set_index("strength")
+    assert coh.loc[0.5, "coherent"] == 1 and coh.loc[1.0, "coherent"] == 0 and coh.loc[2.0, "coherent"] == 0
+    assert coh.loc[1.0, "coherent_rules"] == 1
+    ex = examples(ft).set_index("strength")
+    assert list(ex.loc[[0.5, 1.0, 2.0], "coherent"]) == [True, False, False]
+    assert list(ex.loc[[0.5, 1.0, 2.0], "coherent_rules"]) == [True, True, False]
