@@ -28,7 +28,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")  
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reproduce.errors import ProjectError  # noqa: E402
+from reproduce.errors import DataError, ProjectError  # noqa: E402
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -299,6 +299,27 @@ def cell_probabilities(idata, data: ContrastData) -> tuple[np.ndarray, np.ndarra
     design = data.cells.groupby(keys, sort=True, observed=True)["n"].sum().reset_index()
     eta, slope = _linear_draws(idata, data, design)
     return _sigmoid(eta + slope), _sigmoid(eta), design
+
+
+def common_support(data: ContrastData, probs: tuple, by: str) -> tuple[tuple, dict]:
+    """:func:`cell_probabilities` restricted to the design rows whose ``by`` level (a cell) has trials at both
+    levels of the contrast, and what was left out. Where the two arms are scored against different behaviours
+    (before training the base model, after it M1'), a cell can have scorable answers in one arm only; the
+    other arm's accuracy there would be the model's extrapolation to answers that do not exist, so the
+    average marginal effect is taken over the common cells only."""
+    p1, p0, design = probs
+    arms = data.cells.groupby(by, observed=True)[data.x].nunique()
+    both = set(arms.index[arms == 2])
+    keep = design[by].isin(both).to_numpy()
+    trials = data.cells.assign(_out=~data.cells[by].isin(both)).groupby(["_out", data.x])["n"].sum()
+    left = {"cells": int(len(both)), "cells_total": int(len(arms)),
+            "cells_left_out": sorted(map(str, set(arms.index) - both)),
+            "trials_left_out": {str(int(x)): int(trials.get((True, x), 0)) for x in (0, 1)},
+            "trials": {str(int(x)): int(trials.get((False, x), 0) + trials.get((True, x), 0)) for x in (0, 1)}}
+    if not keep.any():
+        raise DataError(f"no {by} has trials at both levels of {data.x!r}: the two arms share no cell, so their "
+                        "difference is not estimable from these tables")
+    return (p1[keep], p0[keep], design[keep].reset_index(drop=True)), left
 
 
 def _groups(design: pd.DataFrame, by: list[str] | None):

@@ -216,12 +216,22 @@ def _fit(data: M.ContrastData, model, name: str, profile: Profile, seed_offset: 
 
 
 def _contrast(rows: pd.DataFrame, x: str, name: str, profile: Profile, seed_offset: int, by: list[list[str]],
-              groups: list[str] | None = None):
-    """Fit the contrast model on ``rows``, gate it, and summarise the marginal effect overall and ``by``."""
+              groups: list[str] | None = None, common_cells: bool = False):
+    """Fit the contrast model on ``rows``, gate it, and summarise the marginal effect overall and ``by``
+    (``common_cells``: over the cells with trials in both arms only, :func:`analysis.models.common_support`;
+    the fit and its checks use every cell)."""
     data = M.to_cells(tidy.with_cell(rows), x, groups or GROUPS + [CELL], "unit")
-    fit = _fit(data, M.contrast_model(data), name, profile, seed_offset, by,
-               lambda idata, d: (M.cell_probabilities(idata, d), None))
-    return {**fit, "effects": pd.concat(fit["effects"], ignore_index=True)}
+    support = {}
+
+    def probabilities(idata, d):
+        probs = M.cell_probabilities(idata, d)
+        if common_cells:
+            probs, left = M.common_support(d, probs, CELL)
+            support.update(left)
+        return probs, None
+
+    fit = _fit(data, M.contrast_model(data), name, profile, seed_offset, by, probabilities)
+    return {**fit, "effects": pd.concat(fit["effects"], ignore_index=True), "support": support}
 
 
 def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
@@ -561,7 +571,9 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     # 2. the effect of self-prediction training (self-predictors before, against the base model, vs after,
     # against M1')
     selfp = full[full["kind"] == "self"].assign(trained=lambda d: (d["condition"] == "trained").astype(int))
-    train = _contrast(selfp, "trained", "training effect", profile, 1, [["target"]])
+    # M1' can lose every scorable answer of a cell (e.g. no multiple-choice letter at all), so the effect is
+    # averaged over the cells with scored answers before and after; the crude pooled difference beside it
+    train = _contrast(selfp, "trained", "training effect", profile, 1, [["target"]], common_cells=True)
     posteriors["training"] = train["idata"]
     tables["training"] = train["effects"]
     tables["ppc_training"] = train["ppc"]
@@ -569,6 +581,8 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         "overall": _summary(train["effects"].iloc[0]),
         "by_target": _by_target(train["effects"]),
         "diagnostics": train["diagnostics"],
+        "support": train["support"],
+        # crude: every scored answer of each arm, so it also counts the change in which cells can be scored
         "bootstrap": freq.cluster_bootstrap_difference(selfp, x="trained", n_boot=n_boot, seed=seed)}
 
     # 3. calibration: the paper's MAD (per target and pooled, raw and renormalised, paired self - cross),
@@ -692,7 +706,15 @@ def _numbers(metrics: dict, tables: dict, pred: pd.DataFrame) -> dict:
     g = metrics["advantage_frequentist"]["glm_cluster"]
     put("advantage_glm", {"ame": 100 * g["ame"], "ame_low": 100 * g["ame_low"], "ame_high": 100 * g["ame_high"],
                           "log_odds": g["log_odds"], "p_value": g["p_value"]})
-    put("training", {k: v for k, v in metrics["training_effect"].items() if k in ("overall", "by_target")})
+    te = metrics["training_effect"]
+    put("training", {k: v for k, v in te.items() if k in ("overall", "by_target")})
+    put("training_crude", {k: 100 * te["bootstrap"][k] for k in ("estimate", "low", "high")})
+    if te.get("support"):
+        sup = te["support"]
+        n["n_training_cells"], n["n_training_cells_total"] = sup["cells"], sup["cells_total"]
+        n["n_training_left_out_untrained"] = sup["trials_left_out"]["0"]
+        n["n_training_left_out_trained"] = sup["trials_left_out"]["1"]
+        n["n_training_trials_untrained"], n["n_training_trials_trained"] = sup["trials"]["0"], sup["trials"]["1"]
     put("calibration", {k: v for k, v in metrics["calibration"].items() if k != "diagnostics"})
     n["prior_sensitivity_delta_spread"] = metrics["prior_sensitivity"]["delta_spread"]
     cs = metrics["compliance_sensitivity"]

@@ -76,12 +76,13 @@ def _targets(df: pd.DataFrame) -> list[str]:
 def training_effect(o: Outputs):
     """Self-prediction accuracy before training (scored against the base model) and after (scored against
     the self-trained model M1', pooled over finetune seeds), per model, each beside the mode baseline of the
-    behaviour it is scored against (posterior means and 94% intervals from the training-effect model)."""
+    behaviour it is scored against (posterior means and 94% intervals from the training-effect model, over
+    the cells with scored answers in both conditions)."""
     tr = o.table("training")
     tr = tr[tr["by"] == "target"].sort_values("target")
     acc = o.table("accuracy_by_target").query("kind == 'self'")
     base = {c: acc[acc["condition"] == c].set_index("target")["mode_baseline"] for c in ("untrained", "trained")}
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    fig, ax = plt.subplots(figsize=(5.2, 4.0))
     x = np.arange(len(tr))
     for dx, col, key, label in ((-0.12, "untrained", "accuracy_0", "before training (vs base model)"),
                                 (0.12, "trained", "accuracy_1", "after training (vs M1')")):
@@ -97,7 +98,8 @@ def training_effect(o: Outputs):
     ax.set_ylim(0, 100)
     ax.set_ylabel("self-prediction accuracy (%)")
     ax.set_title("Self-prediction before and after training (held-out tasks)")
-    ax.legend(loc="upper left", frameon=False)
+    # below the axes: inside, it covered the points and baselines near 100%
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
     return fig
 
 

@@ -243,6 +243,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "lora_rank": str(ft.lora_rank) if ft else "n/a",
         "learning_rate": f"{ft.learning_rate:g}" if ft else "n/a",
         "epochs": f"{ft.epochs:g}" if ft else "n/a",
+        "epochs_phrase": _plural(ft.epochs, "epoch") if ft else "n/a epochs",
         "scaling_sizes": ", ".join(str(s) for s in ft.scaling_sizes) if ft and ft.scaling_sizes else "none",
         "draws": str(profile.analysis.draws),
         "tune": str(profile.analysis.tune),
@@ -262,6 +263,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     seeds = metrics.get("seeds", {}).get("seeds", [])
     run["seeds"] = ", ".join(str(x) for x in seeds) or "n/a"
     run["n_seeds"] = str(len(seeds))
+    run["seeds_phrase"] = _plural(len(seeds), "seed")
     precision = metrics.get("run", {})
     run["dtype"] = _by_model(precision.get("dtype", {}))
     run["mixed_precision"] = _by_model(precision.get("mixed_precision", {}))
@@ -269,8 +271,13 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     if profile.behaviour_change:
         bc = profile.behaviour_change
         run.update(bc_train_items=str(bc.train_items), bc_learning_rate=f"{bc.learning_rate:g}",
-                   bc_epochs=f"{bc.epochs:g}")
+                   bc_epochs=f"{bc.epochs:g}", bc_epochs_phrase=_plural(bc.epochs, "epoch"))
     return {"n": n, "run": run, "text": text}
+
+
+def _plural(count: float, noun: str) -> str:
+    """'1 epoch', '2 epochs', '0.5 epochs'."""
+    return f"{count:g} {noun}{'' if count == 1 else 's'}"
 
 
 def _baseline_text(rows: list[dict], rope: float) -> str:
@@ -281,10 +288,12 @@ def _baseline_text(rows: list[dict], rope: float) -> str:
     counts = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    parts = [f"{counts[k]} {'is' if counts[k] == 1 else 'are'} {label}"
-             for k, label in (("positive", "above the mode baseline"), ("negative", "below it"),
-                              ("practically null", "practically at it"), ("inconclusive", "inconclusive"))
-             if counts.get(k)]
+    present = [(k, label) for k, label in (("positive", "above"), ("negative", "below"),
+                                          ("practically null", "practically at"),
+                                          ("inconclusive", "not distinguishable from")) if counts.get(k)]
+    # the first verdict names the baseline, the later ones refer back to it
+    parts = [f"{counts[k]} {'is' if counts[k] == 1 else 'are'} {label} {'the mode baseline' if i == 0 else 'it'}"
+             for i, (k, label) in enumerate(present)]
     return f"of the {len(rows)} trained predictor-target pairs, " + ", ".join(parts) + f" (94% intervals against +/- {fmt(rope)} points)"
 
 
@@ -340,8 +349,8 @@ def _power_text(power: dict | None) -> str:
     def mda(v):
         return f"{fmt(v)} points" if v == v else "more than the largest advantage simulated"
 
-    s = (f"For this run's design ({d['tasks']} held-out tasks, {d['items']} scored items per task and target, "
-         f"{d['properties']} properties per task) and the fitted heterogeneity ({power['heterogeneity_source']}), "
+    s = (f"For this run's design ({d['tasks']} held-out tasks, and the run's averages of {d['items']} scored "
+         f"items per task and target and {d['properties']} properties per task, simulated as a balanced design) and the fitted heterogeneity ({power['heterogeneity_source']}), "
          f"an advantage is declared with 80% power when it is at least {mda(power['mda_observed_tasks'])} on the "
          f"observed tasks, and at least {mda(power['mda_new_tasks'])} for a claim about new tasks "
          f"({power['reps']} simulated replicates per point).")

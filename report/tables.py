@@ -72,6 +72,13 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     a = metrics["advantage"]
     word = {"positive": "advantage", "negative": "reverse", "practically null": "practically null",
             "inconclusive": "inconclusive"}
+    from analysis.verdicts import verdict
+
+    def said(d: dict, scale: float = 1.0) -> str:
+        """The verdict of an interval against the ROPE ('' where the interval could not be computed)."""
+        if d.get("low") is None or d.get("high") is None:
+            return ""
+        return word[verdict(scale * d["low"], scale * d["high"], a.get("rope", 0.0))]
     rows = [{"estimate": "Bayesian, delta: equal predicting skill, directions weighted equally",
              "self %": "", "cross %": "", "advantage (points)": _interval(a["overall"]),
              "P(advantage > 0)": fmt_prob(a["overall"]["p_positive"]), "verdict": word[a["overall"]["verdict"]]}]
@@ -94,10 +101,10 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     rows.append({"estimate": "Bayesian, pooled and trial-weighted (confounded with skill)",
                  "self %": fmt(100 * overall["accuracy_1"]), "cross %": fmt(100 * overall["accuracy_0"]),
                  "advantage (points)": _interval(a["trial_weighted"]),
-                 "P(advantage > 0)": fmt_prob(a["trial_weighted"]["p_positive"]), "verdict": ""})
+                 "P(advantage > 0)": fmt_prob(a["trial_weighted"]["p_positive"]), "verdict": said(a["trial_weighted"])})
     rows.append({"estimate": "Bayesian, every held-out task weighted equally", "self %": "", "cross %": "",
                  "advantage (points)": _interval(a["equal_task"]),
-                 "P(advantage > 0)": fmt_prob(a["equal_task"]["p_positive"]), "verdict": ""})
+                 "P(advantage > 0)": fmt_prob(a["equal_task"]["p_positive"]), "verdict": said(a["equal_task"])})
     if "new_task" in a:
         rows.append({"estimate": "Bayesian, a new task (predictive, at equal skill)", "self %": "", "cross %": "",
                      "advantage (points)": _interval(a["new_task"]),
@@ -105,16 +112,15 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     if "equal_cell" in a:
         rows.append({"estimate": "Bayesian, every target x task x property cell weighted equally", "self %": "",
                      "cross %": "", "advantage (points)": _interval(a["equal_cell"]),
-                     "P(advantage > 0)": fmt_prob(a["equal_cell"]["p_positive"]), "verdict": ""})
+                     "P(advantage > 0)": fmt_prob(a["equal_cell"]["p_positive"]), "verdict": said(a["equal_cell"])})
     boot, g = metrics["advantage_frequentist"]["bootstrap"], metrics["advantage_frequentist"]["glm_cluster"]
     rows.append({"estimate": f"cluster bootstrap ({boot['n_boot']:,} resamples), pooled",
                  "self %": "", "cross %": "", "advantage (points)": _interval(boot, "estimate", 100),
-                 "P(advantage > 0)": "", "verdict": ""})
+                 "P(advantage > 0)": "", "verdict": said(boot, 100)})
     rows.append({"estimate": "GLM, cluster-robust, average marginal effect, pooled", "self %": "", "cross %": "",
                  "advantage (points)": _ci(g["ame"], g["ame_low"], g["ame_high"], 100),
                  "P(advantage > 0)": (f"p = {g['p_value']:.2f} (two-sided)" if g['p_value'] is not None else "n/a (not estimable)"),
-                 "verdict": ""})
-    from analysis.verdicts import verdict
+                 "verdict": said({"low": g["ame_low"], "high": g["ame_high"]}, 100)})
 
     fr = metrics["advantage_frequentist"]
     if "paired" in fr:
@@ -129,7 +135,8 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                  "Self-prediction advantage after training (self minus cross accuracy, points). "
                                  "Bayesian rows: posterior mean and 94% interval; frequentist rows: 95% intervals. "
                                  f"Verdicts: the interval against +/- {fmt(a.get('rope', 0.0))} points of "
-                                 "practical equivalence.", "tbl-advantage")
+                                 "practical equivalence (the pooled rows mix the advantage with the models' "
+                                 "difference in predicting skill, gamma).", "tbl-advantage")
 
     ps = t("prior_sensitivity")
     if len(ps) > 1:
@@ -249,6 +256,10 @@ def _comparison(acc: pd.DataFrame, tr: pd.DataFrame, metrics: dict, ref: dict) -
     tr = tr[tr["by"] == "target"].set_index("target")
     trained = acc[acc["condition"] == "trained"]
 
+    def raw(condition, target):  # the self-predictor's raw accuracy, as the original reports it
+        r = acc[(acc["condition"] == condition) & (acc["kind"] == "self") & (acc["target"] == target)].iloc[0]
+        return _ci(r["accuracy"], r["wilson_low"], r["wilson_high"], 100)
+
     def accs(kind):
         d = trained[trained["kind"] == kind].sort_values("target")
         return "; ".join(f"{r.predictor} on {r.target}: {_ci(r.accuracy, r.wilson_low, r.wilson_high, 100)}%"
@@ -257,8 +268,7 @@ def _comparison(acc: pd.DataFrame, tr: pd.DataFrame, metrics: dict, ref: dict) -
     ours = {
         "self_after": accs("self"),
         "cross_after": accs("cross"),
-        "training": "; ".join(f"{tg}: {fmt(100 * r.accuracy_0)}% -> {fmt(100 * r.accuracy_1)}%"
-                              for tg, r in tr.iterrows()),
+        "training": "; ".join(f"{tg}: {raw('untrained', tg)}% -> {raw('trained', tg)}%" for tg in tr.index),
         "advantage": "overall " + _interval(metrics["advantage"]["overall"]) + " points; " + "; ".join(
             f"predicting {tg}: {_interval(v)}" for tg, v in sorted(metrics["advantage"]["by_target"].items())),
     }

@@ -1,11 +1,13 @@
 """The identified advantage estimand (delta, gamma, directions) and the verdict rules."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis import models as M
 from analysis.simulate import simulate_directions
 from analysis.verdicts import headline, verdict
+from reproduce.errors import DataError
 
 FAST = M.SamplerSettings(draws=500, tune=500, chains=4, target_accept=0.95, seed=0)
 
@@ -117,3 +119,23 @@ def test_check_models_sbc_ranks_and_the_null_scenario(tmp_path):
     s = checks.summarise_scenario(rows, rope=2.0)
     assert s["false_positive_rate"] == 0.0 and s["every_direction_rate"] == 0.0
     assert abs(s["bias"]) < 0.5 * s["trial_weighted_bias"]
+
+
+def test_common_support_keeps_the_cells_scored_in_both_arms_and_counts_what_it_left_out():
+    """A cell with trials in one arm only (M1' gave no answer in the requested form there) has no observed
+    counterpart in the other arm: the training effect's average is over the cells with both."""
+    from analysis import models as M
+
+    cells = pd.DataFrame({"cell": ["a", "a", "b", "c", "c"], "unit": ["u1", "u2", "u3", "u4", "u5"],
+                          "trained": [0, 1, 0, 0, 1], "k": [1, 4, 2, 0, 3], "n": [5, 5, 7, 2, 4]})
+    data = M.ContrastData(cells, "trained", ["cell"], "unit")
+    design = cells.groupby(["cell", "unit"])["n"].sum().reset_index()
+    p1, p0 = np.arange(10.0).reshape(5, 2), -np.arange(10.0).reshape(5, 2)
+    (q1, q0, kept), left = M.common_support(data, (p1, p0, design), "cell")
+    assert list(kept["cell"]) == ["a", "a", "c", "c"]
+    assert np.array_equal(q1, p1[[0, 1, 3, 4]]) and np.array_equal(q0, p0[[0, 1, 3, 4]])
+    assert left == {"cells": 2, "cells_total": 3, "cells_left_out": ["b"], "trials_left_out": {"0": 7, "1": 0},
+                    "trials": {"0": 14, "1": 9}}
+    with pytest.raises(DataError, match="share no cell"):
+        M.common_support(M.ContrastData(cells[cells["cell"] == "b"], "trained", ["cell"], "unit"),
+                         (p1[:1], p0[:1], design[design["cell"] == "b"]), "cell")
