@@ -137,7 +137,7 @@ def scaling(o: Outputs):
     M1'), beside the self-predictor's level and M1''s mode baseline (raw accuracies, Wilson 95% intervals)."""
     sc = o.table("scaling")
     targets = _targets(sc)
-    fig, axes = plt.subplots(1, len(targets), figsize=(3.6 * len(targets), 3.2), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(targets), figsize=(3.6 * len(targets), 3.8), squeeze=False, sharey=True)
     for ax, t in zip(axes[0], targets):
         d = sc[sc["target"] == t]
         cross = d[d["kind"] == "cross"].sort_values("n_examples")
@@ -154,7 +154,7 @@ def scaling(o: Outputs):
         ax.set_xlabel("training examples")
         ax.set_title(f"predicting {t}")
         ax.set_ylim(0, 100)
-        ax.legend(loc="lower right", frameon=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # inside, it covered points
     axes[0, 0].set_ylabel("accuracy (%)")
     fig.suptitle("Cross-prediction vs training-set size (Wilson 95% intervals)", y=1.02)
     fig.tight_layout()
