@@ -391,7 +391,7 @@ def test_report_quotes_the_metrics(analysed, rendered):
     for value, key in zip(got.groups(), ("mean", "low", "high")):
         assert _number(value) == pytest.approx(adv[key], abs=0.051)
     tr = m["training_effect"]["overall"]
-    got = re.search(r"by (\S+) points \(94% interval (\S+) to (\S+)\)", html)
+    got = re.search(r"by (\S+) points \(94% interval (\S+) to ([^\s;)]+)[;)]", html)
     assert [_number(g) for g in got.groups()] == pytest.approx([tr["mean"], tr["low"], tr["high"]], abs=0.051)
     b = m["behaviour"]
     got = re.search(r"changed the property on (\S+) of (\S+) evaluated", html)
