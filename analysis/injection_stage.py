@@ -57,13 +57,14 @@ def verdict(low: float, high: float) -> str:
     return "above" if low > 0 else "below" if high < 0 else "unclear"
 
 
-def coherent_text(freetext: pd.DataFrame) -> pd.Series:
-    """Whether each free-text answer is coherent: the rules say so (``coherent``, :mod:`reproduce.graders`) AND
-    the unsteered model's perplexity of it is at most :data:`PERPLEXITY_FACTOR` times the median of the same
-    model's control answers."""
+def with_coherence(freetext: pd.DataFrame) -> pd.DataFrame:
+    """``freetext`` with the rules' grade kept as ``coherent_rules`` and ``coherent`` the grade every coherence
+    figure counts: the rules say so (:mod:`reproduce.graders`) AND the unsteered model's perplexity of the
+    answer is at most :data:`PERPLEXITY_FACTOR` times the median of the same model's control answers."""
     ctl = freetext[freetext["condition"] == "control"].groupby("model")["perplexity"].median()
     limit = freetext["model"].map(ctl).fillna(np.inf) * PERPLEXITY_FACTOR
-    return freetext["coherent"].astype(bool) & (freetext["perplexity"].fillna(np.inf) <= limit)
+    rules = freetext["coherent"].astype(bool)
+    return freetext.assign(coherent_rules=rules, coherent=rules & (freetext["perplexity"].fillna(np.inf) <= limit))
 
 
 def coherence_table(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataFrame:
@@ -76,7 +77,7 @@ def coherence_table(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataF
         return pd.DataFrame(columns=[*keys, "n", "coherent", "coherent_rules", "perplexity_median", "claims", "names",
                                      "p_outside"])
     ft = freetext.assign(layer_fraction=freetext["layer_fraction"].fillna(-1.0))
-    ft = ft.assign(coherent_rules=ft["coherent"].astype(bool), coherent=coherent_text(ft))
+    ft = with_coherence(ft)
     g = ft.groupby(keys).agg(n=("text", "size"), coherent=("coherent", "mean"), coherent_rules=("coherent_rules", "mean"),
                              perplexity_median=("perplexity", "median"), claims=("claims_detection", "mean"),
                              names=("names_concept", "mean")).reset_index()
@@ -126,12 +127,12 @@ def agreement(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataFrame:
 def examples(freetext: pd.DataFrame, per_model: int = 6, chars: int = 220) -> pd.DataFrame:
     """Transcripts for the manuscript: per model, the first control answer and, at the middle layer fraction,
     the first concept's answer at every strength (text cut at ``chars`` characters), with their grades
-    (``coherent``: the rules and the perplexity together, :func:`coherent_text`, as every coherence figure
+    (``coherent``: the rules and the perplexity together, :func:`with_coherence`, as every coherence figure
     counts it; ``coherent_rules``: the rules alone)."""
     if freetext.empty:
         return pd.DataFrame(columns=["model", "condition", "concept", "layer_fraction", "strength", "text",
                                      "claims_detection", "names_concept", "coherent", "coherent_rules", "perplexity"])
-    freetext = freetext.assign(coherent_rules=freetext["coherent"].astype(bool), coherent=coherent_text(freetext))
+    freetext = with_coherence(freetext)
     rows = []
     for m, g in freetext.groupby("model"):
         ctl = g[g["condition"] == "control"].head(1)

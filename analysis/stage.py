@@ -221,17 +221,13 @@ def _contrast(rows: pd.DataFrame, x: str, name: str, profile: Profile, seed_offs
     (``common_cells``: over the cells with trials in both arms only, :func:`analysis.models.common_support`;
     the fit and its checks use every cell)."""
     data = M.to_cells(tidy.with_cell(rows), x, groups or GROUPS + [CELL], "unit")
-    support = {}
 
-    def probabilities(idata, d):
+    def probabilities(idata, d):  # what common_support left out comes back as the fit's quantities
         probs = M.cell_probabilities(idata, d)
-        if common_cells:
-            probs, left = M.common_support(d, probs, CELL)
-            support.update(left)
-        return probs, None
+        return M.common_support(d, probs, CELL) if common_cells else (probs, None)
 
     fit = _fit(data, M.contrast_model(data), name, profile, seed_offset, by, probabilities)
-    return {**fit, "effects": pd.concat(fit["effects"], ignore_index=True), "support": support}
+    return {**fit, "effects": pd.concat(fit["effects"], ignore_index=True), "support": fit["quantities"] or {}}
 
 
 def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:

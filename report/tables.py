@@ -129,8 +129,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             d = fr[name]["delta"]
             estimable = d["low"] is not None and d["high"] is not None  # null: separated data (frequentist.py)
             rows.append({"estimate": label, "self %": "", "cross %": "", "advantage (points)": _ci(d["estimate"], d["low"], d["high"], 100),
-                         "P(advantage > 0)": "", "verdict": (word[verdict(100 * d["low"], 100 * d["high"], a.get("rope", 0.0))]
-                                                             if estimable else "not estimable (separated)")})
+                         "P(advantage > 0)": "", "verdict": said(d, 100) if estimable else "not estimable (separated)"})
     out["advantage"] = _md_table(pd.DataFrame(rows),
                                  "Self-prediction advantage after training (self minus cross accuracy, points). "
                                  "Bayesian rows: posterior mean and 94% interval; frequentist rows: 95% intervals. "
@@ -234,7 +233,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                    "stage refuses to publish a fit with r_hat > 1.01, bulk or tail ESS < 400, "
                                    "E-BFMI < 0.3 in a chain, or any divergence).", "tbl-diagnostics")
 
-    out["comparison"] = _md_table(_comparison(acc, t("training"), metrics, reference),
+    out["comparison"] = _md_table(_comparison(acc, metrics, reference),
                                   f"The original study's reported results ({reference['source']}; models: "
                                   f"{reference['models']}) beside this run's. Ours: posterior means with 94% "
                                   "intervals, or raw accuracies with 95% Wilson intervals.", "tbl-comparison")
@@ -251,24 +250,27 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     return out
 
 
-def _comparison(acc: pd.DataFrame, tr: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
-    """Our side of the comparison table, from ``accuracy_by_target`` and ``training``."""
-    tr = tr[tr["by"] == "target"].set_index("target")
+def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
+    """Our side of the comparison table, from ``accuracy_by_target`` (raw accuracies, as the original reports
+    them) and the metrics."""
     trained = acc[acc["condition"] == "trained"]
 
-    def raw(condition, target):  # the self-predictor's raw accuracy, as the original reports it
-        r = acc[(acc["condition"] == condition) & (acc["kind"] == "self") & (acc["target"] == target)].iloc[0]
-        return _ci(r["accuracy"], r["wilson_low"], r["wilson_high"], 100)
+    def wilson(r) -> str:
+        return _ci(r.accuracy, r.wilson_low, r.wilson_high, 100)
 
     def accs(kind):
         d = trained[trained["kind"] == kind].sort_values("target")
-        return "; ".join(f"{r.predictor} on {r.target}: {_ci(r.accuracy, r.wilson_low, r.wilson_high, 100)}%"
-                         for r in d.itertuples())
+        return "; ".join(f"{r.predictor} on {r.target}: {wilson(r)}%" for r in d.itertuples())
+
+    self_ = acc[acc["kind"] == "self"].set_index(["target", "condition"])  # one row per target and condition
+    targets = sorted(set(self_.xs("untrained", level="condition").index)
+                     & set(self_.xs("trained", level="condition").index))
 
     ours = {
         "self_after": accs("self"),
         "cross_after": accs("cross"),
-        "training": "; ".join(f"{tg}: {raw('untrained', tg)}% -> {raw('trained', tg)}%" for tg in tr.index),
+        "training": "; ".join(f"{tg}: {wilson(self_.loc[(tg, 'untrained')])}% -> {wilson(self_.loc[(tg, 'trained')])}%"
+                              for tg in targets),
         "advantage": "overall " + _interval(metrics["advantage"]["overall"]) + " points; " + "; ".join(
             f"predicting {tg}: {_interval(v)}" for tg, v in sorted(metrics["advantage"]["by_target"].items())),
     }
