@@ -49,6 +49,17 @@ class DtypeChoice:
         return None
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask where the system has one (``taskset``, a Slurm
+    or container CPU set, a pinned test worker), else every CPU. ``os.cpu_count()`` counts the machine's
+    CPUs even where the process may use only a few, and as many threads as that on fewer CPUs spin against
+    each other."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity masks on this system (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
+
+
 def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:

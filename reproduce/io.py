@@ -69,6 +69,26 @@ def atomic_dir(dest: str | Path) -> Iterator[Path]:
         raise
 
 
+@contextmanager
+def exclusive(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if missing) across processes, so that several processes
+    that would build the same cached file (parallel test workers, ranks of a distributed launch) build it
+    once and the others wait for it. Where the system has no ``fcntl`` (Windows), no lock is taken."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode())
 

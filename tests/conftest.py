@@ -1,6 +1,7 @@
 """Shared fixtures: a tiny real profile and the two embedded models, loaded once per session."""
 
 import contextlib
+import os
 
 import pytest
 
@@ -14,6 +15,48 @@ MODEL_FIXTURES = {"models", "run"}
 PIPELINE_FIXTURES = {"trained", "calibration", "changed", "analysed", "drawn", "rendered"}
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per CPU this process may use, at most 4 and at most one per 6 GiB of available
+    memory (a worker holds both embedded models and its stage outputs, about 5 GiB at its peak)."""
+    from reproduce.hardware import usable_cpus
+
+    try:
+        with open("/proc/meminfo") as f:
+            avail = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable")) / 2**20
+    except (OSError, StopIteration):
+        avail = 6.0 * 4
+    return max(1, min(usable_cpus(), 4, int(avail // 6)))
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``-n N --dist loadfile``), pin each worker to its share of this process's CPUs, so
+    that the workers' torch and BLAS threads (and the stages they start as subprocesses, which read the
+    affinity through ``reproduce.hardware.usable_cpus``) never outnumber the cores."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker or not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    n = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    mine = cpus[int(worker.removeprefix("gw")) % len(cpus)::max(1, min(n, len(cpus)))]
+    os.sched_setaffinity(0, mine)
+    import torch
+
+    torch.set_num_threads(len(mine))
+
+
+def _cost(items) -> dict[str, int]:
+    """Each test file's rank, the costliest first: the tiny pipeline, then other slowest-tier files, then the
+    slow lane, then the fast lane. Under ``--dist loadfile`` the longest file starts first (it is the run's
+    critical path); the order of the tests inside a file is kept."""
+    rank: dict[str, int] = {}
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        r = (0 if PIPELINE_FIXTURES & fixtures else 1 if item.get_closest_marker("slowest")
+             else 2 if item.get_closest_marker("slow") else 3)
+        rank[item.fspath.strpath] = min(r, rank.get(item.fspath.strpath, 3))
+    return rank
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
@@ -22,6 +65,8 @@ def pytest_collection_modifyitems(items):
         # the slowest tier is part of the slow lane
         if MODEL_FIXTURES & fixtures or item.get_closest_marker("slowest"):
             item.add_marker(pytest.mark.slow)
+    rank = _cost(items)
+    items.sort(key=lambda item: rank[item.fspath.strpath])  # stable: files and tests keep their order within a rank
 
 
 def tiny_profile(**overrides) -> Profile:
@@ -71,6 +116,13 @@ def run_all(profile, root):
         run_object_level(plan, root / "object_level", root / "object_samples", root / "work")
     with declared("meta_untrained"):
         run_meta_untrained(plan, root / "object_level", root / "meta.parquet", root / "work")
+    return read_run(profile, root)
+
+
+def read_run(profile, root):
+    """The tables :func:`run_all` wrote into ``root``."""
+    import pandas as pd
+
     return {
         "root": root,
         "object": {m: pd.read_parquet(root / "object_level" / f"{m}.parquet") for m in profile.models},
@@ -81,8 +133,19 @@ def run_all(profile, root):
 
 @pytest.fixture(scope="session")
 def run(tmp_path_factory):
-    """The foundation stages on the tiny profile, shared by the pipeline and experiment tests."""
-    return run_all(tiny_profile(), tmp_path_factory.mktemp("run1"))
+    """The foundation stages on the tiny profile, shared by the pipeline and experiment tests. Under
+    pytest-xdist the workers share one run: the first to need it computes it into the run's common temporary
+    folder while the others wait, then read it (the tests only read it)."""
+    from reproduce.io import exclusive
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = shared / "run1"
+    with exclusive(shared / "run1.lock"):
+        if not (root / "complete").exists():
+            run_all(tiny_profile(), root)  # resumable: a worker that died half-way left shards to reuse
+            (root / "complete").touch()
+    return read_run(tiny_profile(), root)
 
 
 def data_uri_figure_bytes(html: str, name: str) -> bytes:

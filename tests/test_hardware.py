@@ -107,3 +107,22 @@ def test_kernel_dispatch_is_named_and_keys_the_probe(monkeypatch):
     assert hardware.cpu_dispatch().endswith("oneDNN<=AVX2")
     assert "oneDNN<=AVX2" in hardware.describe("cpu")
     assert hardware._probe_key("cpu") != plain
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="no CPU affinity on this system")
+def test_threads_follow_the_cpus_this_process_may_use(tmp_path):
+    """A process pinned to one CPU (taskset, a Slurm CPU set, a test worker) sizes its pools for one, whatever
+    the machine's CPU count; a stage sets torch's threads from it."""
+    import os
+    import subprocess
+    import sys
+
+    one = min(os.sched_getaffinity(0))
+    code = ("import os, torch; os.sched_setaffinity(0, {%d}); from reproduce.hardware import usable_cpus;"
+            "from reproduce.stages.common import _setup_torch; from conftest import tiny_profile;"
+            "_setup_torch(tiny_profile(device='cpu')); print(usable_cpus(), torch.get_num_threads())" % one)
+    tests = os.path.dirname(__file__)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.path.dirname(tests)])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["1", "1"]
+    assert hardware.usable_cpus() == len(os.sched_getaffinity(0))

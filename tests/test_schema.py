@@ -105,3 +105,20 @@ def test_the_simulated_stage_tables_have_the_real_tables_schemas():
 def test_kinds_are_checked_when_a_schema_is_declared():
     with pytest.raises(ValueError, match="kind 'text' is not one of"):
         Col("x", "text")
+
+
+def test_exclusive_lets_one_process_at_a_time_build_a_shared_file(tmp_path):
+    """Several processes converting the same model into the cache (test workers, distributed ranks) take
+    turns: a read-sleep-write counter under the lock loses no update."""
+    import subprocess
+    import sys
+
+    counter = tmp_path / "n"
+    counter.write_text("0")
+    code = ("import sys, time, pathlib; from reproduce.io import exclusive; p = pathlib.Path(sys.argv[1])\n"
+            "for _ in range(5):\n"
+            "    with exclusive(p.with_suffix('.lock')):\n"
+            "        n = int(p.read_text()); time.sleep(0.01); p.write_text(str(n + 1))\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(counter)]) for _ in range(3)]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0]
+    assert counter.read_text() == "15"

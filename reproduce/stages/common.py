@@ -10,7 +10,6 @@ trained predictors are scored against M1''s test-task behaviour. Every run is re
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from collections.abc import Iterable
@@ -31,7 +30,7 @@ from ..tables import OBJECT_LEVEL
 from ..io import (atomic_write_bytes as _write_bytes, atomic_write_json as _write_json,
                   atomic_write_parquet as _write_parquet)
 from ..adapters import BaseModels
-from ..hardware import resolve_base_dtype
+from ..hardware import resolve_base_dtype, usable_cpus
 from ..models import ModelRef, load, pick_device, resolve
 from ..properties import get_property
 from ..versioning import chat_template_hash, code_version, runtime_versions
@@ -95,7 +94,7 @@ def _setup_torch(profile: Profile) -> None:
         raise ConfigError("device_map: auto spreads one model over every GPU, which several processes cannot "
                           "share; run the stage as one process, or drop device_map to run one copy per GPU")
     dist.setup(profile.device)  # the process group, before any model is placed
-    torch.set_num_threads(profile.threads or max(1, (os.cpu_count() or 1) // dist.world_size()))
+    torch.set_num_threads(profile.threads or max(1, usable_cpus() // dist.world_size()))
 
 
 def _engine(profile: Profile, lm) -> Engine:
