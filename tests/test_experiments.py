@@ -20,7 +20,8 @@ FINETUNE = {"lora_rank": 4, "lora_alpha": 8, "learning_rate": 1e-3, "epochs": 1,
             "mixed_precision": "no", "checkpoint_every": 1, "scaling_sizes": [4, 100], "seeds": list(SEEDS)}
 BEHAVIOUR = {"tasks": None, "eval_items": None, "train_items": 8, "learning_rate": 3e-3, "epochs": 3}
 KEY = ["task", "item_id", "property"]
-# tests using the pipeline fixtures below are the slowest tier (conftest.PIPELINE_FIXTURES): left out of CI
+# tests using the pipeline fixtures below are the slowest tier (conftest.PIPELINE_FIXTURES); under `-n auto` this
+# file runs first, on one worker: it is the suite's longest chain
 
 
 @pytest.fixture(scope="module")

@@ -91,7 +91,7 @@ def test_bad_values_are_refused_with_the_fix():
 
 
 # ------------------------------------------------------------------------------------------ recovery
-@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws)
 def test_every_fit_passes_the_gate(fitted, prefill):
     res, _ = fitted
     fits = [(d["model"], d["fit"]) for d in res["diagnostics"] + prefill[0]["diagnostics"]]
@@ -103,7 +103,7 @@ def test_every_fit_passes_the_gate(fitted, prefill):
         assert g["divergences"] == 0 and g["chains"] == 4 and g["draws"] == 1000
 
 
-@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws)
 def test_detection_cells_fp_rate_and_contrasts_are_recovered(fitted):
     res, truth = fitted
     t = truth["detection"]
@@ -126,7 +126,7 @@ def test_detection_cells_fp_rate_and_contrasts_are_recovered(fitted):
     assert weak["diff_low"] < 0 < weak["diff_high"]
 
 
-@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws)
 def test_yes_bias_is_recovered(fitted):
     res, truth = fitted
     yb = res["yes_bias"].merge(truth["detection"]["yes_bias"], on=CELL, suffixes=("", "_true"))
@@ -136,7 +136,7 @@ def test_yes_bias_is_recovered(fitted):
     assert c["control_low"] <= truth["detection"]["yes_control"] <= c["control_high"]
 
 
-@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws)
 def test_identification_is_recovered_against_chance_and_control(fitted):
     res, truth = fitted
     t = truth["identification"]
@@ -151,7 +151,7 @@ def test_identification_is_recovered_against_chance_and_control(fitted):
     assert best["vs_chance_low"] > 0 and best["vs_control_low"] > 0  # the headline contrasts
 
 
-@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws)
 def test_prefill_contrasts_are_recovered_and_the_null_covers_zero(prefill):
     res, truth = prefill
     con = res["prefill_contrasts"].set_index(["model", "contrast"])
@@ -171,7 +171,7 @@ def test_prefill_contrasts_are_recovered_and_the_null_covers_zero(prefill):
     assert eff.loc["control", "n"] == 60 and np.isnan(eff.loc["control", "layer_fraction"])
 
 
-@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws)
 def test_think_minus_dont_think_is_recovered_per_layer(fitted):
     res, truth = fitted
     lay = res["intention_layers"].merge(truth["intention"]["layers"], on=["layer", "layer_fraction"])
@@ -183,7 +183,7 @@ def test_think_minus_dont_think_is_recovered_per_layer(fitted):
 
 
 # -------------------------------------------------------------------------------- cross-checks
-@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size fits (4 x 1000 draws)
 def test_frequentist_summary_gives_wilson_intervals_that_agree_with_the_posterior(sim, fitted):
     tables, _ = sim
     res, _ = fitted

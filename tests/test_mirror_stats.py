@@ -105,7 +105,7 @@ def test_bad_values_are_refused_with_the_fix(sim):
 
 
 # ------------------------------------------------------------------------------------------ recovery
-@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
 def test_every_fit_passes_the_gate(fitted, zeros):
     res, _ = fitted
     assert sorted(d["fit"] for d in res["diagnostics"]) == ["imitation", "noticing", "recognition", "surprise"]
@@ -115,7 +115,7 @@ def test_every_fit_passes_the_gate(fitted, zeros):
     assert all(d["model"] == "all" for d in res["diagnostics"])  # the models are fitted jointly
 
 
-@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
 def test_noticing_cells_contrasts_and_turn_slopes_are_recovered(fitted):
     res, truth = fitted
     cells = res["noticing_cells"].merge(truth["noticing"], on=KEYS, validate="one_to_one")
@@ -134,7 +134,7 @@ def test_noticing_cells_contrasts_and_turn_slopes_are_recovered(fitted):
     assert len(slopes) == 6 and covered(slopes, "noticing").mean() >= COVERAGE
 
 
-@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
 def test_recognition_is_recovered_and_a_model_that_does_not_recognise_is_found_null(fitted):
     res, truth = fitted
     cells = res["recognition_cells"].merge(truth["recognition"], on=KEYS, validate="one_to_one")
@@ -151,7 +151,7 @@ def test_recognition_is_recovered_and_a_model_that_does_not_recognise_is_found_n
     assert ((b["low"] < 0) & (0 < b["high"])).mean() >= 0.75 and (b["high"] > -0.05).all()
 
 
-@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
 def test_imitation_is_recovered_against_the_clean_baseline(fitted):
     res, truth = fitted
     imi = res["imitation_cells"]
@@ -171,7 +171,7 @@ def test_imitation_is_recovered_against_the_clean_baseline(fitted):
     assert (imi["share_mean"] >= imi["mean"]).all()
 
 
-@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
 def test_surprise_is_recovered_in_nats_per_token(fitted):
     res, truth = fitted
     sur = res["surprise_cells"].merge(truth["surprise"], on=KEYS, suffixes=("", "_true"), validate="one_to_one")
@@ -183,7 +183,7 @@ def test_surprise_is_recovered_in_nats_per_token(fitted):
 
 
 # ------------------------------------------------------------------------------------ all-zero table
-@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
 def test_an_all_zero_noticing_table_fits_and_gives_upper_bounds(zeros):
     s, _ = zeros
     cells, con = s["cells"], s["contrasts"]
@@ -193,7 +193,7 @@ def test_an_all_zero_noticing_table_fits_and_gives_upper_bounds(zeros):
 
 
 # -------------------------------------------------------------------------------- cross-checks
-@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws): left out of CI
+@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
 def test_frequentist_summary_gives_wilson_intervals_that_agree_with_the_posterior(sim, fitted):
     tables, _ = sim
     res, _ = fitted
