@@ -43,8 +43,9 @@ def machine() -> str:
                      if line.startswith("model name"))
     except (OSError, StopIteration):
         model = platform.processor() or model
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{model}, {cores} cores, load average {os.getloadavg()[0]:.2f} (1 min)"
+    from reproduce.hardware import usable_cpus
+
+    return f"{model}, {usable_cpus()} cores, load average {os.getloadavg()[0]:.2f} (1 min)"
 
 
 def _timed(records: dict, name: str, fn):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -37,7 +36,7 @@ def one(spec: str, steps: int, mixed_precision: str, profile: str, base_dtype: s
 
     from reproduce import finetune as ft
     from reproduce.config import load_params
-    from reproduce.hardware import resolve_base_dtype, resolve_gradient_checkpointing
+    from reproduce.hardware import resolve_base_dtype, resolve_gradient_checkpointing, usable_cpus
     from reproduce.models import load, pick_device, resolve
     from reproduce.plan import GIB, shape_of, training_bytes
 
@@ -45,7 +44,7 @@ def one(spec: str, steps: int, mixed_precision: str, profile: str, base_dtype: s
     ckpt = {"true": True, "false": False}.get(checkpointing, checkpointing)
     cfg = p.finetune.model_copy(update={"mixed_precision": mixed_precision, "checkpoint_every": 10**6,
                                         "epochs": 1.0, "base_dtype": base_dtype, "gradient_checkpointing": ckpt})
-    torch.set_num_threads(p.threads or os.cpu_count() or 1)
+    torch.set_num_threads(p.threads or usable_cpus())  # the stage's rule for threads: null
     examples = _examples(p, steps * cfg.batch_size)
     dev = pick_device(p.device)
     lm = load(spec, dtype=resolve_base_dtype(cfg.base_dtype, dev), device=p.device)
@@ -97,11 +96,11 @@ def layouts(spec: str, steps: int, mixed_precision: str, profile: str, rounds: i
 
     from reproduce import finetune as ft
     from reproduce.config import load_params
-    from reproduce.hardware import resolve_mixed_precision
+    from reproduce.hardware import resolve_mixed_precision, usable_cpus
     from reproduce.models import load
 
     _, p = load_params(profile=profile)
-    torch.set_num_threads(p.threads or os.cpu_count() or 1)
+    torch.set_num_threads(p.threads or usable_cpus())  # the stage's rule for threads: null
     cfg = p.finetune
     lm = load(spec, dtype="float32", device=p.device)
     enc = ft.encode(lm, _examples(p, steps * cfg.batch_size), cfg.max_length)

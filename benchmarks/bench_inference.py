@@ -31,14 +31,13 @@ padded positions, and whether every answer is identical.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import torch
 
 from reproduce.datasets import load_task
 from reproduce.engine import Engine
-from reproduce.hardware import describe, matmul_gflops, resolve_dtype
+from reproduce.hardware import describe, matmul_gflops, resolve_dtype, usable_cpus
 from reproduce.models import load
 from reproduce.properties import get_property
 
@@ -234,7 +233,7 @@ def main() -> None:
     ap.add_argument("--sample-items", type=int, default=1, help="sampling: items per test task")
     ap.add_argument("--samples", type=int, default=20, help="samples per prompt")
     ap.add_argument("--batch-size", type=int, default=128, help="the default profile's batch size")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--threads", type=int, default=usable_cpus())
     ap.add_argument("--check", action="store_true",
                     help="also compare prefix-shared greedy answers with full recomputation on this device")
     ap.add_argument("--profile", action="store_true", help="profile a second meta-level call (torch.profiler)")

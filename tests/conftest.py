@@ -44,20 +44,10 @@ def pytest_configure(config):
     torch.set_num_threads(len(mine))
 
 
-def _cost(items) -> dict[str, int]:
-    """Each test file's rank, the costliest first: the tiny pipeline, then other slowest-tier files, then the
-    slow lane, then the fast lane. Under ``--dist loadfile`` the longest file starts first (it is the run's
-    critical path); the order of the tests inside a file is kept."""
-    rank: dict[str, int] = {}
-    for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        r = (0 if PIPELINE_FIXTURES & fixtures else 1 if item.get_closest_marker("slowest")
-             else 2 if item.get_closest_marker("slow") else 3)
-        rank[item.fspath.strpath] = min(r, rank.get(item.fspath.strpath, 3))
-    return rank
-
-
 def pytest_collection_modifyitems(items):
+    # each file's cost class, the costliest first: the tiny pipeline, other slowest-tier files, the slow lane, the
+    # fast lane. Under ``--dist loadfile`` the longest file starts first (it is the run's critical path).
+    rank: dict[str, int] = {}
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if PIPELINE_FIXTURES & fixtures:
@@ -65,7 +55,9 @@ def pytest_collection_modifyitems(items):
         # the slowest tier is part of the slow lane
         if MODEL_FIXTURES & fixtures or item.get_closest_marker("slowest"):
             item.add_marker(pytest.mark.slow)
-    rank = _cost(items)
+        r = (0 if PIPELINE_FIXTURES & fixtures else 1 if item.get_closest_marker("slowest")
+             else 2 if item.get_closest_marker("slow") else 3)
+        rank[item.fspath.strpath] = min(r, rank.get(item.fspath.strpath, 3))
     items.sort(key=lambda item: rank[item.fspath.strpath])  # stable: files and tests keep their order within a rank
 
 
@@ -107,8 +99,6 @@ def declared(stage: str):
 
 def run_all(profile, root):
     """The object_level and meta_untrained stages of ``profile`` into ``root``, and their tables."""
-    import pandas as pd
-
     from reproduce.stages import Plan, run_meta_untrained, run_object_level
 
     with declared("object_level"):

@@ -110,7 +110,7 @@ def test_kernel_dispatch_is_named_and_keys_the_probe(monkeypatch):
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="no CPU affinity on this system")
-def test_threads_follow_the_cpus_this_process_may_use(tmp_path):
+def test_threads_follow_the_cpus_this_process_may_use():
     """A process pinned to one CPU (taskset, a Slurm CPU set, a test worker) sizes its pools for one, whatever
     the machine's CPU count; a stage sets torch's threads from it."""
     import os
