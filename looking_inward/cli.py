@@ -377,6 +377,9 @@ def cmd_timings(args) -> None:
     path = Path(args.file)
     if not path.exists():
         raise MissingInput(f"{path} does not exist yet; it is written by each stage of `dvc repro`")
+    if args.save_reference:
+        print(f"wrote {_save_reference(path, Path(args.save_reference))}")
+        return
     stages = json.loads(path.read_text()).get("stages", {})
     order = ["datasets", "object-level", "meta-untrained", "finetune-self", "object-level-trained", "finetune-cross",
              "meta-trained", "calibration", "behaviour-change", "analysis", "figures", "report"]
@@ -389,11 +392,76 @@ def cmd_timings(args) -> None:
     print(f"{'total':<20} {total / 60:7.1f} min")
 
 
+def _save_reference(timings: Path, out: Path) -> Path:
+    """Write the reference run for ``plan``'s time estimate from this run's timings and settings; the matmul rate
+    is measured now, so this must run on the run's machine, in its environment."""
+    import json
+
+    import torch
+
+    from reproduce.cards import _git_commit
+    from reproduce.estimate import EstimateError, build_reference, stage_params, threads_of
+    from reproduce.hardware import describe, probe_bf16, resolve_dtype
+    from reproduce.io import atomic_write_json
+
+    label, profile = load_params(DEFAULT_PARAMS)
+    data = json.loads(timings.read_text())
+    stages = stage_params()
+    ran = data.get("stages", {}).get("object-level", {}).get("hardware")
+    if not ran:
+        raise EstimateError(f"{timings} has no object-level stage: run `dvc repro` to the end first")
+    torch.set_num_threads(threads_of(ran))
+    if describe("cpu") != ran:
+        raise EstimateError(f"this environment ({describe('cpu')}) is not the run's ({ran}): save the reference on "
+                            "the machine, and with the environment variables, the run used")
+    dtype = resolve_dtype(profile.dtype, "cpu").dtype
+    ref = build_reference(data, profile, label, stages, probe_bf16("cpu"), dtype, _git_commit(REPO_ROOT))
+    atomic_write_json(out, ref)
+    return out
+
+
 def cmd_plan(args) -> None:
     from reproduce.plan import main_plan
     from reproduce.stages.common import Plan
 
-    print(main_plan(Plan(_profile(args)), args.device, args.memory_gib))
+    profile = _profile(args)
+    print(main_plan(Plan(profile), args.device, args.memory_gib))
+    print()
+    print(_time_estimate(profile, args.device))
+
+
+def _time_estimate(profile, device: str | None) -> str:
+    """``plan``'s time estimate: the reference run's stage times scaled by this machine's matmul rate."""
+    import torch
+
+    from reproduce.estimate import estimate, format_estimate, load_reference
+    from reproduce.hardware import describe, probe_bf16, resolve_dtype, usable_cpus
+
+    reference = load_reference()
+    if reference is None:
+        return "no time estimate: reproduce/reference_run.json is missing (`looking-inward timings --save-reference`)"
+    if device is None:
+        device = "cuda" if profile.device in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
+    if device != "cpu":
+        return (f"no time estimate for {device}: the reference run ({reference['profile']}, "
+                f"{reference['hardware']}) is a CPU run")
+    torch.set_num_threads(profile.threads or usable_cpus())  # the stages' rule for threads: null
+    dtype = resolve_dtype(profile.dtype, "cpu").dtype
+    fp32, bf16 = probe_bf16("cpu")
+    rates = {"float32": fp32, "bfloat16": bf16}
+    if dtype == reference["dtype"]:
+        rate = rates[dtype]
+        return format_estimate(estimate(profile, reference, rate), reference,
+                               f"{describe('cpu')}, {dtype} matmul {rate:.0f} GFLOP/s")
+    # a matmul probe's ratio between dtypes does not carry over to whole stages (small products, and the
+    # other 30% of the time, gain less from bf16), so only the reference's own dtype is scaled
+    other = reference["dtype"]
+    if other not in rates:
+        return f"no time estimate: the reference ran in {other}"
+    text = format_estimate(estimate(profile, reference, rates[other]), reference,
+                           f"{describe('cpu')}, if run with dtype: {other} (matmul {rates[other]:.0f} GFLOP/s)")
+    return (f"no time estimate at this machine's dtype ({dtype}, {profile.dtype}): the reference ran in {other}. "
+            f"The same stages with dtype: {other}:\n{text}")
 
 
 def cmd_hardware(args) -> None:
@@ -570,6 +638,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("timings", help="the wall time of each pipeline stage's last run, and the hardware it ran on")
     s.add_argument("--file", default=str(TIMINGS), help="timings file (default: %(default)s)")
+    s.add_argument("--save-reference", metavar="JSON", default=None,
+                   help="after a whole `dvc repro`, write the run (stage times, settings, this machine's matmul rate) "
+                        "as the reference that `looking-inward plan` scales its time estimate from; run it on the "
+                        "run's machine, in its environment (the package's own: reproduce/reference_run.json)")
     s.set_defaults(func=cmd_timings)
 
     s = sub.add_parser("hardware", help="the hardware, and the dtype `auto` picks on it (bf16 only where a timed "
@@ -579,12 +651,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_hardware)
 
     s = sub.add_parser(
-        "plan", help="before running: each model stage's work (prompts, tokens) and estimated peak memory; fails "
-                     "when a model cannot fit the device",
+        "plan", help="before running: each model stage's work (prompts, tokens) and estimated peak memory, and "
+                     "each stage's time on this machine; fails when a model cannot fit the device",
         description="Reads only configs and tokenizers (no weights): parameter counts from the architecture, token "
                     "counts from the profile's own prompts, and an estimate of each stage's peak memory (weights, "
                     "key/value cache, activations, logits; LoRA training with its base dtype and gradient "
                     "checkpointing). Exits with status 2, naming the stage and the fix, when a model cannot fit. "
+                    "Then each stage's time on this CPU: the reference run's (reproduce/reference_run.json) "
+                    "scaled by the ratio of matmul rates, for the stages whose settings equal the reference's. "
                     "Example, planning the paper profile for one 80 GB GPU on a machine without one: "
                     "looking-inward plan --profile paper --device cuda --memory-gib 80")
     s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")

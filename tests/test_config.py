@@ -108,7 +108,7 @@ def test_each_stage_records_its_wall_time_and_hardware(tmp_path, capsys):
     stages = json.loads(path.read_text())["stages"]
     assert set(stages) == {"object-level", "analysis"} and stages["object-level"]["seconds"] == 100.0
     assert "CPU" in stages["analysis"]["hardware"] or "GPU" in stages["analysis"]["hardware"]
-    cmd_timings(type("Args", (), {"file": str(path)}))
+    cmd_timings(type("Args", (), {"file": str(path), "save_reference": None}))
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("object-level") and out[1].startswith("analysis")  # pipeline order
     assert out[-1].split()[:2] == ["total", "2.7"]  # 160 s in minutes

@@ -1,0 +1,100 @@
+"""``looking-inward plan``'s time estimate: the reference run's stage times, scaled by the measured matmul rate
+(injected here), only for stages whose settings equal the reference's."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reproduce.config import REPO_ROOT, load_params
+from reproduce.estimate import (NOT_RUN, EstimateError, REFERENCE, build_reference, estimate, format_estimate,
+                                load_reference, stage_params, threads_of)
+
+HW = "CPU Test [avx2,fma], kernels AVX2, 2 threads (torch 2.13.0+cpu)"
+
+
+def _reference(gflops=100.0):
+    _, profile = load_params(profile="default")
+    stages = stage_params()
+    timings = {"stages": {s.replace("_", "-"): {"seconds": 60.0 * (i + 1), "hardware": HW,
+                                                "finished": f"2026-01-01T00:{i:02d}:00+00:00"}
+                          for i, s in enumerate(stages) if s not in NOT_RUN}}
+    return build_reference(timings, profile, "default", stages, (gflops, 2.0), "float32", "abc"), profile
+
+
+def _by_stage(rows):
+    return {r.stage: r for r in rows}
+
+
+def test_model_stages_scale_by_the_matmul_rate_and_the_others_keep_their_time():
+    ref, profile = _reference(gflops=100.0)
+    rows = _by_stage(estimate(profile, ref, rate_here=40.0))  # a CPU 2.5x slower
+    ol = ref["stages"]["object-level"]["seconds"]
+    assert rows["object_level"].seconds == pytest.approx(ol * 2.5) and rows["object_level"].scaled
+    an = ref["stages"]["analysis"]["seconds"]
+    assert rows["analysis"].seconds == pytest.approx(an) and not rows["analysis"].scaled
+    faster = _by_stage(estimate(profile, ref, rate_here=200.0))
+    assert faster["finetune_self"].seconds == pytest.approx(ref["stages"]["finetune-self"]["seconds"] / 2)
+    assert "datasets" not in rows  # committed, not timed
+
+
+def test_a_changed_setting_withdraws_the_estimate_of_the_stages_that_read_it_only():
+    ref, profile = _reference()
+    smaller = profile.model_copy(update={"injection": profile.injection.model_copy(update={"concepts": 10})})
+    rows = _by_stage(estimate(smaller, ref, rate_here=100.0))
+    assert rows["concept_injection"].seconds is None and "injection" in rows["concept_injection"].why
+    assert rows["object_level"].seconds is not None and rows["mirror"].seconds is not None
+    # a stage without a model reads its inputs' sizes through its data, so any change withdraws it
+    assert rows["injection_analysis"].seconds is None and rows["analysis"].seconds is None
+    text = format_estimate(list(rows.values()), ref, "here")
+    assert "settings differ: injection" in text and "stages with an estimate" in text
+
+
+def test_how_a_stage_runs_does_not_withdraw_the_estimate():
+    ref, profile = _reference()
+    other = profile.model_copy(update={"threads": 8, "seed": 3, "dtype": "float32", "device": "cpu"})
+    assert all(r.seconds is not None for r in estimate(other, ref, rate_here=100.0))
+
+
+def test_no_estimate_on_a_gpu_or_without_a_rate():
+    ref, profile = _reference()
+    assert all(r.seconds is None and "CPU run" in r.why for r in estimate(profile, ref, 100.0, device="cuda"))
+    rows = _by_stage(estimate(profile, ref, rate_here=None))
+    assert rows["meta_trained"].seconds is None and rows["analysis"].seconds is not None
+
+
+def test_a_reference_needs_a_whole_run_on_one_machine():
+    _, profile = load_params(profile="default")
+    stages = stage_params()
+    timed = {s.replace("_", "-"): {"seconds": 1.0, "hardware": HW, "finished": "2026-01-01T00:00:00+00:00"}
+             for s in stages if s not in NOT_RUN}
+    partial = {k: v for k, v in timed.items() if k != "mirror"}
+    with pytest.raises(EstimateError, match="no time for mirror"):
+        build_reference({"stages": partial}, profile, "default", stages, (1.0, 1.0), "float32", None)
+    mixed = dict(timed, mirror=dict(timed["mirror"], hardware=HW.replace("2 threads", "4 threads")))
+    with pytest.raises(EstimateError, match="different hardware"):
+        build_reference({"stages": mixed}, profile, "default", stages, (1.0, 1.0), "float32", None)
+    assert threads_of(HW) == 2
+    with pytest.raises(EstimateError, match="no thread count"):
+        threads_of("GPU H100")
+
+
+def test_the_committed_reference_is_a_whole_run_of_the_default_profile_as_it_is_now():
+    """Changing profiles/default.yaml's sizes makes the reference stale: measure a new one
+    (`dvc repro` from scratch, then `looking-inward timings --save-reference reproduce/reference_run.json`)."""
+    ref = load_reference()
+    assert ref is not None and ref["profile"] == "default" and ref["dtype"] in ("float32", "bfloat16")
+    _, profile = load_params(profile="default")
+    rows = estimate(profile, ref, rate_here=ref["gflops"])
+    assert {r.stage for r in rows} == set(stage_params()) - set(NOT_RUN)
+    assert all(r.seconds == pytest.approx(r.reference_seconds) for r in rows)
+    assert json.loads(REFERENCE.read_text())["gflops"] > 0
+
+
+def test_plan_prints_the_estimate():
+    out = subprocess.run([sys.executable, "-m", "looking_inward", "plan", "--profile", "default", "--device", "cpu",
+                          "--memory-gib", "64"], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "scaled from the reference run: profile default" in out.stdout
+    assert "concept_injection" in out.stdout and "total" in out.stdout
