@@ -244,7 +244,13 @@ def permutation_null(out: pd.DataFrame, n_perm: int = N_BOOT, seed: int = 0,
     ``observed``, ``null_mean``, ``null_low``/``null_high`` (2.5% / 97.5%) and ``p_value``, the one-sided
     permutation p-value P(null >= observed) with the observed arrangement counted among the shuffles,
     ``(1 + #{null >= observed}) / (1 + n_perm)``: small when the predictions match the behaviour item by item
-    more often than their shuffles do."""
+    more often than their shuffles do.
+
+    A shuffle can change a cell's count only where the cell holds different predictions and different
+    behaviour values (if every changed item of a cell moved to the same new value, every arrangement of the
+    predictions matches it equally often). ``n_informative`` counts the rows in cells whose count varied
+    over the shuffles; where it is 0 the null is a single point and the test has no power, so ``p_value``
+    is NaN rather than a p-value of 1 that would read as evidence."""
     if n_perm < 2000:
         raise ValueError(f"n_perm={n_perm}: use at least 2000 permutations")
     d = out.sort_values(list(cell), kind="stable").reset_index(drop=True)
@@ -259,6 +265,13 @@ def permutation_null(out: pd.DataFrame, n_perm: int = N_BOOT, seed: int = 0,
     perm = np.argsort(groups[None, :] + rng.random((n_perm, len(d))), axis=1, kind="stable")
     shuffled = meta[perm]
     hit_new, hit_old = shuffled == new[None, :], shuffled == old[None, :]
+    # per statistic, whether each row's cell count varied over the shuffles
+    n_groups = int(groups.max()) + 1
+    def varies(hits: np.ndarray) -> np.ndarray:
+        per_cell = np.stack([np.bincount(groups, h, minlength=n_groups) for h in hits.astype(float)])
+        return (per_cell.max(axis=0) > per_cell.min(axis=0))[groups]
+    informative = {"p_new": varies(hit_new), "p_old": varies(hit_old)}
+    informative["new_minus_old"] = varies(hit_new.astype(int) - hit_old.astype(int))
     rows = []
     for name, mask in [*((g, (d[by] == g).to_numpy()) for g in sorted(d[by].unique())), ("pooled", np.ones(len(d), bool))]:
         obs = {"p_new": (meta == new)[mask].mean(), "p_old": (meta == old)[mask].mean()}
@@ -267,10 +280,11 @@ def permutation_null(out: pd.DataFrame, n_perm: int = N_BOOT, seed: int = 0,
         null["new_minus_old"] = null["p_new"] - null["p_old"]
         for stat in ("p_new", "p_old", "new_minus_old"):
             z = null[stat]
+            n_inf = int(informative[stat][mask].sum())
+            p = float((1 + np.sum(z >= obs[stat] - 1e-12)) / (1 + n_perm)) if n_inf else float("nan")
             rows.append({by: name, "statistic": stat, "observed": float(obs[stat]), "null_mean": float(z.mean()),
                          "null_low": float(np.quantile(z, 0.025)), "null_high": float(np.quantile(z, 0.975)),
-                         "p_value": float((1 + np.sum(z >= obs[stat] - 1e-12)) / (1 + n_perm)),
-                         "n": int(mask.sum()), "n_perm": n_perm})
+                         "p_value": p, "n": int(mask.sum()), "n_informative": n_inf, "n_perm": n_perm})
     return pd.DataFrame(rows)
 
 

@@ -468,10 +468,13 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
     b["tracking"] = {r["model"]: {"p_new": 100 * r["p_new"], "baseline_new": 100 * r["baseline_new"],
                                   "p_old": 100 * r["p_old"], "baseline_old": 100 * r["baseline_old"],
                                   "before_new": 100 * r["before_new"], "before_old": 100 * r["before_old"],
+                                  "compliant": 100 * r["compliant"], "compliant_before": 100 * r["compliant_before"],
+                                  "p_new_if_compliant": 100 * r["p_new_if_compliant"],
+                                  "p_old_if_compliant": 100 * r["p_old_if_compliant"],
                                   "n": int(r["n"])} for _, r in track.iterrows()}
     b["permutation"] = {f"{r.model}_{r.statistic}": {"observed": 100 * r.observed, "null_mean": 100 * r.null_mean,
                                                      "null_low": 100 * r.null_low, "null_high": 100 * r.null_high,
-                                                     "p_value": r.p_value}
+                                                     "p_value": r.p_value, "n_informative": r.n_informative}
                         for r in perm.itertuples()}
     b["vs_mode"] = {k: {kk: 100 * vv for kk, vv in v.items()}
                     for k, v in freq.paired_vs_mode(out_bc, n_boot=n_boot, seed=seed).items()}

@@ -294,7 +294,8 @@ def behaviour_outcomes(bc: pd.DataFrame) -> pd.DataFrame:
       high, so the comparison is the stricter one;
     * ``unit`` (``model/task/item_id``: an item's properties share one answer) and ``match_new``,
       ``match_old``, ``before_new``, ``before_old`` (0/1: the prediction after / before the change equals
-      the new / old value; a non-compliant prediction matches nothing)."""
+      the new / old value; a non-compliant prediction matches nothing), ``compliant_after`` and
+      ``compliant_before`` (0/1: the prediction after / before the change is compliant)."""
     ch = bc[bc["changed"].astype(bool)].copy()
     ch["outcome"] = np.select([ch["matches_new"].astype(bool), ch["matches_old"].astype(bool)], ["new", "old"],
                               default="neither")
@@ -304,6 +305,7 @@ def behaviour_outcomes(bc: pd.DataFrame) -> pd.DataFrame:
     ch["match_old"] = (ok & (ch["meta_value"] == ch["old_value"])).astype(int)
     ch["before_new"] = (ok_before & (ch["meta_old_value"] == ch["new_value"])).astype(int)
     ch["before_old"] = (ok_before & (ch["meta_old_value"] == ch["old_value"])).astype(int)
+    ch["compliant_after"], ch["compliant_before"] = ok.astype(int), ok_before.astype(int)
     ch["unit"] = ch["model"] + "/" + ch["task"] + "/" + ch["item_id"]
     for side in ("new", "old"):
         modes = ch.groupby(BEHAVIOUR_CELL, sort=True)[f"{side}_value"].agg(lambda v: _mode(v)[0]).rename(f"mode_{side}")
@@ -315,11 +317,19 @@ def behaviour_outcomes(bc: pd.DataFrame) -> pd.DataFrame:
 def behaviour_tracking(out: pd.DataFrame) -> pd.DataFrame:
     """Per model and pooled (``model = "pooled"``): P(prediction = new) and P(prediction = old) on the
     changed items, each beside its mode baseline recomputed on the same items, and the prediction before the
-    change. Columns: ``model, n, p_new, baseline_new, p_old, baseline_old, before_new, before_old``."""
+    change. A non-compliant prediction matches neither, so beside them: the share of compliant predictions
+    after and before the change (``compliant``, ``compliant_before``) and the match rates among the compliant
+    predictions only (``p_new_if_compliant``, ``p_old_if_compliant``; NaN when none is). Columns: ``model, n,
+    p_new, baseline_new, p_old, baseline_old, before_new, before_old, compliant, compliant_before,
+    p_new_if_compliant, p_old_if_compliant``."""
     rows = []
     for model, g in [*out.groupby("model", sort=True), ("pooled", out)]:
+        ok = g["compliant_after"].astype(bool)
         rows.append({"model": model, "n": len(g), "p_new": g["match_new"].mean(),
                      "baseline_new": g["mode_new_correct"].mean(), "p_old": g["match_old"].mean(),
                      "baseline_old": g["mode_old_correct"].mean(), "before_new": g["before_new"].mean(),
-                     "before_old": g["before_old"].mean()})
+                     "before_old": g["before_old"].mean(), "compliant": ok.mean(),
+                     "compliant_before": g["compliant_before"].mean(),
+                     "p_new_if_compliant": g.loc[ok, "match_new"].mean() if ok.any() else float("nan"),
+                     "p_old_if_compliant": g.loc[ok, "match_old"].mean() if ok.any() else float("nan")})
     return pd.DataFrame(rows)

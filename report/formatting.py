@@ -77,7 +77,7 @@ def format_key(key: str, value: Any) -> str:
         return fmt(value, 2)
     if key.startswith("behaviour_model_p_"):
         return fmt(100 * value)
-    if (key.endswith(("_k", "_n")) or key.startswith("n_")
+    if (key.endswith(("_k", "_n", "_n_informative")) or key.startswith("n_")
             or key in ("behaviour_evaluated", "behaviour_changed")):
         return _count(value)
     if key.startswith("behaviour_share_") or key == "behaviour_changed_share":

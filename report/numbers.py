@@ -104,15 +104,21 @@ def _behaviour_text(behaviour: dict, rope: float) -> dict:
     perm = behaviour.get("permutation", {})
     if pooled:
         for side in ("new", "old"):
-            p = perm.get(f"pooled_p_{side}", {}).get("p_value")
-            beyond = p is not None and p < 0.05
+            r = perm.get(f"pooled_p_{side}", {})
+            p, n_inf = r.get("p_value"), r.get("n_informative")
             d = behaviour.get("vs_mode", {}).get(side)
             against = _verdict(d["low"], d["high"], rope, "above its mode baseline", "below its mode baseline",
                                "practically at its mode baseline",
                                "not distinguishable from its mode baseline") if d else "not compared with its mode baseline"
-            out[f"behaviour_{side}_verdict"] = (
-                against + " on the changed items (paired interval), and "
-                + ("beyond" if beyond else "within") + " the permutation null at the one-sided 5% level")
+            if p is None or p != p:  # a one-point null: no shuffle within any cell changes the count
+                null = ("the permutation null cannot test it: within every model x task x property cell either "
+                        f"the {side} behaviour or the prediction is one value, so every shuffle scores the same")
+            else:
+                null = ("beyond" if p < 0.05 else "within") + " the permutation null at the one-sided 5% level"
+                if n_inf is not None and n_inf < pooled["n"]:
+                    null += (f" (only {int(n_inf):,} of the {int(pooled['n']):,} items sit in cells where a shuffle "
+                             "can change the count)")
+            out[f"behaviour_{side}_verdict"] = against + " on the changed items (paired interval), and " + null
     d = behaviour.get("did", {}).get("did")
     if d:
         out["behaviour_did_verdict"] = _verdict(

@@ -208,20 +208,28 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     track_path = Path(analysis) / "tables" / "behaviour_tracking.parquet"
     if track_path.exists():
         tr = pd.read_parquet(track_path)
-        n_perm = int(t("behaviour_permutation")["n_perm"].iloc[0])
+        perm = t("behaviour_permutation")
+        n_perm = int(perm["n_perm"].iloc[0])
+        inf = {(r.model, r.statistic): r.n_informative for r in perm.itertuples()}
         out["behaviour"] = _md_table(pd.DataFrame([{
             "model": r.model, "changed items": _count(r.n),
             "P(pred = new) %": fmt(100 * r.p_new), "mode baseline (new) %": fmt(100 * r.baseline_new),
             "p (new)": fmt_prob(r.p_value_new),
             "P(pred = old) %": fmt(100 * r.p_old), "mode baseline (old) %": fmt(100 * r.baseline_old),
             "p (old)": fmt_prob(r.p_value_old),
+            "items the null can test (new / old)": f"{_count(inf.get((r.model, 'p_new'), 0))} / "
+                                                   f"{_count(inf.get((r.model, 'p_old'), 0))}",
+            "compliant after / before %": f"{fmt(100 * r.compliant)} / {fmt(100 * r.compliant_before)}",
             "before: new / old %": f"{fmt(100 * r.before_new)} / {fmt(100 * r.before_old)}"}
             for r in tr.itertuples()]),
             "Behaviour change, on the items whose property changed (old and new answers compliant and different): "
             "how often the changed model's prediction equals its new and its old behaviour, each beside the mode "
             "baseline recomputed on the same items, and the permutation p-value (predictions shuffled within "
-            f"model x task x property, {n_perm:,} shuffles; one-sided). 'Before': "
-            "the prediction of M1' before the change.", "tbl-behaviour")
+            f"model x task x property, {n_perm:,} shuffles; one-sided). A shuffle can change the count only in "
+            "a cell whose changed items hold different behaviour values and different predictions; the items in "
+            "such cells are counted, and with none the p-value is n/a (the null is one point). A non-compliant "
+            "prediction matches neither behaviour; 'compliant' is the share of compliant predictions after and "
+            "before the change. 'Before': the prediction of M1' before the change.", "tbl-behaviour")
 
     diag_rows = [{"model": name, "max r_hat": f"{d['r_hat_max']:.2f}", "min bulk ESS": _count(d["ess_bulk_min"]),
                   "min tail ESS": _count(d["ess_tail_min"]) if "ess_tail_min" in d else "n/a",
@@ -235,8 +243,10 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
 
     out["comparison"] = _md_table(_comparison(acc, metrics, reference),
                                   f"The original study's reported results ({reference['source']}; models: "
-                                  f"{reference['models']}) beside this run's. Ours: posterior means with 94% "
-                                  "intervals, or raw accuracies with 95% Wilson intervals.", "tbl-comparison")
+                                  f"{reference['models']}) beside this run's. Ours: raw accuracies and shares "
+                                  "with 95% Wilson intervals; the advantage and the behaviour difference as "
+                                  "posterior means with 94% intervals; MADs with 95% bootstrap intervals over "
+                                  "items.", "tbl-comparison")
 
     manifests = sorted(manifests, key=lambda m: (m["split"], m["name"]))
     ds = pd.DataFrame([{"dataset": m["name"], "version": m["version"], "split": m["split"],
@@ -283,12 +293,12 @@ def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
             ours["calibration"] += f"; self minus cross {_interval(dif, 'difference')} (paired)"
     b = metrics.get("behaviour", {}).get("model")
     pooled = metrics.get("behaviour", {}).get("tracking", {}).get("pooled")
-    if b:
-        ours["behaviour"] = (f"new {fmt(100 * b['p_new'])}% vs old {fmt(100 * b['p_old'])}% of changed items; "
-                             f"difference {_interval(b['new_minus_old'])} points")
-        if pooled:
-            ours["behaviour"] += (f"; mode baselines on the same items: new {fmt(pooled['baseline_new'])}%, "
-                                  f"old {fmt(pooled['baseline_old'])}%")
+    if pooled:  # raw shares, beside the raw mode baselines of the same items
+        ours["behaviour"] = (f"new {fmt(pooled['p_new'])}% vs old {fmt(pooled['p_old'])}% of changed items "
+                             f"(mode baselines on the same items: new {fmt(pooled['baseline_new'])}%, "
+                             f"old {fmt(pooled['baseline_old'])}%)")
+        if b:
+            ours["behaviour"] += f"; difference new minus old {_interval(b['new_minus_old'])} points (model)"
     rows = [{"quantity": r["quantity"], "original study": r["paper"], "this run": ours.get(key, "not run")}
             for key, r in ref["rows"].items()]
     return pd.DataFrame(rows)

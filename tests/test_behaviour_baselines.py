@@ -48,7 +48,8 @@ def test_the_mode_baselines_are_recomputed_on_the_changed_items_only():
 
 def test_a_predictor_that_merely_drifts_to_the_majority_new_value_does_not_beat_the_baselines():
     """Predicting "b" everywhere "tracks the new behaviour" on 75% of the changed items, exactly the mode
-    baseline, and no shuffle of its predictions within the cell does worse: the permutation p-value is 1."""
+    baseline, and every shuffle of its predictions within the cell scores the same: the null is one point,
+    so the permutation test has nothing to say (p-value NaN, no informative rows), not p = 1."""
     out = tidy.behaviour_outcomes(_bc(["b"] * 40, OLD, NEW))
     t = tidy.behaviour_tracking(out).set_index("model").loc["pooled"]
     assert t["p_new"] == pytest.approx(0.75) == t["baseline_new"]
@@ -56,7 +57,8 @@ def test_a_predictor_that_merely_drifts_to_the_majority_new_value_does_not_beat_
     perm = freq.permutation_null(out, n_perm=2000, seed=0).set_index(["model", "statistic"])
     for stat in ("p_new", "p_old", "new_minus_old"):
         r = perm.loc[("pooled", stat)]
-        assert r["null_low"] == r["observed"] == r["null_high"] and r["p_value"] == 1.0
+        assert r["null_low"] == r["observed"] == r["null_high"]
+        assert np.isnan(r["p_value"]) and r["n_informative"] == 0 and r["n"] == 40
 
 
 def test_a_predictor_that_knows_each_new_answer_beats_the_baseline_and_the_null():
@@ -64,6 +66,7 @@ def test_a_predictor_that_knows_each_new_answer_beats_the_baseline_and_the_null(
     perm = freq.permutation_null(out, n_perm=2000, seed=0).set_index(["model", "statistic"])
     r = perm.loc[("pooled", "p_new")]
     assert r["observed"] == 1.0 and r["null_high"] < 1.0 and r["p_value"] == pytest.approx(1 / 2001)
+    assert r["n_informative"] == 40
     # under the shuffle, "b" lands on a "b" item 30/40 of the time and "a" on an "a" item 10/40: E = 0.625
     assert r["null_mean"] == pytest.approx(0.625, abs=0.01)
     assert perm.loc[("pooled", "new_minus_old"), "p_value"] < 0.01
@@ -71,16 +74,47 @@ def test_a_predictor_that_knows_each_new_answer_beats_the_baseline_and_the_null(
 
 def test_the_permutation_shuffles_within_model_task_and_property():
     """Two cells whose majorities differ: a predictor that predicts each cell's majority new value keeps its
-    score under every within-cell shuffle (p = 1), though a shuffle across cells would lower it."""
+    score under every within-cell shuffle (a one-point null: untestable), though a shuffle across cells
+    would lower it."""
     a = _bc(["b"] * 40, OLD, NEW, task="k1")
     b = _bc(["a"] * 40, NEW, OLD, task="k2")  # here most items moved b -> a
     out = tidy.behaviour_outcomes(pd.concat([a, b], ignore_index=True))
     perm = freq.permutation_null(out, n_perm=2000, seed=1).set_index(["model", "statistic"])
     r = perm.loc[("pooled", "p_new")]
-    assert r["observed"] == pytest.approx(0.75) and r["p_value"] == 1.0 and r["null_low"] == r["observed"]
+    assert r["observed"] == pytest.approx(0.75) and r["null_low"] == r["observed"] == r["null_high"]
+    assert np.isnan(r["p_value"]) and r["n_informative"] == 0
     assert freq.permutation_null(out, n_perm=2000, seed=1).equals(freq.permutation_null(out, n_perm=2000, seed=1))
     with pytest.raises(ValueError, match="at least 2000"):
         freq.permutation_null(out, n_perm=100)
+
+
+def test_cells_where_every_item_moved_to_one_value_cannot_inform_the_null():
+    """As in the embedded models' run: in one cell every changed item moved to the same new value, so any
+    arrangement of the predictions matches it equally often; only the other cell's rows are informative, and
+    the p-value comes from them. A null with no informative row has no p-value."""
+    one_value = _bc(["b"] * 10 + ["c"] * 10, ["a"] * 10 + ["c"] * 10, ["b"] * 20, task="k1")
+    mixed = _bc(list(NEW), OLD, NEW, task="k2")
+    out = tidy.behaviour_outcomes(pd.concat([one_value, mixed], ignore_index=True))
+    perm = freq.permutation_null(out, n_perm=2000, seed=0).set_index(["model", "statistic"])
+    r = perm.loc[("pooled", "p_new")]
+    assert r["n"] == 60 and r["n_informative"] == 40 and r["p_value"] < 0.01
+    alone = tidy.behaviour_outcomes(one_value)
+    r = freq.permutation_null(alone, n_perm=2000, seed=0).set_index(["model", "statistic"]).loc[("pooled", "p_new")]
+    assert r["n_informative"] == 0 and np.isnan(r["p_value"])
+    # the old values differ within that cell, so P(prediction = old) can still be tested there
+    assert freq.permutation_null(alone, n_perm=2000, seed=0).set_index(
+        ["model", "statistic"]).loc[("pooled", "p_old"), "n_informative"] == 20
+
+
+def test_tracking_reports_compliance_and_the_match_rates_among_compliant_predictions():
+    meta = [None] * 10 + ["b"] * 20 + ["a"] * 10  # 10 non-compliant, 20 "b" on a->b items, 10 "a" on b->a
+    out = tidy.behaviour_outcomes(_bc(meta, OLD, NEW, meta_old=[None] * 20 + list(OLD[20:])))
+    t = tidy.behaviour_tracking(out).set_index("model").loc["pooled"]
+    assert t["compliant"] == pytest.approx(30 / 40) and t["compliant_before"] == pytest.approx(20 / 40)
+    assert t["p_new"] == pytest.approx(30 / 40) and t["p_new_if_compliant"] == pytest.approx(1.0)
+    assert t["p_old_if_compliant"] == pytest.approx(0.0)
+    none = tidy.behaviour_tracking(tidy.behaviour_outcomes(_bc([None] * 40, OLD, NEW))).set_index("model")
+    assert none.loc["pooled", "compliant"] == 0 and np.isnan(none.loc["pooled", "p_new_if_compliant"])
 
 
 def test_difference_in_differences_by_hand():
