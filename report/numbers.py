@@ -111,8 +111,9 @@ def _behaviour_text(behaviour: dict, rope: float) -> dict:
                                "practically at its mode baseline",
                                "not distinguishable from its mode baseline") if d else "not compared with its mode baseline"
             if p is None or p != p:  # a one-point null: no shuffle within any cell changes the count
-                null = ("the permutation null cannot test it: within every model x task x property cell either "
-                        f"the {side} behaviour or the prediction is one value, so every shuffle scores the same")
+                null = ("the permutation null cannot test it: no shuffle of the predictions within a model x task "
+                        f"x property cell changes how many equal the {side} behaviour (as where every changed item "
+                        "of a cell holds the same value)")
             else:
                 null = ("beyond" if p < 0.05 else "within") + " the permutation null at the one-sided 5% level"
                 if n_inf is not None and n_inf < pooled["n"]:
