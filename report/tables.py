@@ -293,8 +293,11 @@ def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
             ours["calibration"] += f"; self minus cross {_interval(dif, 'difference')} (paired)"
     b = metrics.get("behaviour", {}).get("model")
     pooled = metrics.get("behaviour", {}).get("tracking", {}).get("pooled")
-    if pooled:  # raw shares, beside the raw mode baselines of the same items
-        ours["behaviour"] = (f"new {fmt(pooled['p_new'])}% vs old {fmt(pooled['p_old'])}% of changed items "
+    if pooled:  # raw shares (Wilson intervals), beside the raw mode baselines of the same items
+        sh = {side: metrics["behaviour"].get(f"share_{side}") for side in ("new", "old")}
+        share = {side: _ci(v["share"], v["low"], v["high"], 100) if v else fmt(pooled[f"p_{side}"])
+                 for side, v in sh.items()}
+        ours["behaviour"] = (f"new {share['new']}% vs old {share['old']}% of changed items "
                              f"(mode baselines on the same items: new {fmt(pooled['baseline_new'])}%, "
                              f"old {fmt(pooled['baseline_old'])}%)")
         if b:
