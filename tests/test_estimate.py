@@ -2,12 +2,10 @@
 (injected here), only for stages whose settings equal the reference's."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from reproduce.config import REPO_ROOT, load_params
+from reproduce.config import load_params
 from reproduce.estimate import (NOT_RUN, EstimateError, REFERENCE, build_reference, estimate, format_estimate,
                                 load_reference, stage_params, threads_of)
 
@@ -92,9 +90,22 @@ def test_the_committed_reference_is_a_whole_run_of_the_default_profile_as_it_is_
     assert json.loads(REFERENCE.read_text())["gflops"] > 0
 
 
-def test_plan_prints_the_estimate():
-    out = subprocess.run([sys.executable, "-m", "looking_inward", "plan", "--profile", "default", "--device", "cpu",
-                          "--memory-gib", "64"], capture_output=True, text=True, cwd=REPO_ROOT)
-    assert out.returncode == 0, out.stderr
-    assert "scaled from the reference run: profile default" in out.stdout
-    assert "concept_injection" in out.stdout and "total" in out.stdout
+def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
+    from looking_inward import cli
+    from reproduce import hardware
+
+    ref = load_reference()
+    _, profile = load_params(profile="default")
+    profile = profile.model_copy(update={"dtype": "float32"})
+    monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (ref["gflops"] / 2, 1.0))  # half as fast
+    text = cli._time_estimate(profile, "cpu")
+    assert "scaled from the reference run: profile default" in text
+    total = sum(v["seconds"] for v in ref["stages"].values())
+    model = sum(ref["stages"][s.replace("_", "-")]["seconds"] for s, p in stage_params().items()
+                if s not in NOT_RUN and "dtype" in p)
+    assert f"{(total + model) / 60:7.1f} min" in text.splitlines()[-2]  # model stages twice as long
+    # a machine that would run bf16 gets the float32 estimate, labelled so
+    monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (ref["gflops"], 4 * ref["gflops"]))
+    text = cli._time_estimate(profile.model_copy(update={"dtype": "auto"}), "cpu")
+    assert text.startswith("no time estimate at this machine's dtype (bfloat16") and "dtype: float32" in text
+    assert cli._time_estimate(profile, "cuda").startswith("no time estimate for cuda")
