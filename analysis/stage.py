@@ -480,6 +480,9 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
                     for k, v in freq.paired_vs_mode(out_bc, n_boot=n_boot, seed=seed).items()}
     b["did"] = {k: {kk: 100 * vv for kk, vv in v.items()} for k, v in did.items() if isinstance(v, dict)}
     b["did"]["n_boot"] = did["n_boot"]
+    # where the matches with the new behaviour lie: one property can carry most of them
+    hits = out_bc.loc[out_bc["match_new"] == 1, "property"].value_counts()
+    b["new_matches_by_property"] = {str(k): int(v) for k, v in sorted(hits.items())}
     if len(counts) and counts[M.OUTCOMES[:2]].to_numpy().sum() > 0:
         bmodel = M.behaviour_model(out_bc)
         bidata = M.sample(bmodel, _settings(profile, 3))

@@ -120,6 +120,15 @@ def _behaviour_text(behaviour: dict, rope: float) -> dict:
                     null += (f" (only {int(n_inf):,} of the {int(pooled['n']):,} items sit in cells where a shuffle "
                              "can change the count)")
             out[f"behaviour_{side}_verdict"] = against + " on the changed items (paired interval), and " + null
+    by = behaviour.get("new_matches_by_property") or {}
+    if by:
+        prop, k = max(sorted(by.items()), key=lambda kv: kv[1])  # the most matches; ties: the first by name
+        total = sum(by.values())
+        out["behaviour_new_concentration"] = (
+            f"Of the {total:,} predictions that equal the new behaviour, {k:,} are on one property, {prop} "
+            f"({len(by)} {'property has' if len(by) == 1 else 'properties have'} any)")
+    else:
+        out["behaviour_new_concentration"] = "No prediction equals the new behaviour"
     d = behaviour.get("did", {}).get("did")
     if d:
         out["behaviour_did_verdict"] = _verdict(

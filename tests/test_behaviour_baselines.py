@@ -162,3 +162,22 @@ def test_the_behaviour_model_recovers_the_outcome_shares():
             assert lo - 0.02 < shares[o] < hi + 0.02, (m, o)
     with pytest.raises(ValueError, match="outcomes"):
         M.behaviour_model(df.assign(outcome="maybe"))
+
+
+def test_the_manuscript_says_when_the_null_cannot_test_and_where_the_matches_lie():
+    from report.numbers import _behaviour_text
+
+    behaviour = {
+        "tracking": {"pooled": {"n": 158}},
+        "permutation": {"pooled_p_new": {"p_value": None, "n_informative": 0},
+                        "pooled_p_old": {"p_value": 0.0045, "n_informative": 28}},
+        "vs_mode": {"new": {"low": -60.0, "high": -50.0}, "old": {"low": -70.0, "high": -60.0}},
+        "new_matches_by_property": {"first_character": 5, "first_word": 58, "is_even": 4},
+    }
+    text = _behaviour_text(behaviour, rope=2.0)
+    assert "below its mode baseline" in text["behaviour_new_verdict"]
+    assert "the permutation null cannot test it" in text["behaviour_new_verdict"]
+    assert "beyond the permutation null" in text["behaviour_old_verdict"]
+    assert "only 28 of the 158 items" in text["behaviour_old_verdict"]
+    assert text["behaviour_new_concentration"] == ("Of the 67 predictions that equal the new behaviour, 58 are on "
+                                                   "one property, first_word (3 properties have any)")
