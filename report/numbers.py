@@ -3,6 +3,8 @@ from an interval by the verdict rules."""
 
 from __future__ import annotations
 
+import re
+
 
 from reproduce import __version__
 from reproduce.config import Profile
@@ -139,6 +141,18 @@ def _behaviour_text(behaviour: dict, rope: float) -> dict:
     return out
 
 
+def _target_shift(numbers: dict) -> str:
+    """How self-training changed the predictability of each model's own behaviour: the mode baseline of its
+    self-prediction rows, scored against the base model before training and against M1' after."""
+    parts = []
+    for key in sorted(numbers):
+        m = re.fullmatch(r"mode_baseline_untrained_(.+)_on_(.+)", key)
+        if m and m.group(1) == m.group(2) and f"mode_baseline_trained_{m.group(1)}_on_{m.group(1)}" in numbers:
+            after = numbers[f"mode_baseline_trained_{m.group(1)}_on_{m.group(1)}"]
+            parts.append(f"from {fmt(numbers[key])}% to {fmt(after)}% for {m.group(1)}")
+    return ("the mode baseline of a model's own behaviour moved " + " and ".join(parts)) if parts else "n/a"
+
+
 def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: str, power: dict | None = None) -> dict:
     """Everything the manuscript's text quotes: ``n`` (each ``numbers.json`` entry formatted), ``run`` (the
     settings of the run that produced them) and ``text`` (qualitative statements derived from the numbers,
@@ -154,6 +168,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "training_verdict": _verdict(tr["low"], tr["high"], rope, "raised", "lowered", "left practically unchanged",
                                      "changed, by an uncertain amount,"),
     }
+    text["training_target_shift"] = _target_shift(numbers)
     word = {"positive": "self better", "negative": "cross better", "practically null": "practically equal",
             "inconclusive": "inconclusive"}
     dirs = a.get("directions", [])

@@ -181,3 +181,4 @@ def test_the_manuscript_says_when_the_null_cannot_test_and_where_the_matches_lie
     assert "only 28 of the 158 items" in text["behaviour_old_verdict"]
     assert text["behaviour_new_concentration"] == ("Of the 67 predictions that equal the new behaviour, 58 are on "
                                                    "one property, first_word (3 properties have any)")
+
