@@ -400,22 +400,19 @@ def _save_reference(timings: Path, out: Path) -> Path:
     import torch
 
     from reproduce.cards import _git_commit
-    from reproduce.estimate import EstimateError, build_reference, stage_params, threads_of
+    from reproduce.estimate import EstimateError, build_reference, run_hardware, stage_params, threads_of
     from reproduce.hardware import describe, probe_bf16, resolve_dtype
     from reproduce.io import atomic_write_json
 
     label, profile = load_params(DEFAULT_PARAMS)
     data = json.loads(timings.read_text())
-    stages = stage_params()
-    ran = data.get("stages", {}).get("object-level", {}).get("hardware")
-    if not ran:
-        raise EstimateError(f"{timings} has no object-level stage: run `dvc repro` to the end first")
+    ran = run_hardware(data, stage_params())
     torch.set_num_threads(threads_of(ran))
     if describe("cpu") != ran:
         raise EstimateError(f"this environment ({describe('cpu')}) is not the run's ({ran}): save the reference on "
                             "the machine, and with the environment variables, the run used")
     dtype = resolve_dtype(profile.dtype, "cpu").dtype
-    ref = build_reference(data, profile, label, stages, probe_bf16("cpu"), dtype, _git_commit(REPO_ROOT))
+    ref = build_reference(data, profile, label, ran, probe_bf16("cpu"), dtype, _git_commit(REPO_ROOT))
     atomic_write_json(out, ref)
     return out
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-
 from reproduce import __version__
 from reproduce.config import Profile
 from .formatting import _count, _interval, fmt, format_key

@@ -294,9 +294,8 @@ def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
     b = metrics.get("behaviour", {}).get("model")
     pooled = metrics.get("behaviour", {}).get("tracking", {}).get("pooled")
     if pooled:  # raw shares (Wilson intervals), beside the raw mode baselines of the same items
-        sh = {side: metrics["behaviour"].get(f"share_{side}") for side in ("new", "old")}
-        share = {side: _ci(v["share"], v["low"], v["high"], 100) if v else fmt(pooled[f"p_{side}"])
-                 for side, v in sh.items()}
+        share = {side: _ci(v["share"], v["low"], v["high"], 100)
+                 for side, v in ((s, metrics["behaviour"][f"share_{s}"]) for s in ("new", "old"))}
         ours["behaviour"] = (f"new {share['new']}% vs old {share['old']}% of changed items "
                              f"(mode baselines on the same items: new {fmt(pooled['baseline_new'])}%, "
                              f"old {fmt(pooled['baseline_old'])}%)")

@@ -118,9 +118,8 @@ def format_estimate(rows: list[StageEstimate], reference: dict, here: str) -> st
              f"{'stage':<22}{'reference':>10}{'here':>10}"]
     for r in rows:
         est = f"{r.seconds / 60:7.1f} min" if r.seconds is not None else "       -  "
-        note = "" if r.seconds is None or r.scaled else "   (not scaled: no model)"
-        lines.append(f"{r.stage:<22}{r.reference_seconds / 60:6.1f} min{est:>10}"
-                     f"{note if r.seconds is not None else '   (' + r.why + ')'}")
+        note = f"   ({r.why})" if r.seconds is None else "" if r.scaled else "   (not scaled: no model)"
+        lines.append(f"{r.stage:<22}{r.reference_seconds / 60:6.1f} min{est:>10}{note}")
     known = [r for r in rows if r.seconds is not None]
     total = sum(r.seconds for r in known)
     tail = "" if len(known) == len(rows) else f" for the {len(known)} of {len(rows)} stages with an estimate"
@@ -142,10 +141,9 @@ def threads_of(hardware: str) -> int:
     return int(m.group(1))
 
 
-def build_reference(timings: dict, params: Profile, label: str, stages: dict[str, list[str]],
-                    rates: tuple[float, float], dtype: str, commit: str | None) -> dict:
-    """The reference record of a finished run: its stage times, settings and the measured matmul rate (float32
-    or bf16, whichever ``dtype`` the run used)."""
+def run_hardware(timings: dict, stages: dict[str, list[str]]) -> str:
+    """The one hardware line of a whole run's model stages (``timings``: ``data/timings.json``), or an
+    EstimateError naming the stages without a time, or the machines, where there is more than one."""
     timed = timings.get("stages", {})
     missing = [s for s in stages if s not in NOT_RUN and s.replace("_", "-") not in timed]
     if missing:
@@ -155,9 +153,17 @@ def build_reference(timings: dict, params: Profile, label: str, stages: dict[str
     if len(hardware) != 1:
         raise EstimateError(f"the model stages ran on different hardware ({sorted(hardware)}); a reference needs "
                             "one machine for the whole run")
+    return hardware.pop()
+
+
+def build_reference(timings: dict, params: Profile, label: str, hardware: str, rates: tuple[float, float],
+                    dtype: str, commit: str | None) -> dict:
+    """The reference record of a finished run on ``hardware`` (:func:`run_hardware`): its stage times, settings
+    and the measured matmul rate (float32 or bf16, whichever ``dtype`` the run used)."""
     if dtype not in ("float32", "bfloat16"):
         raise EstimateError(f"dtype {dtype!r}: a CPU reference runs in float32 or bfloat16")
-    return {"profile": label, "hardware": hardware.pop(), "dtype": dtype,
+    timed = timings["stages"]
+    return {"profile": label, "hardware": hardware, "dtype": dtype,
             "gflops": rates[0] if dtype == "float32" else rates[1],
             "finished": max(t["finished"] for t in timed.values()), "commit": commit,
             "stages": {s: {"seconds": t["seconds"]} for s, t in timed.items()},

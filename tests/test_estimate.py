@@ -7,7 +7,7 @@ import pytest
 
 from reproduce.config import load_params
 from reproduce.estimate import (NOT_RUN, EstimateError, REFERENCE, build_reference, estimate, format_estimate,
-                                load_reference, stage_params, threads_of)
+                                load_reference, run_hardware, stage_params, threads_of)
 
 HW = "CPU Test [avx2,fma], kernels AVX2, 2 threads (torch 2.13.0+cpu)"
 
@@ -18,7 +18,8 @@ def _reference(gflops=100.0):
     timings = {"stages": {s.replace("_", "-"): {"seconds": 60.0 * (i + 1), "hardware": HW,
                                                 "finished": f"2026-01-01T00:{i:02d}:00+00:00"}
                           for i, s in enumerate(stages) if s not in NOT_RUN}}
-    return build_reference(timings, profile, "default", stages, (gflops, 2.0), "float32", "abc"), profile
+    return build_reference(timings, profile, "default", run_hardware(timings, stages), (gflops, 2.0), "float32",
+                           "abc"), profile
 
 
 def _by_stage(rows):
@@ -63,16 +64,15 @@ def test_no_estimate_on_a_gpu_or_without_a_rate():
 
 
 def test_a_reference_needs_a_whole_run_on_one_machine():
-    _, profile = load_params(profile="default")
     stages = stage_params()
     timed = {s.replace("_", "-"): {"seconds": 1.0, "hardware": HW, "finished": "2026-01-01T00:00:00+00:00"}
              for s in stages if s not in NOT_RUN}
     partial = {k: v for k, v in timed.items() if k != "mirror"}
     with pytest.raises(EstimateError, match="no time for mirror"):
-        build_reference({"stages": partial}, profile, "default", stages, (1.0, 1.0), "float32", None)
+        run_hardware({"stages": partial}, stages)
     mixed = dict(timed, mirror=dict(timed["mirror"], hardware=HW.replace("2 threads", "4 threads")))
     with pytest.raises(EstimateError, match="different hardware"):
-        build_reference({"stages": mixed}, profile, "default", stages, (1.0, 1.0), "float32", None)
+        run_hardware({"stages": mixed}, stages)
     assert threads_of(HW) == 2
     with pytest.raises(EstimateError, match="no thread count"):
         threads_of("GPU H100")
