@@ -1,5 +1,7 @@
 """The model registry: offline resolution with clear errors, and the prompt format of each embedded model."""
 
+import contextlib
+
 import pytest
 
 from reproduce.models import PLAIN_TEMPLATE, ModelError, resolve
@@ -120,3 +122,36 @@ def test_device_map_auto_loads_and_answers_as_the_plain_load(spec):
     assert b[2][0].option_probs == pytest.approx(a[2][0].option_probs, abs=1e-6)
     with pytest.raises(Exception, match="device_map 'balanced' is not supported"):
         load(spec, dtype="float32", device="cpu", device_map="balanced")
+
+
+@pytest.mark.slow
+def test_gguf_conversion_parses_once_and_writes_the_same_bytes(tmp_path, monkeypatch):
+    """The shared GGUF parse of a conversion changes no byte of what it writes, and transformers' three
+    parses of the file (configuration, tokenizer, weights) become one."""
+    import gguf
+
+    from reproduce import models
+
+    built = []
+    original = gguf.GGUFReader
+
+    class Counting(original):
+        def __init__(self, *args, **kwargs):
+            built.append(args[0])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(gguf, "GGUFReader", Counting)
+    ref = resolve("smollm2-135m")
+    out = {}
+    for label, shared in (("shared", True), ("plain", False)):
+        monkeypatch.setenv("LOOKING_INWARD_CACHE", str(tmp_path / label))
+        if not shared:
+            monkeypatch.setattr(models, "_one_gguf_parse", contextlib.nullcontext)
+        built.clear()
+        out[label] = (models._convert_gguf(ref), len(built))
+    (shared_dir, shared_parses), (plain_dir, plain_parses) = out["shared"], out["plain"]
+    assert shared_parses == 1 and plain_parses >= 2
+    files = sorted(p.name for p in shared_dir.iterdir())
+    assert files == sorted(p.name for p in plain_dir.iterdir()) and "model.safetensors" in files
+    for name in files:
+        assert (shared_dir / name).read_bytes() == (plain_dir / name).read_bytes(), name
