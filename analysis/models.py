@@ -462,7 +462,9 @@ def new_task_delta(idata, data: ContrastData, new: tuple[str, ...] = ("task", "c
     the targets (whose fixed effects are averaged, the per-target slope deviations set aside, as in delta).
 
     Its interval carries the spread between tasks, which the average marginal effect on the observed tasks
-    (``delta``) does not: it is the estimate for a claim about held-out tasks in general."""
+    (``delta``) does not: it is the estimate for a claim about held-out tasks in general. With ``new`` naming
+    the self-trained model's factor (``object_model``, several finetuning seeds), a new finetuning run is
+    drawn the same way, from the fitted spread between the runs, instead of one of the observed runs."""
     post = idata.posterior
     rng = np.random.default_rng(seed)
     alpha, beta = _draws(idata, "alpha"), _draws(idata, "beta")

@@ -277,6 +277,11 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
         metrics["gamma"] = {**M.summarise_draws(q["gamma"]), "first": q["gamma_order"][0], "second": q["gamma_order"][1]}
         metrics["gamma_logit"] = M.summarise_draws(q["gamma_logit"], 1.0)
     metrics["new_task"]["verdict"] = verdict(metrics["new_task"]["low"], metrics["new_task"]["high"], rope)
+    if "object_model" in data.groups:  # several finetuning seeds: what a new finetuning run would show
+        for key, new in (("new_run", ("object_model",)), ("new_task_and_run", ("task", "cell", "object_model"))):
+            s = M.summarise_draws(M.new_task_delta(fit["idata"], data, new=new, seed=profile.seed))
+            metrics[key] = {**s, "verdict": verdict(s["low"], s["high"], rope),
+                            "runs": int(data.cells["object_model"].nunique())}
     metrics["headline"] = headline(metrics["overall"]["verdict"], [d["verdict"] for d in directions])
     return {**fit, "effects": pd.concat(effects, ignore_index=True), "metrics": metrics,
             "directions": pd.DataFrame(directions), "prior_cells": prior_table}
@@ -698,7 +703,7 @@ def _numbers(metrics: dict, tables: dict, pred: pd.DataFrame) -> dict:
     a = metrics["advantage"]
     put("advantage", {k: v for k, v in a.items()
                       if k in ("overall", "by_target", "trial_weighted", "equal_task", "equal_cell", "gamma", "delta_logit", "new_task",
-                               "gamma_logit", "p_every_direction", "rope")})
+                               "new_run", "new_task_and_run", "gamma_logit", "p_every_direction", "rope")})
     for d in a["directions"]:
         put(f"advantage_direction_{d['target']}_from_{d['cross_predictor']}",
             {k: d[k] for k in ("mean", "low", "high", "p_positive")})

@@ -183,6 +183,15 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         nt["low"], nt["high"], rope, "an advantage is expected on a new task as well",
         "a reverse advantage is expected on a new task", "the advantage expected on a new task is practically null",
         "the data cannot tell whether a new task would show an advantage") if nt else "n/a"
+    nr, ntr = a.get("new_run"), a.get("new_task_and_run")
+    text["new_run_sentence"] = (
+        f"For a new finetuning run on these tasks (a new seed's self-trained model and predictors, drawn from the "
+        f"spread the model fits between the {nr['runs']} self-trained models), the predictive advantage at equal "
+        f"skill is {_interval(nr)} points ({word[nr['verdict']]}), and on a new task with a new run "
+        f"{_interval(ntr)} points ({word[ntr['verdict']]}): these intervals carry the uncertainty about that "
+        f"spread, estimated from {nr['runs']} runs, and delta's does not." if nr and ntr else
+        "With one finetuning seed the variation between finetuning runs is not estimated: every interval here "
+        "is conditional on the one run made.")
     g = a.get("gamma")
     text["gamma_sentence"] = (
         f"The two directions differ by gamma = {_interval(g)} points (the advantage predicting {g['first']} minus "

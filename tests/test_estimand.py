@@ -55,6 +55,10 @@ def test_delta_is_recovered_when_skill_differs_and_targets_carry_unequal_weights
     width = lambda x: np.quantile(x, M.Q_HIGH) - np.quantile(x, M.Q_LOW)  # noqa: E731
     assert width(new) > width(d)
     assert abs(new.mean() - d.mean()) < 0.03
+    # a factor named in `new` is drawn from its fitted scale instead of its observed levels: naming one more
+    # (as the finetuning run's factor is named with several seeds) widens the interval again
+    newer = M.new_task_delta(idata, data, new=("task", "cell", "property"), samples=100)
+    assert width(newer) > width(new)
     # unit-level checks: data drawn from the model are reproduced ...
     u = M.unit_level_check(idata, data).set_index("statistic")
     assert set(u.index) == {"all_correct_self", "none_correct_self", "all_correct_cross", "none_correct_cross",
