@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 #: one host device per chain (numpyro runs chains in parallel only with enough devices); added to any XLA_FLAGS
 #: already set (an instruction-set limit, say) rather than skipped because the variable exists
-_XLA_DEVICES = "--xla_force_host_platform_device_count=4"
-if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_XLA_DEVICES}".strip()
+_XLA_DEVICES = "--xla_force_host_platform_device_count"
+if _XLA_DEVICES not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_XLA_DEVICES}=4".strip()
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

@@ -278,10 +278,10 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
         metrics["gamma_logit"] = M.summarise_draws(q["gamma_logit"], 1.0)
     metrics["new_task"]["verdict"] = verdict(metrics["new_task"]["low"], metrics["new_task"]["high"], rope)
     if "object_model" in data.groups:  # several finetuning seeds: what a new finetuning run would show
+        runs = int(data.cells["object_model"].nunique())
         for key, new in (("new_run", ("object_model",)), ("new_task_and_run", ("task", "cell", "object_model"))):
             s = M.summarise_draws(M.new_task_delta(fit["idata"], data, new=new, seed=profile.seed))
-            metrics[key] = {**s, "verdict": verdict(s["low"], s["high"], rope),
-                            "runs": int(data.cells["object_model"].nunique())}
+            metrics[key] = {**s, "verdict": verdict(s["low"], s["high"], rope), "runs": runs}
     metrics["headline"] = headline(metrics["overall"]["verdict"], [d["verdict"] for d in directions])
     return {**fit, "effects": pd.concat(effects, ignore_index=True), "metrics": metrics,
             "directions": pd.DataFrame(directions), "prior_cells": prior_table}

@@ -105,11 +105,8 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     rows.append({"estimate": "Bayesian, every held-out task weighted equally", "self %": "", "cross %": "",
                  "advantage (points)": _interval(a["equal_task"]),
                  "P(advantage > 0)": fmt_prob(a["equal_task"]["p_positive"]), "verdict": said(a["equal_task"])})
-    if "new_task" in a:
-        rows.append({"estimate": "Bayesian, a new task (predictive, at equal skill)", "self %": "", "cross %": "",
-                     "advantage (points)": _interval(a["new_task"]),
-                     "P(advantage > 0)": fmt_prob(a["new_task"]["p_positive"]), "verdict": word[a["new_task"]["verdict"]]})
-    for key, label in (("new_run", "a new finetuning run, these tasks"), ("new_task_and_run", "a new task and run")):
+    for key, label in (("new_task", "a new task"), ("new_run", "a new finetuning run, these tasks"),
+                       ("new_task_and_run", "a new task and run")):
         if key in a:
             rows.append({"estimate": f"Bayesian, {label} (predictive, at equal skill)", "self %": "", "cross %": "",
                          "advantage (points)": _interval(a[key]), "P(advantage > 0)": fmt_prob(a[key]["p_positive"]),
