@@ -169,11 +169,12 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                           tasks: tuple[str, ...] = DEFAULT_TEST_TASKS, items: int = 60,
                           full_examples: int = 480, scaling_sizes: tuple[int, ...] = (120, 240),
                           calibration_items: int = 10, n_samples: int = 20, extremes: str = "compliance",
-                          dtype: str = "bfloat16", mixed_precision: str = "bf16",
+                          dtype: str = "bfloat16", mixed_precision: str = "bf16", base_dtype: str = "float32",
                           seeds: tuple[int, ...] = (0, 1), data_raw: Path | None = None) -> dict[str, pd.DataFrame]:
     """Synthetic ``meta_untrained``, ``meta_trained``, ``calibration`` and ``behaviour_change`` tables with
-    the columns of :mod:`reproduce.stages` (defaults: the ``default`` profile's shape; ``dtype`` and
-    ``mixed_precision`` are the recorded inference dtype and training precision; ``seeds`` the finetune
+    the columns of :mod:`reproduce.stages` (defaults: the ``default`` profile's shape; ``dtype``,
+    ``mixed_precision`` and ``base_dtype`` are the recorded inference dtype, training precision and the dtype
+    of the frozen base weights while training; ``seeds`` the finetune
     seeds), so that the ``analysis`` stage can be timed and its edge cases exercised without running a
     language model.
 
@@ -336,7 +337,7 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                     name = f"{pr}__on__{t}__s{s}" + ("" if size is None else f"__n{size}")
                     rows = meta_rows(pr, [(t, om, "trained"), (t, t, "base")], om, copy, comp, om)
                     trained += [dict(r, run=name, trained_on=t if pr == t else om, n_examples=n_examples, scaling=size is not None,
-                                     mixed_precision=mixed_precision, seed=s) for r in rows]
+                                     mixed_precision=mixed_precision, base_dtype=base_dtype, seed=s) for r in rows]
     meta_trained = pd.DataFrame(trained)
 
     # calibration: the object model's T=1 distribution beside every (non-scaling) predictor's option
@@ -350,7 +351,7 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                      "n_other": 0, "object_counts": counts, "object_probs": [c / n_ok for c in counts] if n_ok else []})
     main = meta_trained[~meta_trained["scaling"] & (meta_trained["ground_truth"] == "trained")]
     meta = pd.concat([meta_untrained.assign(condition="untrained", run=None),
-                      main.drop(columns=["mixed_precision"]).assign(condition="trained")], ignore_index=True)
+                      main.drop(columns=["mixed_precision", "base_dtype"]).assign(condition="trained")], ignore_index=True)
     calibration = (meta.drop(columns=["options"])
                    .merge(pd.DataFrame(dist), on=["object_model", "task", "item_id", "property"], how="inner",
                           validate="many_to_one")

@@ -547,6 +547,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     metrics["advantage"] = {**adv["metrics"],
                             "by_target": _by_target(adv["effects"]),
                             "groups": groups, "fixed": adv["data"].fixed + ["self x target"],
+                            "tasks": sorted(trained["task"].unique()),  # held-out tasks with scored trained rows
                             "diagnostics": adv["diagnostics"], "prior_predictive_accuracy": adv["prior"],
                             "ppc_coverage": float(adv["ppc"]["covered"].mean()),
                             "ppc_units": {r.statistic: {"observed": r.observed, "low": r.rep_low, "high": r.rep_high,
@@ -678,14 +679,14 @@ def headline_numbers(metrics: dict) -> dict:
 
 
 def _precision(meta_u: pd.DataFrame, meta_t: pd.DataFrame) -> dict:
-    """The dtype each predictor's inference ran at and the mixed precision of its training runs, as ``auto``
-    resolved them on the hardware (read from the stage tables; absent in tables of older runs)."""
+    """The dtype each predictor's inference ran at, and the mixed precision and base weights' dtype of its
+    training runs, as ``auto`` resolved them on the hardware (read from the stage tables; absent in tables of older runs)."""
     run = {}
     if "dtype" in meta_u:
         run["dtype"] = {p: "/".join(sorted(g.unique())) for p, g in meta_u.groupby("predictor")["dtype"]}
-    if "mixed_precision" in meta_t:
-        run["mixed_precision"] = {p: "/".join(sorted(g.dropna().unique())) or "n/a"
-                                  for p, g in meta_t.groupby("predictor")["mixed_precision"]}
+    for col in ("mixed_precision", "base_dtype"):  # base_dtype: the frozen weights' dtype while training
+        if col in meta_t:
+            run[col] = {p: "/".join(sorted(g.dropna().unique())) or "n/a" for p, g in meta_t.groupby("predictor")[col]}
     return run
 
 

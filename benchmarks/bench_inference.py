@@ -14,6 +14,11 @@
    matmul of the model's own projection shape at the same dtype and thread count, measured in this run.
    Target >= 50%. Beside it, the share of prompt tokens that prefix sharing did not need to compute.
 
+Beside every ratio it prints its ceiling on this machine: every forward pass the faster side made (recorded by a
+hook on the model) priced by a roofline model, the larger of its arithmetic at the measured matmul rate and its
+memory traffic (the weights read once, the key-value cache read and written) at the measured copy bandwidth;
+the slower side's measured time over that sum is the most a path doing the same passes could gain here.
+
 It prints the hardware, the dtype ``auto`` chose and the float32 vs bf16 matmul rates it measured.
 
 ``--chunks`` measures instead, side by side, the CPU prompt pass in chunks of similar length
@@ -31,6 +36,7 @@ padded positions, and whether every answer is identical.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 
 import torch
@@ -86,6 +92,67 @@ def roofline(lm) -> float:
     return matmul_gflops(lm.dtype, lm.device.type, (512, cfg.hidden_size, cfg.intermediate_size), min_seconds=0.5)
 
 
+def memory_gbps(device: str, mib: int = 512, min_seconds: float = 0.5) -> float:
+    """Copy bandwidth, GB/s of bytes read plus written, of one ``mib`` MiB tensor copied into another."""
+    src = torch.ones(mib << 18, device=device)  # float32: 4 bytes each
+    dst = torch.empty_like(src)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    dst.copy_(src)
+    sync()
+    reps, start = 0, time.perf_counter()
+    while True:
+        dst.copy_(src)
+        reps += 1
+        sync()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds and reps >= 3:
+            return 2 * src.numel() * 4 * reps / elapsed / 1e9
+
+
+@contextlib.contextmanager
+def recorded(lm):
+    """Every forward pass of ``lm``'s model while the block runs, as (rows, new positions per row, key-value
+    positions per row after the pass, rows whose logits are computed)."""
+    passes: list[tuple[int, int, int, int]] = []
+
+    def hook(module, args, kwargs):
+        ids = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
+        rows, width = ids.shape
+        mask = kwargs.get("attention_mask")
+        keep = kwargs.get("logits_to_keep", 0)  # 0: every position
+        passes.append((rows, width, width if mask is None else mask.shape[-1], rows * (width if not keep else min(keep, width))))
+
+    handle = lm.model.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        yield passes
+    finally:
+        handle.remove()
+
+
+def bound_seconds(lm, passes, gflops: float, gbps: float) -> float:
+    """The roofline model's time for ``passes``: each pass takes the larger of its arithmetic at ``gflops`` and
+    its memory traffic at ``gbps``. Arithmetic: the weights' matmuls (body for every position, output layer where
+    logits are taken) and causal attention over the cache. Traffic: the weights read once, the key-value cache
+    read once and the new positions written. A lower bound: activations, softmax and the rest are free."""
+    cfg = lm.model.config
+    cfg = getattr(cfg, "text_config", cfg)
+    model = lm.model
+    out = model.get_output_embeddings().weight
+    emb = model.get_input_embeddings().weight
+    body = sum(p.numel() for p in model.parameters()) - emb.numel() - (0 if out is emb else out.numel())
+    heads, layers = cfg.num_attention_heads, cfg.num_hidden_layers
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    size = torch.finfo(lm.dtype).bits // 8
+    kv_bytes = layers * 2 * getattr(cfg, "num_key_value_heads", heads) * head_dim * size  # per position
+    total = 0.0
+    for rows, width, kv, logits in passes:
+        pairs = rows * (width * (kv - width) + width * (width + 1) / 2)  # (query, key) pairs under the causal mask
+        arithmetic = 2.0 * (body * rows * width + out.numel() * logits) + 4.0 * layers * heads * head_dim * pairs
+        traffic = size * (body + (out.numel() if logits else 0)) + kv_bytes * rows * (kv + width)
+        total += max(arithmetic / (gflops * 1e9), traffic / (gbps * 1e9))
+    return total
+
+
 def check_sharing(lm, prompts, limits, options, batch_size) -> None:
     """Prefix sharing against full recomputation on this device, in float32 (the weights are upcast for the
     check and cast back, which is exact): greedy texts and option distributions."""
@@ -115,6 +182,13 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
           f"batch {batch_size}")
     if lm.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
+    peak, bw = roofline(lm), memory_gbps(lm.device.type)
+    print(f"roofline model  matmul {peak:.1f} GFLOP/s ({lm.dtype_name}, the model's up-projection shape, 512 rows), "
+          f"copy bandwidth {bw:.1f} GB/s")
+
+    def ceiling(passes, t_slow: float) -> str:
+        t_bound = bound_seconds(lm, passes, peak, bw)
+        return f"ceiling {t_slow / t_bound:6.1f}x (the same passes at the roofline model: {t_bound:.2f} s)"
 
     # 1. meta level: every property of the first `items` items of each test task
     pairs = [(it, p) for t in TEST_TASKS for it in load_task(t).items[:items] for p in load_task(t).manifest["properties"]]
@@ -125,7 +199,8 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
     # timed apart as "cold", the speed-ups use a second, warm call of the same work
     _, t_cold = timed(lambda: engine.generate(prompts, limits, options=options))
     engine.stats.reset()
-    _, t_engine = timed(lambda: engine.generate(prompts, limits, options=options))
+    with recorded(lm) as meta_passes:
+        _, t_engine = timed(lambda: engine.generate(prompts, limits, options=options))
     meta_stats = engine.stats
     if profile:
         from torch.profiler import ProfilerActivity, profile as torch_profile
@@ -143,7 +218,7 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
           f"{meta_stats.computed_tokens}/{meta_stats.prompt_tokens} (prefix sharing saved {100 * meta_stats.saved_fraction:.0f}%)")
     print(f"  engine, cold    {len(prompts) / t_cold:8.2f} prompts/s   (first call on these shapes)")
     print(f"  naive loop      {len(prompts) / t_naive:8.2f} prompts/s   | engine speed-up {t_naive / t_engine:6.1f}x "
-          f"(target >= 10x)")
+          f"(target >= 10x); {ceiling(meta_passes, t_naive)}")
     if check:
         check_sharing(lm, prompts, limits, options, batch_size)
 
@@ -153,8 +228,18 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
     sp, sl = [p for p, _ in objs], [m for _, m in objs]
     _, t_sample_cold = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
     engine.stats = type(meta_stats)()
-    _, t_sample = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
+    with recorded(lm) as sample_passes:
+        _, t_sample = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
     sample_stats = engine.stats
+    if profile:
+        from torch.profiler import ProfilerActivity, profile as torch_profile
+
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
+        engine.stats = type(meta_stats)()
+        with torch_profile(activities=acts) as prof:
+            _, t_again = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
+        print(f"profile         sampling again: {t_again:.2f} s (first call {t_sample:.2f} s)")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
     engine.stats = type(meta_stats)()
     _, t_naive_s = timed(lambda: naive(lm, sp, sl, sample=True, n=n))
     _, t_nrs = timed(lambda: naive(lm, sp, sl, sample=True, n=-n))
@@ -164,26 +249,31 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
           f"{sample_stats.computed_tokens}/{sample_stats.prompt_tokens} (saved {100 * sample_stats.saved_fraction:.0f}%)")
     print(f"  engine, cold    {seqs / t_sample_cold:8.2f} samples/s   (first call on these shapes)")
     print(f"  naive loop      {seqs / t_naive_s:8.2f} samples/s   | engine speed-up {t_naive_s / t_sample:6.1f}x "
-          f"(target >= 20x)")
-    print(f"  generate(num_return_sequences={n}) {seqs / t_nrs:8.2f} samples/s | engine speed-up {t_nrs / t_sample:6.1f}x")
+          f"(target >= 20x); {ceiling(sample_passes, t_naive_s)}")
+    print(f"  generate(num_return_sequences={n}) {seqs / t_nrs:8.2f} samples/s | engine speed-up {t_nrs / t_sample:6.1f}x; "
+          f"{ceiling(sample_passes, t_nrs)}")
 
     # 3. option scoring against sampling the same distribution
     meta = [it["hypothetical_prompts"]["starts_with_vowel"] for it in load_task("animals").items[:sample_items * 6]]
     engine.generate(meta, 1, options=[("true", "false")] * len(meta))  # warm both paths' shapes
     engine.generate(meta, 6, n=n, temperature=1.0, seed=0)
-    _, t_scored = timed(lambda: engine.generate(meta, 1, options=[("true", "false")] * len(meta)))
+    with recorded(lm) as scored_passes:
+        _, t_scored = timed(lambda: engine.generate(meta, 1, options=[("true", "false")] * len(meta)))
     _, t_sampled = timed(lambda: engine.generate(meta, 6, n=n, temperature=1.0, seed=0))
     print(f"options         exact scoring {len(meta) / t_scored:8.2f} prompts/s | {n} samples per prompt "
-          f"{len(meta) / t_sampled:8.2f} prompts/s | speed-up {t_sampled / t_scored:6.1f}x (target >= 20x)")
+          f"{len(meta) / t_sampled:8.2f} prompts/s | speed-up {t_sampled / t_scored:6.1f}x (target >= 20x); "
+          f"{ceiling(scored_passes, t_sampled)}")
 
-    # 4. achieved rate against the matmul roofline
-    peak = roofline(lm)
-    for name, st, t in (("meta level", meta_stats, t_engine), ("sampling", sample_stats, t_sample)):
+    # 4. achieved rate against the matmul roofline, and against the roofline model of the same passes
+    for name, st, t, passes in (("meta level", meta_stats, t_engine, meta_passes),
+                                ("sampling", sample_stats, t_sample, sample_passes)):
         useful = flops(lm, st.computed_tokens + st.decode_tokens, st.logit_rows) / t / 1e9
         padded = flops(lm, st.padded_tokens + st.decode_tokens, st.logit_rows) / t / 1e9
         print(f"rate            {name:<10} {useful:7.1f} GFLOP/s useful ({padded:.1f} with padding) = "
               f"{100 * useful / peak:5.1f}% of the {peak:.1f} GFLOP/s matmul roofline (target >= 50%); "
-              f"{(st.computed_tokens + st.decode_tokens) / t:.0f} tokens/s")
+              f"{(st.computed_tokens + st.decode_tokens) / t:.0f} tokens/s; the roofline model of its "
+              f"{len(passes)} passes: {bound_seconds(lm, passes, peak, bw):.2f} s of {t:.2f} s "
+              f"({100 * bound_seconds(lm, passes, peak, bw) / t:.0f}%)")
     if lm.device.type == "cuda":
         print(f"memory          peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated on the GPU")
 
@@ -236,7 +326,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=usable_cpus())
     ap.add_argument("--check", action="store_true",
                     help="also compare prefix-shared greedy answers with full recomputation on this device")
-    ap.add_argument("--profile", action="store_true", help="profile a second meta-level call (torch.profiler)")
+    ap.add_argument("--profile", action="store_true",
+                    help="profile a second meta-level call and a second sampling call (torch.profiler)")
     ap.add_argument("--chunks", action="store_true",
                     help="compare the prompt pass in chunks of similar length with one padded pass (CPU)")
     ap.add_argument("--repeats", type=int, default=3, help="--chunks: runs per mode, alternated")

@@ -152,10 +152,12 @@ def _target_shift(numbers: dict) -> str:
     return ("the mode baseline of a model's own behaviour moved " + " and ".join(parts)) if parts else "n/a"
 
 
-def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: str, power: dict | None = None) -> dict:
+def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: str, power: dict | None = None,
+                  counts: dict | None = None) -> dict:
     """Everything the manuscript's text quotes: ``n`` (each ``numbers.json`` entry formatted), ``run`` (the
     settings of the run that produced them) and ``text`` (qualitative statements derived from the numbers,
-    so that no sentence can contradict them)."""
+    so that no sentence can contradict them). ``counts``: the ``counts`` of the experiment datasets'
+    manifests, by dataset name (how many concept words and conversation scripts there are to choose from)."""
     n = {k: format_key(k, v) for k, v in numbers.items()}
     a = metrics["advantage"]
     rope = a.get("rope", 0.0)
@@ -186,7 +188,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     nr, ntr = a.get("new_run"), a.get("new_task_and_run")
     text["new_run_sentence"] = (
         f"For a new finetuning run on these tasks (a new seed's self-trained model and predictors, drawn from the "
-        f"spread the model fits between the {nr['runs']} self-trained models), the predictive advantage at equal "
+        f"spread between runs that the model fits), the predictive advantage at equal "
         f"skill is {_interval(nr)} points ({word[nr['verdict']]}), and on a new task with a new run "
         f"{_interval(ntr)} points ({word[ntr['verdict']]}): these intervals carry the uncertainty about that "
         f"spread, estimated from {nr['runs']} runs, and delta's does not." if nr and ntr else
@@ -307,11 +309,41 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     run["dtype"] = _by_model(precision.get("dtype", {}))
     run["mixed_precision"] = _by_model(precision.get("mixed_precision", {}))
     run["dtype_setting"] = profile.dtype
+    run["base_dtype"] = _by_model(precision.get("base_dtype", {}))
+    counts = counts or {}
+    if profile.injection is not None:
+        run["injection_concepts_phrase"] = _subset_phrase(
+            profile.injection.concepts, counts.get("concept_injection", {}).get("concepts"))
+    if profile.mirror is not None:
+        run["mirror_scripts_phrase"] = _subset_phrase(profile.mirror.scripts, counts.get("mirror_test", {}).get("scripts"))
+    scored, held_out = a.get("tasks"), list(profile.tasks.test)
+    missing = [t for t in held_out if scored is not None and t not in scored]
+    text["exp1_tasks_sentence"] = (
+        f"On {_join(missing)}, no self-trained model gave an answer in the requested form, so no trained "
+        f"prediction there could be scored: experiment 1's trained comparison covers {len(held_out) - len(missing)} "
+        f"of the {len(held_out)} held-out tasks." if missing else
+        "Every held-out task has scored trained predictions.")
     if profile.behaviour_change:
         bc = profile.behaviour_change
         run.update(bc_train_items=str(bc.train_items), bc_learning_rate=f"{bc.learning_rate:g}",
                    bc_epochs=f"{bc.epochs:g}", bc_epochs_phrase=_plural(bc.epochs, "epoch"))
     return {"n": n, "run": run, "text": text}
+
+
+def _subset_phrase(wanted, available: int | None) -> str:
+    """How many of a dataset's entries a setting selects: ``None`` all, ``n`` the first n, a list those
+    (e.g. 'the first 24 of the 50', 'all 48', '3 chosen of the 50')."""
+    of = "" if available is None else f" of the {available}"
+    if wanted is None:
+        return "all" if available is None else f"all {available}"
+    if isinstance(wanted, int):
+        return f"the first {wanted}{of}"
+    return f"{len(wanted)} chosen{of}"
+
+
+def _join(words: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _plural(count: float, noun: str) -> str:

@@ -32,7 +32,8 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     reference = yaml.safe_load((Path(paper) / "reference_results.yml").read_text())
     gen = Path(paper) / "_generated"
     power = _read_json(Path(analysis) / "power" / "power.json", "power")
-    meta = build_numbers(numbers, metrics, profile, profile_name, power)
+    counts = {m["name"]: m.get("counts", {}) for m in read_manifests(data_raw, "experiment")}
+    meta = build_numbers(numbers, metrics, profile, profile_name, power, counts)
     atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(_markdown_safe(meta), sort_keys=True,
                                                            allow_unicode=True).encode())
     for name in index:  # the figures travel with the manuscript, so that it renders from paper/ alone

@@ -331,7 +331,7 @@ def test_simulated_stage_tables_have_the_stage_columns():
     mu, mt = t["meta_untrained"], t["meta_trained"]
     assert list(mu.columns) == meta_columns + ["seed"]
     assert list(mt.columns) == meta_columns + ["run", "trained_on", "n_examples", "scaling", "mixed_precision",
-                                                  "seed"]
+                                                  "base_dtype", "seed"]
     assert mu["seed"].dtype == "Int64" and mu["seed"].isna().all() and set(mu["ground_truth"]) == {"base"}
     assert (mu["object_model"] == mu["target"]).all()
     assert list(t["calibration"].columns) == CALIBRATION_COLUMNS

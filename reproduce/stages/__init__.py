@@ -40,14 +40,14 @@ the value is outside the options or non-compliant).
 
 ``data/finetuned/self/runs.json`` and ``data/finetuned/cross/runs.json`` -- one entry per finetune: ``run,
 predictor, target, kind, seed, trained_on`` (the behaviour its pairs describe), ``n_examples, scaling, steps,
-first_loss, final_loss, mixed_precision`` (as resolved on the hardware), ``fingerprint``; each run's
+first_loss, final_loss, mixed_precision, base_dtype`` (as resolved on the hardware), ``fingerprint``; each run's
 ``adapter/``, ``train_log.tsv`` (step, loss) and ``summary.json`` beside it, and the training pairs in
 ``examples/``.
 
 ``data/meta_trained.parquet`` -- like ``meta_untrained`` for every trained predictor about its own target,
 twice: ``ground_truth = trained`` (scored against the self-trained target of the run's seed, ``object_model =
 <target>+self-s<seed>``: the main result) and ``ground_truth = base`` (scored against the untrained target);
-with ``seed, run, trained_on, n_examples, scaling, mixed_precision`` (``scaling`` marks the smaller
+with ``seed, run, trained_on, n_examples, scaling, mixed_precision, base_dtype`` (``scaling`` marks the smaller
 cross-prediction runs of the sweep). Every model-run table has a ``dtype`` column: the dtype inference ran
 at, ``auto`` resolved.
 

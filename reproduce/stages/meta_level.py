@@ -143,7 +143,8 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
             meta = meta.assign(predictor=run["predictor"])
             t, seed = run["target"], run["seed"]
             frames[i] = [joined.assign(run=run["run"], trained_on=run["trained_on"], n_examples=run["n_examples"],
-                                       scaling=run["scaling"], mixed_precision=run["mixed_precision"])
+                                       scaling=run["scaling"], mixed_precision=run["mixed_precision"],
+                                       base_dtype=run.get("base_dtype"))
                          for joined in (join_targets(meta, {t: trained_objects[(t, seed)]}, "trained",
                                                      {t: trained_model_name(t, seed)}, seed),
                                         join_targets(meta, {t: objects[t]}, "base", seed=seed))]

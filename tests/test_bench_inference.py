@@ -1,0 +1,69 @@
+"""The inference benchmark's roofline model: the passes it records and the time it prices them at."""
+
+import importlib.util
+
+import pytest
+
+from reproduce.engine import Engine
+from reproduce.models import load
+from reproduce.config import REPO_ROOT
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_inference", REPO_ROOT / "benchmarks" / "bench_inference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return load("random:tiny", dtype="float32", device="cpu")
+
+
+def test_recorded_passes_are_the_engines_positions(bench, lm):
+    """Every position the engine computes, prompt and decoding, is in one recorded pass; each batch's decoding
+    steps grow its key-value length by one, with stopped rows leaving."""
+    engine = Engine(lm, batch_size=8)
+    prompts = [f"The list is {w} {w} paddle bottle. Which word comes first?" for w in ("energy", "button", "cup")]
+    with bench.recorded(lm) as passes:
+        engine.generate(prompts, 4, n=3, temperature=1.0, seed=1)
+    st = engine.stats
+    assert sum(rows * width for rows, width, _, _ in passes) == st.padded_tokens + st.decode_tokens
+    assert sum(logits for *_, logits in passes) == st.logit_rows
+    runs = [[passes[0]]]  # passes in runs whose key-value length grows by one: a batch's decoding steps
+    for a, b in zip(passes, passes[1:]):
+        if a[1] == b[1] == 1 and b[2] == a[2] + 1:
+            runs[-1].append(b)
+        else:
+            runs.append([b])
+    steps = [r for r in runs if len(r) > 1]
+    assert len(steps) == 2  # nine rows in batches of at most eight: two batches
+    assert all(b[0] <= a[0] for r in steps for a, b in zip(r, r[1:]))  # stopped rows leave, none join
+    with bench.recorded(lm) as after:
+        pass
+    engine.generate(prompts[:1], 2)
+    assert after == []  # the hook is removed when the block ends
+
+
+def test_bound_prices_each_pass_at_the_larger_of_arithmetic_and_traffic(bench, lm):
+    """One pass by hand: 4 rows of 3 new positions on 5 cached ones, logits for every row."""
+    cfg = lm.model.config
+    out = lm.model.get_output_embeddings().weight
+    emb = lm.model.get_input_embeddings().weight
+    body = sum(p.numel() for p in lm.model.parameters()) - emb.numel() - (0 if out is emb else out.numel())
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    pairs = 4 * (3 * 5 + 3 * 4 / 2)
+    arithmetic = 2.0 * (body * 12 + out.numel() * 4) + 4.0 * cfg.num_hidden_layers * cfg.num_attention_heads * head_dim * pairs
+    kv = cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * head_dim * 4
+    traffic = 4 * (body + out.numel()) + kv * 4 * (8 + 3)
+    one = [(4, 3, 8, 4)]
+    assert bench.bound_seconds(lm, one, 1.0, 1e30) == pytest.approx(arithmetic / 1e9)
+    assert bench.bound_seconds(lm, one, 1e30, 1.0) == pytest.approx(traffic / 1e9)
+    assert bench.bound_seconds(lm, one, 1.0, 1.0) == pytest.approx(max(arithmetic, traffic) / 1e9)
+    assert bench.bound_seconds(lm, one * 3, 2.0, 2.0) == pytest.approx(1.5 * max(arithmetic, traffic) / 1e9)
+
+
+def test_memory_bandwidth_is_a_positive_rate(bench):
+    assert bench.memory_gbps("cpu", mib=8, min_seconds=0.01) > 0
