@@ -316,18 +316,23 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
             profile.injection.concepts, counts.get("concept_injection", {}).get("concepts"))
     if profile.mirror is not None:
         run["mirror_scripts_phrase"] = _subset_phrase(profile.mirror.scripts, counts.get("mirror_test", {}).get("scripts"))
-    scored, held_out = a.get("tasks"), list(profile.tasks.test)
-    missing = [t for t in held_out if scored is not None and t not in scored]
-    text["exp1_tasks_sentence"] = (
-        f"On {_join(missing)}, no self-trained model gave an answer in the requested form, so no trained "
-        f"prediction there could be scored: experiment 1's trained comparison covers {len(held_out) - len(missing)} "
-        f"of the {len(held_out)} held-out tasks." if missing else
-        "Every held-out task has scored trained predictions.")
+    text["exp1_tasks_sentence"] = _tasks_sentence(a.get("tasks"), list(profile.tasks.test))
     if profile.behaviour_change:
         bc = profile.behaviour_change
         run.update(bc_train_items=str(bc.train_items), bc_learning_rate=f"{bc.learning_rate:g}",
                    bc_epochs=f"{bc.epochs:g}", bc_epochs_phrase=_plural(bc.epochs, "epoch"))
     return {"n": n, "run": run, "text": text}
+
+
+def _tasks_sentence(scored: list[str] | None, held_out: list[str]) -> str:
+    """Which held-out tasks experiment 1's trained comparison could score (``scored``: the tasks of the
+    advantage model's rows; None in metrics of older runs, where nothing is said)."""
+    missing = [t for t in held_out if scored is not None and t not in scored]
+    if not missing:
+        return "Every held-out task has scored trained predictions." if scored is not None else ""
+    return (f"On {_join(missing)}, no self-trained model gave an answer in the requested form, so no trained "
+            f"prediction there could be scored: experiment 1's trained comparison covers "
+            f"{len(held_out) - len(missing)} of the {len(held_out)} held-out tasks.")
 
 
 def _subset_phrase(wanted, available: int | None) -> str:
