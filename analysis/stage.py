@@ -100,21 +100,25 @@ def calibration_curve(object_prob, meta_prob, bins: int = MAD_BINS) -> pd.DataFr
     return pd.DataFrame({"bin": range(len(n)), "object_prob": mo, "meta_prob": mm, "n": n})
 
 
-def _units(pairs: pd.DataFrame) -> pd.Series:
-    return pairs["unit"] if "unit" in pairs else tidy.unit_of(pairs.assign(
-        object_model=pairs["object_model"] if "object_model" in pairs else pairs["target"]))
+def _items(pairs: pd.DataFrame) -> pd.Series:
+    """The item of every calibration point, ``task/item_id``: the unit the MAD's intervals resample. An item
+    enters a pooled or a several-seed MAD once per target and seed (its answers under each self-trained model),
+    and those points are one draw of the item, so they are resampled together, not as separate units."""
+    return pairs["task"].astype(str) + "/" + pairs["item_id"].astype(str)
 
 
 def _resample_weights(codes: np.ndarray, n_units: int, n_boot: int, seed: int):
-    """One multiplicity per point for each of ``n_boot`` resamples of the answer units (an item's top
-    behaviours, and its self and cross points, move together), from :func:`analysis.frequentist.cluster_weights`."""
+    """One multiplicity per point for each of ``n_boot`` resamples of the items (an item's top behaviours
+    under every object-level model, and its self and cross points, move together), from
+    :func:`analysis.frequentist.cluster_weights`."""
     for w in freq.cluster_weights(n_units, n_boot, seed).astype(int):
         yield w[codes]
 
 
 def mad_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_BINS) -> dict:
-    """MAD with a 95% percentile interval from resampling answer units (an item's top behaviours move together)."""
-    codes, uniq = pd.factorize(_units(pairs), sort=True)
+    """MAD with a 95% percentile interval from resampling items (:func:`_items`: an item's points move
+    together, under every target and seed)."""
+    codes, uniq = pd.factorize(_items(pairs), sort=True)
     o, m = pairs["object_prob"].to_numpy(float), pairs["meta_prob"].to_numpy(float)
     boot = []
     for mult in _resample_weights(codes, len(uniq), n_boot, seed):
@@ -126,11 +130,11 @@ def mad_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_B
 
 
 def mad_difference_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_BINS) -> dict:
-    """MAD(self) - MAD(cross) with a paired 95% percentile interval: every resample draws answer units
-    (``object_model/task/item``) once and takes the self- and the cross-predictor's points of the drawn
-    units, so both MADs are computed on the same items in every resample. ``pairs``: the calibration points
-    of both kinds (``kind`` self / cross), scored against the same object models."""
-    codes, uniq = pd.factorize(_units(pairs), sort=True)
+    """MAD(self) - MAD(cross) with a paired 95% percentile interval: every resample draws items
+    (``task/item_id``, :func:`_items`) once and takes the self- and the cross-predictor's points of the drawn
+    items under every seed, so both MADs are computed on the same items in every resample. ``pairs``: the
+    calibration points of both kinds (``kind`` self / cross), scored against the same object models."""
+    codes, uniq = pd.factorize(_items(pairs), sort=True)
     o, m = pairs["object_prob"].to_numpy(float), pairs["meta_prob"].to_numpy(float)
     is_self = (pairs["kind"] == "self").to_numpy()
     if is_self.sum() < bins or (~is_self).sum() < bins:

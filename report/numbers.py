@@ -311,11 +311,12 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     run["dtype_setting"] = profile.dtype
     run["base_dtype"] = _by_model(precision.get("base_dtype", {}))
     counts = counts or {}
-    if profile.injection is not None:
-        run["injection_concepts_phrase"] = _subset_phrase(
-            profile.injection.concepts, counts.get("concept_injection", {}).get("concepts"))
-    if profile.mirror is not None:
-        run["mirror_scripts_phrase"] = _subset_phrase(profile.mirror.scripts, counts.get("mirror_test", {}).get("scripts"))
+    # a skipped stage's methods still describe the dataset: 'the 50'
+    run["injection_concepts_phrase"] = _subset_phrase(
+        profile.injection.concepts if profile.injection else None, counts.get("concept_injection", {}).get("concepts"),
+        skipped=profile.injection is None)
+    run["mirror_scripts_phrase"] = _subset_phrase(profile.mirror.scripts if profile.mirror else None,
+                                                  counts.get("mirror_test", {}).get("scripts"), skipped=profile.mirror is None)
     text["exp1_tasks_sentence"] = _tasks_sentence(a.get("tasks"), list(profile.tasks.test))
     if profile.behaviour_change:
         bc = profile.behaviour_change
@@ -335,10 +336,13 @@ def _tasks_sentence(scored: list[str] | None, held_out: list[str]) -> str:
             f"{len(held_out) - len(missing)} of the {len(held_out)} held-out tasks.")
 
 
-def _subset_phrase(wanted, available: int | None) -> str:
+def _subset_phrase(wanted, available: int | None, skipped: bool = False) -> str:
     """How many of a dataset's entries a setting selects: ``None`` all, ``n`` the first n, a list those
-    (e.g. 'the first 24 of the 50', 'all 48', '3 chosen of the 50')."""
+    (e.g. 'the first 24 of the 50', 'all 48', '3 chosen of the 50'); for a stage the run ``skipped``, the
+    dataset's entries ('the 50')."""
     of = "" if available is None else f" of the {available}"
+    if skipped:
+        return "the" if available is None else f"the {available}"
     if wanted is None:
         return "all" if available is None else f"all {available}"
     if isinstance(wanted, int):

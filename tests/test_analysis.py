@@ -110,6 +110,20 @@ def test_mad_bootstrap_interval_contains_the_estimate():
     assert r["low"] <= r["mad"] <= r["high"] and r["items"] == 100
 
 
+def test_mad_bootstrap_resamples_an_item_once_under_every_seed():
+    """The same items under a second self-trained model (another seed) are the same draws of the items: with
+    identical points there, resampling items together leaves the MAD and its interval exactly as they were,
+    where resampling (model, item) units apart would count each item twice and narrow the interval."""
+    rng = np.random.default_rng(1)
+    pairs = pd.DataFrame({"target": "m", "object_model": "m+self-s0", "task": "k",
+                          "item_id": [f"i{j // 3}" for j in range(150)],
+                          "object_prob": rng.random(150), "meta_prob": rng.random(150)})
+    one = mad_bootstrap(pairs, 2000, seed=0)
+    two = mad_bootstrap(pd.concat([pairs, pairs.assign(object_model="m+self-s1")], ignore_index=True), 2000, seed=0)
+    assert two["items"] == one["items"] == 50 and two["points"] == 2 * one["points"]
+    assert (two["mad"], two["low"], two["high"]) == pytest.approx((one["mad"], one["low"], one["high"]), abs=1e-9)
+
+
 def test_bootstrap_refuses_too_few_resamples():
     df, _ = simulate_predictions(items=5)
     with pytest.raises(ValueError, match="at least 2000"):

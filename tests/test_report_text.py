@@ -31,3 +31,4 @@ def test_the_manuscript_says_how_many_concepts_and_scripts_a_run_used():
     assert _subset_phrase(None, 48) == "all 48"
     assert _subset_phrase(["fire", "ocean", "bread"], 50) == "3 chosen of the 50"
     assert _subset_phrase(4, None) == "the first 4"
+    assert _subset_phrase(None, 50, skipped=True) == "the 50"
