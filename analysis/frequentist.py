@@ -91,7 +91,7 @@ GLM_NUMBERS = ("log_odds", "log_odds_low", "log_odds_high", "p_value", "ame", "a
 
 def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = ("target", "task", "property"),
                 cluster: str = "unit", alpha: float = 0.05) -> dict:
-    """Binomial GLM ``correct ~ x + C(group)...`` with cluster-robust standard errors by answer unit: the
+    """Binomial GLM ``correct ~ x + C(group)...`` with standard errors clustered by ``cluster`` (the analysis: items): the
     contrast's log-odds coefficient with its interval, and the average marginal effect in accuracy points
     (interval by the delta method). A level of a group whose rows are all right or all wrong (a property
     every predictor gets right, say) has an infinite fixed effect and no information about ``x``: its rows
@@ -146,43 +146,48 @@ def _directions(rows: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(set(zip(c["target"], c["predictor"])))
 
 
-def paired_directions(rows: pd.DataFrame, cluster: str = "unit", alpha: float = 0.05) -> dict:
+def paired_directions(rows: pd.DataFrame, cluster: str = "unit", pair: str = "unit", alpha: float = 0.05) -> dict:
     """A McNemar-style paired estimate per direction: on the answers both the self-predictor and the
-    direction's cross-predictor were scored on (unit x property), the share where only the self-predictor is
-    right minus the share where only the cross-predictor is, which is self minus cross accuracy on the pairs.
-    Its standard error treats the answer units as clusters (an item's properties share one answer); the
-    interval is normal. ``delta``: the directions weighted equally (their estimates are independent when
-    every target's answers are its own units). Conditional on the observed tasks, like the Bayesian delta.
+    direction's cross-predictor were scored on (``pair`` x property: the same answer unit), the share where
+    only the self-predictor is right minus the share where only the cross-predictor is, which is self minus
+    cross accuracy on the pairs. Its standard error treats the ``cluster`` levels as clusters (an item's
+    properties share one answer; with ``cluster="item"``, an item's answers under every target and seed are
+    one draw); the interval is normal. ``delta``: the directions weighted equally, its variance from the
+    clusters' summed contributions to every direction, so directions that share items are not taken as
+    independent. Conditional on the observed tasks, like the Bayesian delta.
 
     Returns ``directions`` ({"target|predictor": estimate, low, high, discordant, pairs}) and ``delta``."""
     from scipy.stats import norm
 
     z = norm.ppf(1 - alpha / 2)
-    key = [cluster, "property"]
-    out, ests, variances = {}, [], []
+    key = [pair, "property"]
+    out, ests, parts = {}, [], []
     for t, p in _directions(rows):
-        s = rows[(rows["target"] == t) & (rows["self"] == 1)].set_index(key)["correct"]
+        s = rows[(rows["target"] == t) & (rows["self"] == 1)].set_index(key, drop=False)[["correct", cluster]]
         c = rows[(rows["target"] == t) & (rows["self"] == 0) & (rows["predictor"] == p)].set_index(key)["correct"]
-        both = s.to_frame("s").join(c.to_frame("c"), how="inner")
+        both = s.rename(columns={"correct": "s"}).join(c.to_frame("c"), how="inner")
         d = (both["s"] - both["c"]).astype(float)
-        units = d.groupby(level=0)
-        n_u, s_u = units.size().to_numpy(float), units.sum().to_numpy(float)
-        n, m = n_u.sum(), len(n_u)
-        est = s_u.sum() / n
-        var = m / max(m - 1, 1) * np.sum((s_u - est * n_u) ** 2) / n**2  # ratio-estimator cluster variance
-        out[f"{t}|{p}"] = {"estimate": float(est), "low": float(est - z * np.sqrt(var)),
+        units = d.groupby(both[cluster].to_numpy())
+        n_u, s_u = units.size(), units.sum()
+        n, m = float(n_u.sum()), len(n_u)
+        est = float(s_u.sum() / n)
+        r = (s_u - est * n_u) / n  # each cluster's contribution to the ratio estimator's deviation
+        var = m / max(m - 1, 1) * float(np.sum(r.to_numpy() ** 2))
+        out[f"{t}|{p}"] = {"estimate": est, "low": float(est - z * np.sqrt(var)),
                            "high": float(est + z * np.sqrt(var)), "self_only": int((d > 0).sum()),
                            "cross_only": int((d < 0).sum()), "pairs": int(n), "clusters": m}
         ests.append(est)
-        variances.append(var)
+        parts.append(r)
     delta = float(np.mean(ests))
-    se = float(np.sqrt(np.sum(variances))) / len(ests)
+    zsum = pd.concat(parts, axis=1).fillna(0.0).sum(axis=1) / len(ests)  # per cluster, over the directions
+    m = len(zsum)
+    se = float(np.sqrt(m / max(m - 1, 1) * np.sum(zsum.to_numpy() ** 2)))
     return {"directions": out, "delta": {"estimate": delta, "low": delta - z * se, "high": delta + z * se}}
 
 
 def glm_cell_fixed(rows: pd.DataFrame, cell: str = "cell", cluster: str = "unit", alpha: float = 0.05) -> dict:
     """Binomial GLM with a fixed effect per target x task x property cell and a self slope per target
-    (``correct ~ C(cell) + self:C(target)``), cluster-robust standard errors by answer unit. The frequentist
+    (``correct ~ C(cell) + self:C(target)``), standard errors clustered by ``cluster`` (the analysis: items). The frequentist
     analogue of the advantage model's fixed structure: each target's average marginal effect of self on its
     own rows, and ``delta``, their mean with the targets weighted equally (delta-method intervals). Cells
     whose rows are all right or all wrong carry no information about the slopes and are dropped (their

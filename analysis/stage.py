@@ -440,7 +440,7 @@ def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, n_boot: int, seed: 
             continue
         tables.append(tidy.accuracy_table(t, ["kind", "predictor", "target"]).assign(ground_truth=truth))
         tables.append(tidy.accuracy_table(t, ["kind"]).assign(ground_truth=truth, predictor="all", target="all"))
-        boot = freq.cluster_bootstrap_difference(t, n_boot=n_boot, seed=seed)
+        boot = freq.cluster_bootstrap_difference(tidy.with_item(t), cluster="item", n_boot=n_boot, seed=seed)
         metrics[truth] = {"advantage": {k: 100 * boot[k] for k in ("estimate", "low", "high")},
                           "self": 100 * t.loc[t["self"] == 1, "correct"].mean(),
                           "cross": 100 * t.loc[t["self"] == 0, "correct"].mean(),
@@ -473,7 +473,7 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
     track = track.assign(p_value_new=track["model"].map(p["p_new"]), p_value_old=track["model"].map(p["p_old"]),
                          p_value_new_minus_old=track["model"].map(p["new_minus_old"]))
     tables["behaviour_tracking"], tables["behaviour_permutation"] = track, perm
-    did = freq.difference_in_differences(out_bc, n_boot=n_boot, seed=seed)
+    did = freq.difference_in_differences(tidy.with_item(out_bc), n_boot=n_boot, seed=seed, cluster="item")
     b["tracking"] = {r["model"]: {"p_new": 100 * r["p_new"], "baseline_new": 100 * r["baseline_new"],
                                   "p_old": 100 * r["p_old"], "baseline_old": 100 * r["baseline_old"],
                                   "before_new": 100 * r["before_new"], "before_old": 100 * r["before_old"],
@@ -486,7 +486,8 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
                                                      "p_value": r.p_value, "n_informative": r.n_informative}
                         for r in perm.itertuples()}
     b["vs_mode"] = {k: {kk: 100 * vv for kk, vv in v.items()}
-                    for k, v in freq.paired_vs_mode(out_bc, n_boot=n_boot, seed=seed).items()}
+                    for k, v in freq.paired_vs_mode(tidy.with_item(out_bc), n_boot=n_boot, seed=seed,
+                                                    cluster="item").items()}
     b["did"] = {k: {kk: 100 * vv for kk, vv in v.items()} for k, v in did.items() if isinstance(v, dict)}
     b["did"]["n_boot"] = did["n_boot"]
     # where the matches with the new behaviour lie: one property can carry most of them
@@ -564,12 +565,13 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     comp = _compliance(trained, profile, groups)
     tables["compliance_sensitivity"] = comp.pop("raw")
     metrics["compliance_sensitivity"] = comp
+    items = tidy.with_item(trained)  # every frequentist interval resamples or clusters items
     metrics["advantage_frequentist"] = {
-        "bootstrap": freq.cluster_bootstrap_difference(trained, n_boot=n_boot, seed=seed),
-        "glm_cluster": freq.glm_cluster(trained),
+        "bootstrap": freq.cluster_bootstrap_difference(items, cluster="item", n_boot=n_boot, seed=seed),
+        "glm_cluster": freq.glm_cluster(items, cluster="item"),
         # the same estimand as delta: directions weighted equally, conditional on the observed cells
-        "paired": freq.paired_directions(trained),
-        "glm_cell": freq.glm_cell_fixed(trained)}
+        "paired": freq.paired_directions(items, cluster="item"),
+        "glm_cell": freq.glm_cell_fixed(items, cluster="item")}
 
     # the mode baseline as a third arm of one model (analysis.baseline): self - mode, cross - mode and
     # self - cross with joint uncertainty, pooled, per target and per cell, and the normalised lift
@@ -595,7 +597,8 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         "diagnostics": train["diagnostics"],
         "support": train["support"],
         # crude: every scored answer of each arm, so it also counts the change in which cells can be scored
-        "bootstrap": freq.cluster_bootstrap_difference(selfp, x="trained", n_boot=n_boot, seed=seed)}
+        "bootstrap": freq.cluster_bootstrap_difference(tidy.with_item(selfp), x="trained", cluster="item",
+                                                       n_boot=n_boot, seed=seed)}
 
     # 3. calibration: the paper's MAD (per target and pooled, raw and renormalised, paired self - cross),
     # and the hierarchical model on item-level error

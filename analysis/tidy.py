@@ -65,6 +65,13 @@ def unit_of(df: pd.DataFrame) -> pd.Series:
     return df["object_model"].astype(str) + "/" + df["task"] + "/" + df["item_id"]
 
 
+def with_item(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with an ``item`` column, ``task/item_id``: the unit the frequentist intervals resample or cluster.
+    The items are what a run draws; an item's answers under every target, seed and model (its answer units)
+    are one draw of it, so they are resampled together."""
+    return df.assign(item=df["task"].astype(str) + "/" + df["item_id"].astype(str))
+
+
 #: the target x task x property cell of an observation (its own random intercept and slope in the models)
 CELL = "cell"
 

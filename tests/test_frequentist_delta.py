@@ -18,6 +18,22 @@ def test_the_paired_estimate_counts_discordant_pairs_by_hand():
     assert d["estimate"] == pytest.approx(0.0)
 
 
+def test_directions_that_share_items_are_not_taken_as_independent():
+    """Two directions scored on the same 40 items with the same outcomes: clustered by item, delta's interval
+    is sqrt(2) wider than when each target's answers are their own clusters (independent directions), because
+    the two directions' errors are one draw of the items."""
+    rng = np.random.default_rng(0)
+    outcome = {(i, p, k): int(rng.random() < (0.7 if k else 0.5)) for i in range(40) for p in "pq" for k in (0, 1)}
+    rows = pd.DataFrame([(t, t if k else o, k, f"{t}/i{i}", f"i{i}", p, outcome[i, p, k])
+                         for t, o in (("a", "b"), ("b", "a")) for i in range(40) for p in "pq" for k in (0, 1)],
+                        columns=["target", "predictor", "self", "unit", "item", "property", "correct"])
+    apart, shared = F.paired_directions(rows), F.paired_directions(rows, cluster="item")
+    assert shared["directions"] == apart["directions"]  # 40 clusters per direction either way
+    assert shared["delta"]["estimate"] == apart["delta"]["estimate"]
+    width = lambda d: d["delta"]["high"] - d["delta"]["low"]  # noqa: E731
+    assert width(shared) / width(apart) == pytest.approx(np.sqrt(2), rel=0.02)
+
+
 def test_both_estimates_recover_the_equal_weight_mean_of_the_directions():
     df, truth = simulate_directions(seed=3, delta=0.4, skill=(0.5, -0.5), weights=(1.5, 0.5), items=30)
     df = df.assign(cell=df["target"] + "|" + df["task"] + "|" + df["property"])
