@@ -43,7 +43,7 @@ def cluster_weights(m: int, n_boot: int, seed: int) -> np.ndarray:
 def cluster_bootstrap_difference(rows: pd.DataFrame, x: str = "self", y: str = "correct", cluster: str = "unit",
                                  n_boot: int = N_BOOT, seed: int = 0, alpha: float = 0.05) -> dict:
     """Difference in accuracy between ``x == 1`` and ``x == 0`` rows, with a percentile interval from
-    resampling clusters (answer units) with replacement, ``n_boot`` times."""
+    resampling the ``cluster`` levels (the analysis: items) with replacement, ``n_boot`` times."""
     if n_boot < 2000:
         raise ValueError(f"n_boot={n_boot}: use at least 2000 bootstrap resamples")
     codes, _ = pd.factorize(rows[cluster], sort=True)
@@ -314,7 +314,7 @@ def _cluster_means(out: pd.DataFrame, parts: dict[str, np.ndarray], n_boot: int,
 def paired_vs_mode(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, cluster: str = "unit",
                    alpha: float = 0.05) -> dict:
     """Experiment 3's match rates against their mode baselines on the same changed items, as paired
-    differences with percentile intervals from resampling answer units: ``new`` = P(prediction = new) - the
+    differences with percentile intervals from resampling the ``cluster`` levels (the analysis: items): ``new`` = P(prediction = new) - the
     new behaviour's mode baseline, ``old`` likewise (shares in [-1, 1])."""
     parts = {side: (out[f"match_{side}"].astype(float) - out[f"mode_{side}_correct"].astype(float)).to_numpy()
              for side in ("new", "old")}
@@ -327,7 +327,7 @@ def difference_in_differences(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int
     prediction moved towards the new behaviour than towards the old one,
     ``[P(after = new) - P(before = new)] - [P(after = old) - P(before = old)]`` over the changed items
     (``before`` is M1''s prediction, ``meta_old_value``; ``after`` the changed model's), with percentile
-    intervals from resampling answer units (an item's properties share one answer), ``n_boot`` times.
+    intervals from resampling the ``cluster`` levels (the analysis: items), ``n_boot`` times.
 
     Returns ``estimate``/``low``/``high`` of the difference in differences and of its two parts
     (``change_new``, ``change_old``), as shares in [-2, 2] and [-1, 1]."""

@@ -112,7 +112,9 @@ def memory_gbps(device: str, mib: int = 512, min_seconds: float = 0.5) -> float:
 @contextlib.contextmanager
 def recorded(lm):
     """Every forward pass of ``lm``'s model while the block runs, as (rows, new positions per row, key-value
-    positions per row after the pass, rows whose logits are computed)."""
+    positions per row after the pass, rows whose logits are computed). Logit rows are read from
+    ``logits_to_keep``; a pass that projects only selected positions by a hook on the output layer
+    (``Engine.score`` on long continuations) is counted with every position's logits."""
     passes: list[tuple[int, int, int, int]] = []
 
     def hook(module, args, kwargs):
@@ -180,9 +182,10 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
     params = sum(p.numel() for p in lm.model.parameters())
     print(f"\n== {spec}: {params / 1e9:.2f}B parameters, {lm.dtype_name} (dtype {c.requested}: {c.reason}), "
           f"batch {batch_size}")
+    peak, bw = roofline(lm), memory_gbps(lm.device.type)  # before the reset: the probes' buffers are not the engine's
     if lm.device.type == "cuda":
+        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    peak, bw = roofline(lm), memory_gbps(lm.device.type)
     print(f"roofline model  matmul {peak:.1f} GFLOP/s ({lm.dtype_name}, the model's up-projection shape, 512 rows), "
           f"copy bandwidth {bw:.1f} GB/s")
 

@@ -337,14 +337,12 @@ def _tasks_sentence(scored: list[str] | None, held_out: list[str]) -> str:
 
 
 def _subset_phrase(wanted, available: int | None, skipped: bool = False) -> str:
-    """How many of a dataset's entries a setting selects: ``None`` all, ``n`` the first n, a list those
-    (e.g. 'the first 24 of the 50', 'all 48', '3 chosen of the 50'); for a stage the run ``skipped``, the
-    dataset's entries ('the 50')."""
+    """How many of a dataset's entries a setting selects, to stand before a plural noun: ``None`` all, ``n`` the
+    first n, a list those ('the 48', 'the first 24 of the 50', '3 chosen of the 50'); a stage the run
+    ``skipped`` is described by its dataset ('the 50'). Without the dataset's count: 'the', 'the first 24'."""
     of = "" if available is None else f" of the {available}"
-    if skipped:
+    if skipped or wanted is None:
         return "the" if available is None else f"the {available}"
-    if wanted is None:
-        return "all" if available is None else f"all {available}"
     if isinstance(wanted, int):
         return f"the first {wanted}{of}"
     return f"{len(wanted)} chosen{of}"

@@ -67,7 +67,7 @@ META_UNTRAINED = Schema("meta_untrained", _META, key=["predictor", "target", "ta
 META_TRAINED = Schema("meta_trained", [
     *_META, Col("run", "str", null=False), Col("trained_on", "str", null=False),
     Col("n_examples", "int", null=False, range=(1, float("inf"))), Col("scaling", "bool", null=False),
-    Col("mixed_precision", "str", null=False), Col("base_dtype", "str"),
+    Col("mixed_precision", "str", null=False), Col("base_dtype", "str", optional=True),
 ], key=["run", "ground_truth", "target", "task", "item_id", "property"])
 
 CALIBRATION = Schema("calibration", [

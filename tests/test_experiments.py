@@ -293,6 +293,12 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
     pred = pd.read_parquet(out / "tidy" / "predictions.parquet")
     t = pred[pred.condition == "trained"]
     assert set(t["object_model"]) == {trained_model_name(m, s) for m in MODELS for s in SEEDS}
+    # the frequentist intervals cluster on items: an item's answers under every target and seed are one cluster
+    main = t[(t.ground_truth == "trained") & ~t.scaling.astype(bool)]
+    items = (main.task + "/" + main.item_id).nunique()
+    assert items < main.unit.nunique()  # several seeds and targets: an item has several answer units
+    assert metrics["advantage_frequentist"]["bootstrap"]["clusters"] == items
+    assert metrics["advantage_frequentist"]["glm_cluster"]["clusters"] <= items
     numbers = json.loads((out / "numbers.json").read_text())
     assert numbers["advantage_overall_mean"] == pytest.approx(adv["overall"]["mean"])
     assert {p.name for p in (out / "posterior").iterdir()} >= {"advantage.nc", "training.nc"}

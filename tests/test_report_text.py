@@ -28,7 +28,8 @@ def test_the_manuscript_says_how_many_concepts_and_scripts_a_run_used():
     from report.numbers import _subset_phrase
 
     assert _subset_phrase(24, 50) == "the first 24 of the 50"
-    assert _subset_phrase(None, 48) == "all 48"
+    assert _subset_phrase(None, 48) == "the 48"
     assert _subset_phrase(["fire", "ocean", "bread"], 50) == "3 chosen of the 50"
     assert _subset_phrase(4, None) == "the first 4"
-    assert _subset_phrase(None, 50, skipped=True) == "the 50"
+    assert _subset_phrase(None, 50, skipped=True) == _subset_phrase(12, 50, skipped=True) == "the 50"
+    assert _subset_phrase(None, None) == "the"
