@@ -100,13 +100,6 @@ def calibration_curve(object_prob, meta_prob, bins: int = MAD_BINS) -> pd.DataFr
     return pd.DataFrame({"bin": range(len(n)), "object_prob": mo, "meta_prob": mm, "n": n})
 
 
-def _items(pairs: pd.DataFrame) -> pd.Series:
-    """The item of every calibration point, ``task/item_id``: the unit the MAD's intervals resample. An item
-    enters a pooled or a several-seed MAD once per target and seed (its answers under each self-trained model),
-    and those points are one draw of the item, so they are resampled together, not as separate units."""
-    return pairs["task"].astype(str) + "/" + pairs["item_id"].astype(str)
-
-
 def _resample_weights(codes: np.ndarray, n_units: int, n_boot: int, seed: int):
     """One multiplicity per point for each of ``n_boot`` resamples of the items (an item's top behaviours
     under every object-level model, and its self and cross points, move together), from
@@ -116,9 +109,9 @@ def _resample_weights(codes: np.ndarray, n_units: int, n_boot: int, seed: int):
 
 
 def mad_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_BINS) -> dict:
-    """MAD with a 95% percentile interval from resampling items (:func:`_items`: an item's points move
-    together, under every target and seed)."""
-    codes, uniq = pd.factorize(_items(pairs), sort=True)
+    """MAD with a 95% percentile interval from resampling items (:func:`analysis.tidy.item_of`: an item enters
+    a pooled or several-seed MAD once per target and seed, and its points there move together)."""
+    codes, uniq = pd.factorize(tidy.item_of(pairs), sort=True)
     o, m = pairs["object_prob"].to_numpy(float), pairs["meta_prob"].to_numpy(float)
     boot = []
     for mult in _resample_weights(codes, len(uniq), n_boot, seed):
@@ -131,10 +124,10 @@ def mad_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_B
 
 def mad_difference_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_BINS) -> dict:
     """MAD(self) - MAD(cross) with a paired 95% percentile interval: every resample draws items
-    (``task/item_id``, :func:`_items`) once and takes the self- and the cross-predictor's points of the drawn
+    (``task/item_id``, :func:`analysis.tidy.item_of`) once and takes the self- and the cross-predictor's points of the drawn
     items under every seed, so both MADs are computed on the same items in every resample. ``pairs``: the
     calibration points of both kinds (``kind`` self / cross), scored against the same object models."""
-    codes, uniq = pd.factorize(_items(pairs), sort=True)
+    codes, uniq = pd.factorize(tidy.item_of(pairs), sort=True)
     o, m = pairs["object_prob"].to_numpy(float), pairs["meta_prob"].to_numpy(float)
     is_self = (pairs["kind"] == "self").to_numpy()
     if is_self.sum() < bins or (~is_self).sum() < bins:
@@ -473,7 +466,8 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
     track = track.assign(p_value_new=track["model"].map(p["p_new"]), p_value_old=track["model"].map(p["p_old"]),
                          p_value_new_minus_old=track["model"].map(p["new_minus_old"]))
     tables["behaviour_tracking"], tables["behaviour_permutation"] = track, perm
-    did = freq.difference_in_differences(tidy.with_item(out_bc), n_boot=n_boot, seed=seed, cluster="item")
+    items = tidy.with_item(out_bc)  # the bootstraps below resample items
+    did = freq.difference_in_differences(items, n_boot=n_boot, seed=seed, cluster="item")
     b["tracking"] = {r["model"]: {"p_new": 100 * r["p_new"], "baseline_new": 100 * r["baseline_new"],
                                   "p_old": 100 * r["p_old"], "baseline_old": 100 * r["baseline_old"],
                                   "before_new": 100 * r["before_new"], "before_old": 100 * r["before_old"],
@@ -486,8 +480,7 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
                                                      "p_value": r.p_value, "n_informative": r.n_informative}
                         for r in perm.itertuples()}
     b["vs_mode"] = {k: {kk: 100 * vv for kk, vv in v.items()}
-                    for k, v in freq.paired_vs_mode(tidy.with_item(out_bc), n_boot=n_boot, seed=seed,
-                                                    cluster="item").items()}
+                    for k, v in freq.paired_vs_mode(items, n_boot=n_boot, seed=seed, cluster="item").items()}
     b["did"] = {k: {kk: 100 * vv for kk, vv in v.items()} for k, v in did.items() if isinstance(v, dict)}
     b["did"]["n_boot"] = did["n_boot"]
     # where the matches with the new behaviour lie: one property can carry most of them

@@ -65,11 +65,16 @@ def unit_of(df: pd.DataFrame) -> pd.Series:
     return df["object_model"].astype(str) + "/" + df["task"] + "/" + df["item_id"]
 
 
+def item_of(df: pd.DataFrame) -> pd.Series:
+    """The item of every row, ``task/item_id``: the unit the frequentist intervals and the MAD's resample or
+    cluster. The items are what a run draws; an item's answers under every target, seed and model (its answer
+    units) are one draw of it, so they are resampled together."""
+    return df["task"].astype(str) + "/" + df["item_id"].astype(str)
+
+
 def with_item(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with an ``item`` column, ``task/item_id``: the unit the frequentist intervals resample or cluster.
-    The items are what a run draws; an item's answers under every target, seed and model (its answer units)
-    are one draw of it, so they are resampled together."""
-    return df.assign(item=df["task"].astype(str) + "/" + df["item_id"].astype(str))
+    """``df`` with an ``item`` column (:func:`item_of`)."""
+    return df.assign(item=item_of(df))
 
 
 #: the target x task x property cell of an observation (its own random intercept and slope in the models)

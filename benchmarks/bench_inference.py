@@ -76,14 +76,20 @@ def naive(lm, prompts: list[str], limits: list[int], sample: bool = False, n: in
     return seqs
 
 
-def flops(lm, positions: int, logit_rows: int) -> float:
-    """2 x parameters x positions: the body's weights for every computed position, the output layer's for
-    every position whose logits were taken (embedding lookups are not matmuls)."""
+def weights(lm) -> tuple[int, int]:
+    """(body, output layer) parameter counts: the body is every weight but the embeddings and the output layer
+    (embedding lookups are not matmuls; a tied output layer is counted once, as the output layer)."""
     model = lm.model
     out = model.get_output_embeddings().weight
     emb = model.get_input_embeddings().weight
-    body = sum(p.numel() for p in model.parameters()) - emb.numel() - (0 if out is emb else out.numel())
-    return 2.0 * (body * positions + out.numel() * logit_rows)
+    return sum(p.numel() for p in model.parameters()) - emb.numel() - (0 if out is emb else out.numel()), out.numel()
+
+
+def flops(lm, positions: int, logit_rows: int) -> float:
+    """2 x parameters x positions: the body's weights for every computed position, the output layer's for
+    every position whose logits were taken."""
+    body, out = weights(lm)
+    return 2.0 * (body * positions + out * logit_rows)
 
 
 def roofline(lm) -> float:
@@ -138,10 +144,7 @@ def bound_seconds(lm, passes, gflops: float, gbps: float) -> float:
     read once and the new positions written. A lower bound: activations, softmax and the rest are free."""
     cfg = lm.model.config
     cfg = getattr(cfg, "text_config", cfg)
-    model = lm.model
-    out = model.get_output_embeddings().weight
-    emb = model.get_input_embeddings().weight
-    body = sum(p.numel() for p in model.parameters()) - emb.numel() - (0 if out is emb else out.numel())
+    body, out = weights(lm)
     heads, layers = cfg.num_attention_heads, cfg.num_hidden_layers
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
     size = torch.finfo(lm.dtype).bits // 8
@@ -149,10 +152,23 @@ def bound_seconds(lm, passes, gflops: float, gbps: float) -> float:
     total = 0.0
     for rows, width, kv, logits in passes:
         pairs = rows * (width * (kv - width) + width * (width + 1) / 2)  # (query, key) pairs under the causal mask
-        arithmetic = 2.0 * (body * rows * width + out.numel() * logits) + 4.0 * layers * heads * head_dim * pairs
-        traffic = size * (body + (out.numel() if logits else 0)) + kv_bytes * rows * (kv + width)
+        arithmetic = 2.0 * (body * rows * width + out * logits) + 4.0 * layers * heads * head_dim * pairs
+        traffic = size * (body + (out if logits else 0)) + kv_bytes * rows * (kv + width)
         total += max(arithmetic / (gflops * 1e9), traffic / (gbps * 1e9))
     return total
+
+
+def profiled(lm, engine, label: str, call, first: float) -> None:
+    """Run ``call`` once more under torch.profiler and print its time beside the first call's and the ops by
+    their own CPU time (``--profile``)."""
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
+    engine.stats = type(engine.stats)()
+    with torch_profile(activities=acts) as prof:
+        _, t_again = timed(call)
+    print(f"profile         {label} again: {t_again:.2f} s (first call {first:.2f} s)")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
 
 
 def check_sharing(lm, prompts, limits, options, batch_size) -> None:
@@ -206,14 +222,7 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
         _, t_engine = timed(lambda: engine.generate(prompts, limits, options=options))
     meta_stats = engine.stats
     if profile:
-        from torch.profiler import ProfilerActivity, profile as torch_profile
-
-        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
-        engine.stats = type(meta_stats)()
-        with torch_profile(activities=acts) as prof:
-            _, t_again = timed(lambda: engine.generate(prompts, limits, options=options))
-        print(f"profile         meta level again: {t_again:.2f} s (first call {t_engine:.2f} s)")
-        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+        profiled(lm, engine, "meta level", lambda: engine.generate(prompts, limits, options=options), t_engine)
     engine.stats = type(meta_stats)()
     _, t_naive = timed(lambda: naive(lm, prompts, limits))
     print(f"meta level      {len(prompts)} prompts ({items} items x every property of {len(TEST_TASKS)} test tasks)")
@@ -235,14 +244,7 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
         _, t_sample = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
     sample_stats = engine.stats
     if profile:
-        from torch.profiler import ProfilerActivity, profile as torch_profile
-
-        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
-        engine.stats = type(meta_stats)()
-        with torch_profile(activities=acts) as prof:
-            _, t_again = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
-        print(f"profile         sampling again: {t_again:.2f} s (first call {t_sample:.2f} s)")
-        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+        profiled(lm, engine, "sampling", lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0), t_sample)
     engine.stats = type(meta_stats)()
     _, t_naive_s = timed(lambda: naive(lm, sp, sl, sample=True, n=n))
     _, t_nrs = timed(lambda: naive(lm, sp, sl, sample=True, n=-n))
@@ -272,11 +274,11 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
                                 ("sampling", sample_stats, t_sample, sample_passes)):
         useful = flops(lm, st.computed_tokens + st.decode_tokens, st.logit_rows) / t / 1e9
         padded = flops(lm, st.padded_tokens + st.decode_tokens, st.logit_rows) / t / 1e9
+        t_bound = bound_seconds(lm, passes, peak, bw)
         print(f"rate            {name:<10} {useful:7.1f} GFLOP/s useful ({padded:.1f} with padding) = "
               f"{100 * useful / peak:5.1f}% of the {peak:.1f} GFLOP/s matmul roofline (target >= 50%); "
               f"{(st.computed_tokens + st.decode_tokens) / t:.0f} tokens/s; the roofline model of its "
-              f"{len(passes)} passes: {bound_seconds(lm, passes, peak, bw):.2f} s of {t:.2f} s "
-              f"({100 * bound_seconds(lm, passes, peak, bw) / t:.0f}%)")
+              f"{len(passes)} passes: {t_bound:.2f} s of {t:.2f} s ({100 * t_bound / t:.0f}%)")
     if lm.device.type == "cuda":
         print(f"memory          peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated on the GPU")
 
