@@ -21,7 +21,8 @@ contrast = 0)``. Intervals are equal-tailed 94% posterior intervals.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass, field, replace
 
 #: one host device per chain (numpyro runs chains in parallel only with enough devices); added to any XLA_FLAGS
 #: already set (an instruction-set limit, say) rather than skipped because the variable exists
@@ -41,7 +42,11 @@ Q_LOW, Q_HIGH = (1 - INTERVAL) / 2, 1 - (1 - INTERVAL) / 2
 
 
 class ConvergenceError(ProjectError, RuntimeError):
-    """A posterior that fails the convergence gate: not published."""
+    """A posterior that fails the convergence gate: not published. ``problems``: what it missed."""
+
+    def __init__(self, message: str, problems: str = ""):
+        super().__init__(message)
+        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -818,8 +823,31 @@ def check_convergence(idata, name: str, rhat_max: float = RHAT_MAX, ess_min: flo
         raise ConvergenceError(
             f"the {name} model failed the convergence gate: {'; '.join(problems)} "
             f"({d['chains']} chains x {d['draws']} draws). Its results are not published. Raise analysis.draws "
-            "and analysis.tune, or analysis.target_accept (e.g. 0.99), in params.yaml and re-run the stage.")
+            "and analysis.tune, or analysis.target_accept (e.g. 0.99), in params.yaml and re-run the stage.",
+            "; ".join(problems))
     return d
+
+
+def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
+    """:func:`sample` through the gate (:func:`check_convergence`): ``(idata, diagnostics)``. A fit that
+    misses the gate is sampled once more, from the same seed, with twice the draws and tuning steps (a
+    marginal ESS grows with the chains' length); the longer fit must pass the same gate, or the
+    :class:`ConvergenceError` names both. Its diagnostics then record ``refit``: what the first fit missed."""
+    idata = sample(model, settings)
+    try:
+        return idata, check_convergence(idata, name)
+    except ConvergenceError as first:
+        longer = replace(settings, draws=2 * settings.draws, tune=2 * settings.tune)
+        missed = first.problems
+        print(f"the {name} model missed the convergence gate ({missed}); sampling it again with "
+              f"{longer.draws} draws and {longer.tune} tuning steps", file=sys.stderr)
+        idata = sample(model, longer)
+        try:
+            diag = check_convergence(idata, name)
+        except ConvergenceError as second:
+            raise ConvergenceError(f"{second} A first fit with {settings.draws} draws had missed it too "
+                                   f"({missed}).") from None
+        return idata, {**diag, "refit": missed}
 
 
 def prior_predictive_accuracy(model, data: ContrastData, samples: int = 500, seed: int = 0) -> dict:

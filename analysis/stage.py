@@ -202,8 +202,7 @@ def _fit(data: M.ContrastData, model, name: str, profile: Profile, seed_offset: 
     the cell probabilities ``probabilities(idata, data)`` returns beside any other quantities of the fit
     (``quantities``); with the prior- and posterior-predictive checks."""
     prior = M.prior_predictive_accuracy(model, data, seed=profile.seed)
-    idata = M.sample(model, _settings(profile, seed_offset))
-    diag = M.check_convergence(idata, name)
+    idata, diag = M.sample_gated(model, _settings(profile, seed_offset), name)
     probs, quantities = probabilities(idata, data)
     effects = [M.marginal_effects(idata, data, probs=probs).assign(by="overall")]
     effects += [M.marginal_effects(idata, data, b, probs=probs).assign(by="+".join(b)) for b in by]
@@ -290,8 +289,7 @@ def _arms(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
     mode arm with their verdicts (the manuscript's count). ``trained`` as in :func:`_advantage`."""
     rope = profile.analysis.rope
     data = B.arms_data(trained, groups)
-    idata = M.sample(B.arms_model(data), _settings(profile, 4))
-    diag = M.check_convergence(idata, "mode-baseline arms")
+    idata, diag = M.sample_gated(B.arms_model(data), _settings(profile, 4), "mode-baseline arms")
     eff = B.arm_effects(idata, data, [[], ["target"], ["task"], ["target", "task"], ["target", CELL]], rope)
     per_target = eff[eff["by"] == "target"]
     rows, vs = [], []
@@ -347,8 +345,8 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
     rows = [row(1.0, a["overall"], a["new_task"], a["p_every_direction"], a.get("gamma"), adv["diagnostics"])]
     for i, factor in enumerate(profile.analysis.prior_sensitivity):
         data = replace(adv["data"], priors=adv["data"].priors.scaled(factor))
-        idata = M.sample(M.advantage_model(data), _settings(profile, 10 + i))
-        diag = M.check_convergence(idata, f"self-prediction advantage (priors x {factor:g})")
+        idata, diag = M.sample_gated(M.advantage_model(data), _settings(profile, 10 + i),
+                                     f"self-prediction advantage (priors x {factor:g})")
         q = M.advantage_quantities(idata, data)
         rows.append(row(factor, M.summarise_draws(q["delta"]),
                         M.summarise_draws(M.new_task_delta(idata, data, seed=profile.seed)),
@@ -368,8 +366,7 @@ def _compliance(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> d
     diagnostics = {}
 
     def fit(data, model, name):
-        idata = M.sample(model, _settings(profile, 5 + len(diagnostics)))
-        diagnostics[name] = M.check_convergence(idata, name)
+        idata, diagnostics[name] = M.sample_gated(model, _settings(profile, 5 + len(diagnostics)), name)
         return idata
 
     out = C.compliance_sensitivity(trained, groups, fit)
@@ -488,8 +485,7 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
     b["new_matches_by_property"] = {str(k): int(v) for k, v in sorted(hits.items())}
     if len(counts) and counts[M.OUTCOMES[:2]].to_numpy().sum() > 0:
         bmodel = M.behaviour_model(out_bc)
-        bidata = M.sample(bmodel, _settings(profile, 3))
-        b["diagnostics"] = M.check_convergence(bidata, "behaviour tracking")
+        bidata, b["diagnostics"] = M.sample_gated(bmodel, _settings(profile, 3), "behaviour tracking")
         pp = bidata.posterior["p"].stack(sample=("chain", "draw")).transpose(..., "sample").to_numpy()
         p_new, p_old = pp[:, 0].mean(axis=0), pp[:, 1].mean(axis=0)  # every changed item x property once
         d = p_new - p_old
@@ -606,8 +602,8 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         terr = tidy.with_cell(terr)
         ldata = M.ContrastData(terr.assign(n=1), "self", GROUPS + [CELL], "unit")
         lmodel, scale = M.log_score_model(terr, GROUPS + [CELL])
-        lidata = M.sample(lmodel, _settings(profile, 2))
-        metrics["calibration"]["diagnostics"] = M.check_convergence(lidata, "calibration log-score")
+        lidata, metrics["calibration"]["diagnostics"] = M.sample_gated(lmodel, _settings(profile, 2),
+                                                                       "calibration log-score")
         leff = M.log_score_effects(lidata, ldata, scale, [[], ["target"]])
         posteriors["calibration"] = lidata
         tables["calibration_log_score"] = leff

@@ -43,7 +43,7 @@ import torch
 
 from reproduce.datasets import load_task
 from reproduce.engine import Engine
-from reproduce.hardware import describe, matmul_gflops, resolve_dtype, usable_cpus
+from reproduce.hardware import describe, matmul_gflops, resolve_dtype, timed_rate, usable_cpus
 from reproduce.models import load
 from reproduce.properties import get_property
 
@@ -102,17 +102,7 @@ def memory_gbps(device: str, mib: int = 512, min_seconds: float = 0.5) -> float:
     """Copy bandwidth, GB/s of bytes read plus written, of one ``mib`` MiB tensor copied into another."""
     src = torch.ones(mib << 18, device=device)  # float32: 4 bytes each
     dst = torch.empty_like(src)
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    dst.copy_(src)
-    sync()
-    reps, start = 0, time.perf_counter()
-    while True:
-        dst.copy_(src)
-        reps += 1
-        sync()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds and reps >= 3:
-            return 2 * src.numel() * 4 * reps / elapsed / 1e9
+    return timed_rate(lambda: dst.copy_(src), 2 * src.numel() * 4 / 1e9, device, min_seconds)
 
 
 @contextlib.contextmanager

@@ -241,7 +241,9 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     out["diagnostics"] = _md_table(pd.DataFrame(diag_rows),
                                    "Sampler diagnostics of every Bayesian model, over every free variable (the "
                                    "stage refuses to publish a fit with r_hat > 1.01, bulk or tail ESS < 400, "
-                                   "E-BFMI < 0.3 in a chain, or any divergence).", "tbl-diagnostics")
+                                   "E-BFMI < 0.3 in a chain, or any divergence; a fit that missed this was "
+                                   "sampled once more with twice the draws and tuning steps, as its draws "
+                                   "show).", "tbl-diagnostics")
 
     out["comparison"] = _md_table(_comparison(acc, metrics, reference),
                                   f"The original study's reported results ({reference['source']}; models: "

@@ -18,6 +18,7 @@ import os
 import platform
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -106,6 +107,22 @@ def describe(device: torch.device | str = "cpu") -> str:
             f"(torch {torch.__version__})")
 
 
+def timed_rate(fn: Callable[[], object], work: float, device: str = "cpu", min_seconds: float = 0.05) -> float:
+    """``work`` units per second of ``fn``: one warm-up call, then calls until at least ``min_seconds`` and 3
+    calls have passed (on CUDA each call is synchronised, so the time is the device's)."""
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    fn()  # warm-up
+    sync()
+    reps, start = 0, time.perf_counter()
+    while True:
+        fn()
+        reps += 1
+        sync()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds and reps >= 3:
+            return work * reps / elapsed
+
+
 def matmul_gflops(dtype: torch.dtype, device: str = "cpu", shape: tuple[int, int, int] = PROBE_SHAPE,
                   min_seconds: float = 0.05) -> float:
     """The rate of one matrix product at ``dtype`` on ``device`` with the current thread count, GFLOP/s."""
@@ -113,17 +130,7 @@ def matmul_gflops(dtype: torch.dtype, device: str = "cpu", shape: tuple[int, int
     g = torch.Generator(device="cpu").manual_seed(0)
     a = torch.randn(m, k, generator=g).to(device=device, dtype=dtype)
     b = torch.randn(k, n, generator=g).to(device=device, dtype=dtype)
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    a @ b  # warm-up
-    sync()
-    reps, start = 0, time.perf_counter()
-    while True:
-        a @ b
-        reps += 1
-        sync()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds and reps >= 3:
-            return 2.0 * m * k * n * reps / elapsed / 1e9
+    return timed_rate(lambda: a @ b, 2.0 * m * k * n / 1e9, device, min_seconds)
 
 
 def measure_bf16(device: str = "cpu", rounds: int = 5) -> tuple[float, float]:

@@ -182,6 +182,28 @@ def test_the_gate_trips_on_a_deliberately_bad_fit():
     with pytest.raises(M.ConvergenceError, match="failed the convergence gate: .*bulk ESS") as err:
         M.check_convergence(bad, "advantage")
     assert "analysis.draws" in str(err.value)  # says what to change
+    # sampled once more with twice the draws, the fit still misses the gate: the error names both fits
+    with pytest.raises(M.ConvergenceError, match="A first fit with 100 draws had missed it too"):
+        M.sample_gated(M.contrast_model(data), M.SamplerSettings(draws=100, tune=100, chains=2, seed=0,
+                                                                 target_accept=0.6), "advantage")
+
+
+def test_a_fit_that_misses_the_gate_is_sampled_once_more_with_twice_the_draws(monkeypatch):
+    seen = []
+    monkeypatch.setattr(M, "sample", lambda model, settings: seen.append(settings) or settings.draws)
+
+    def gate(idata, name):  # fits of fewer than 1500 draws miss the gate
+        if idata < 1500:
+            raise M.ConvergenceError("the m model failed the convergence gate: tail ESS 392 < 400 (worst: s) ...",
+                                     "tail ESS 392 < 400 (worst: s)")
+        return {"draws": idata}
+    monkeypatch.setattr(M, "check_convergence", gate)
+    idata, diag = M.sample_gated("model", M.SamplerSettings(draws=1000, tune=500, seed=7), "m")
+    assert idata == 2000 and [(s.draws, s.tune, s.seed) for s in seen] == [(1000, 500, 7), (2000, 1000, 7)]
+    assert diag == {"draws": 2000, "refit": "tail ESS 392 < 400 (worst: s)"}
+    seen.clear()  # a fit that passes is sampled once and its diagnostics say nothing of a refit
+    assert M.sample_gated("model", M.SamplerSettings(draws=1600), "m") == (1600, {"draws": 1600})
+    assert len(seen) == 1
 
 
 @pytest.mark.slow

@@ -97,6 +97,15 @@ def test_the_probe_takes_the_best_of_interleaved_timings(monkeypatch):
     assert hardware.measure_bf16("cpu", rounds=5) == (35.0, 145.0)
 
 
+def test_timed_rate_warms_up_then_counts_at_least_three_calls_and_the_minimum_time(monkeypatch):
+    clock = iter([0.0, 0.01, 0.02, 0.03, 0.06])  # perf_counter at the start and after each timed call
+    monkeypatch.setattr(hardware.time, "perf_counter", lambda: next(clock))
+    calls = []
+    rate = hardware.timed_rate(lambda: calls.append(1), work=6.0, min_seconds=0.05)
+    assert len(calls) == 1 + 4  # the warm-up, then 3 calls under the minimum time and the one that passes it
+    assert rate == pytest.approx(6.0 * 4 / 0.06)
+
+
 def test_kernel_dispatch_is_named_and_keys_the_probe(monkeypatch):
     """A lowered instruction set (ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY: how a CPU without AVX-512 is
     emulated) shows in the hardware line and gets its own probe measurement, never another setting's."""

@@ -28,8 +28,7 @@ RESULTS = ("detection_cells", "fp_rate", "yes_bias", "identification_cells", "pr
 
 
 def _fit(model: pm.Model, settings: M.SamplerSettings, name: str) -> tuple[az.InferenceData, dict]:
-    idata = M.sample(model, settings)
-    return idata, M.check_convergence(idata, name)
+    return M.sample_gated(model, settings, name)
 
 
 def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dict:
