@@ -1,8 +1,9 @@
 """The ``injection_analysis`` stage: the concept-injection tables in, posterior summaries, raw rates, grader
 agreement, coherence and the numbers the manuscript quotes out (``data/injection/analysis``).
 
-Every Bayesian fit goes through the convergence gate (:func:`analysis.models.check_convergence`); a failing
-fit stops the stage with the settings to change. Verdicts come from 95% intervals: an effect is reported as
+Every Bayesian fit goes through the convergence gate (:func:`analysis.models.sample_gated`: a fit that misses
+it is sampled once more with twice the draws); a fit that misses it twice stops the stage with the settings
+to change. Verdicts come from 95% intervals: an effect is reported as
 present when its interval excludes zero (``above`` / ``below``), else ``unclear``.
 """
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
@@ -17,18 +15,10 @@ from .intention import intention_model, intention_summary
 from .prefill import prefill_model, prefill_summary
 from .yes_bias import yes_bias_model, yes_bias_summary
 
-if TYPE_CHECKING:
-    import arviz as az
-    import pymc as pm
-
 
 #: the result tables of :func:`fit_all`
 RESULTS = ("detection_cells", "fp_rate", "yes_bias", "identification_cells", "prefill_conditions",
            "prefill_contrasts", "intention_layers")
-
-
-def _fit(model: pm.Model, settings: M.SamplerSettings, name: str) -> tuple[az.InferenceData, dict]:
-    return M.sample_gated(model, settings, name)
 
 
 def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dict:
@@ -45,7 +35,7 @@ def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dic
     diags: list[dict] = []
 
     def run(name: str, build, rows: pd.DataFrame, model_name: str):
-        idata, d = _fit(build(rows), settings, f"{name} ({model_name})")
+        idata, d = M.sample_gated(build(rows), settings, f"{name} ({model_name})")
         diags.append({"model": model_name, "fit": name, "diagnostics": d})
         return idata
 

@@ -23,7 +23,8 @@ Common choices, stated once:
   correlation of the two arms.
 * Intervals are equal-tailed 95% posterior intervals (:data:`INTERVAL`); ``p_positive`` is the posterior
   probability that a difference is above zero. Every published fit passes
-  :func:`analysis.models.check_convergence` (r_hat <= 1.01, bulk and tail ESS >= 400, no divergences).
+  :func:`analysis.models.check_convergence` (r_hat <= 1.01, bulk and tail ESS >= 400, no divergences),
+  at its first sampling or at the longer one of :func:`analysis.models.sample_gated`.
 """
 
 from __future__ import annotations

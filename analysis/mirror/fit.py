@@ -16,7 +16,6 @@ from .imitation import _imitation_cells, imitation_design, imitation_model, imit
 from .surprise import surprise_design, surprise_model, surprise_summary
 
 if TYPE_CHECKING:
-    import arviz as az
     import pymc as pm
 
 
@@ -29,10 +28,6 @@ RESULTS = ("noticing_cells", "noticing_contrasts", "noticing_turn", "recognition
 def has_judge(turns: pd.DataFrame | None) -> bool:
     """Whether the turns table carries the optional judge's grades (a stage run with ``mirror.judge`` set)."""
     return turns is not None and "judge_notices" in turns and bool(turns["judge_notices"].notna().any())
-
-
-def _fit(model: pm.Model, settings: M.SamplerSettings, name: str) -> tuple[az.InferenceData, dict]:
-    return M.sample_gated(model, settings, name)
 
 
 def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dict:
@@ -59,7 +54,7 @@ def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dic
     diags: list[dict] = []
 
     def run(name: str, model: pm.Model):
-        idata, d = _fit(model, settings, f"mirror {name}")
+        idata, d = M.sample_gated(model, settings, f"mirror {name}")
         diags.append({"model": "all", "fit": name, "diagnostics": d})
         return idata
 
