@@ -104,6 +104,18 @@ def fig_id(name: str) -> str:
     return "fig-" + name.replace("_", "-")
 
 
+def gate_sentence(diagnostics: list[dict]) -> str:
+    """The sentence that every fit of a stage passed the gate, for its ``diagnostics`` list (``{"model", "fit",
+    "diagnostics"}``), naming the fits that passed only at the longer second sampling of
+    :func:`analysis.models.sample_gated`."""
+    refits = [f"{d['fit']} ({d['model']})" if d["model"] != "all" else d["fit"]
+              for d in diagnostics if "refit" in d["diagnostics"]]
+    again = (f"; {len(refits)} of them at a second sampling with twice the draws, after missing it at the "
+             f"first: {', '.join(refits)}") if refits else ""
+    n = len(diagnostics)
+    return f"Every fit passed the convergence gate ({n} fit{'' if n == 1 else 's'}{again})."
+
+
 def _read_json(path: Path, what: str) -> dict:
     if not path.exists():
         raise ReportError(f"{path} is missing: run the {what} stage first (`dvc repro {what}`)")

@@ -13,7 +13,7 @@ import yaml
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from .formatting import fmt, model_text, signed
+from .formatting import fmt, gate_sentence, model_text, signed
 
 INJECTION = REPO_ROOT / "data" / "injection"
 
@@ -137,8 +137,7 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
     ex = ex[["model", "condition", "concept", "layer fraction", "strength", "text", "grades", "perplexity"]]
     secs = ", ".join(f"{m} {v['seconds']:.0f} s" for m, v in run["models"].items())
     out = [
-        f"The trials ran on {run['hardware']} ({secs}). Every fit passed the convergence gate "
-        f"({len(numbers['diagnostics'])} fits).",
+        f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])}",
         "",
         *[model_paragraph(m, d) + "\n" for m, d in numbers["models"].items()],
         "![Detection of an injected concept: posterior P(\"yes\") at the average concept per layer fraction and "

@@ -11,7 +11,7 @@ import pandas as pd
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from .formatting import fmt, model_text
+from .formatting import fmt, gate_sentence, model_text
 from .injection import _kappa, _p, _pp
 
 MIRROR = REPO_ROOT / "data" / "mirror"
@@ -89,8 +89,7 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
                    notices=ex["notices"].map({True: "yes", False: "no"}), p_yes=ex["p_yes"].map(lambda v: f"{v:.2f}"))
     secs = ", ".join(f"{m} {v['seconds']:.0f} s" for m, v in run["models"].items())
     out = [
-        f"The conversations ran on {run['hardware']} ({secs}). Every fit passed the convergence gate "
-        f"({len(numbers['diagnostics'])} fits). "
+        f"The conversations ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} "
         + (f"Noticing was graded by the rules and by a local judge model ({run['judge']})."
            if run.get("judge") else "Noticing was graded by the rules alone (no judge model was set: "
            "`mirror.judge: null`); the rules look for remarks such as typo, misspelling, glitch, garbled, \"errors in my previous "

@@ -226,3 +226,16 @@ def test_text_a_model_wrote_is_printed_as_written_and_not_checked_as_markup(tmp_
     # the same "??" outside a model's text is still caught
     (tmp_path / "bad.html").write_text(html.replace("</body>", "<p>see ??</p></body>"))
     assert any("??" in p for p in check_html(tmp_path / "bad.html", []))
+
+
+def test_the_gate_sentence_names_the_fits_that_passed_only_at_their_second_sampling():
+    from report.formatting import gate_sentence
+
+    ok = {"draws": 1000, "r_hat_max": 1.0}
+    diags = [{"model": "gemma3-270m", "fit": "detection", "diagnostics": ok},
+             {"model": "gemma3-270m", "fit": "yes_bias", "diagnostics": {**ok, "draws": 2000, "refit": "tail ESS 392"}},
+             {"model": "all", "fit": "noticing", "diagnostics": {**ok, "draws": 2000, "refit": "bulk ESS 380"}}]
+    assert gate_sentence(diags[:1]) == "Every fit passed the convergence gate (1 fit)."
+    assert gate_sentence(diags) == ("Every fit passed the convergence gate (3 fits; 2 of them at a second sampling "
+                                    "with twice the draws, after missing it at the first: yes_bias (gemma3-270m), "
+                                    "noticing).")
