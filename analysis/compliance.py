@@ -61,6 +61,12 @@ def raw_table(trained: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([per, pooled], ignore_index=True)
 
 
+def _evenly(draws: np.ndarray, n: int) -> np.ndarray:
+    """``n`` evenly spaced draws (last axis) of ``draws``, whose draws are stacked chain by chain: all of them
+    when it has ``n``, else a subset that spans every chain."""
+    return draws[..., np.linspace(0, draws.shape[-1] - 1, n).round().astype(int)]
+
+
 def compliance_sensitivity(trained: pd.DataFrame, groups: list[str], fit: Callable, cell: str = "cell") -> dict:
     """The sensitivity of the module docstring. ``trained``: the trained predictions with the ``cell``
     column; ``fit(data, model, name)``: samples and gates a model and returns its InferenceData (the stage's
@@ -79,12 +85,15 @@ def compliance_sensitivity(trained: pd.DataFrame, groups: list[str], fit: Callab
     cells, c_self, c_cross, w = _cell_draws(comp["probs"], cell)
     k_cells, k_self, k_cross, _ = _cell_draws(cond_q["probs"], cell)
     at = {c: i for i, c in enumerate(k_cells)}
+    # the two fits are independent posteriors, paired draw by draw; where one has more draws (a fit sampled a
+    # second time with twice the draws, analysis.models.sample_gated), evenly spaced draws of every chain of it
     n_draws = min(c_self.shape[1], k_self.shape[1])
+    c_self, c_cross, k_self, k_cross = (_evenly(p, n_draws) for p in (c_self, c_cross, k_self, k_cross))
     # a cell without any compliant answer has P(correct) = 0 in both arms
-    pick = lambda p, c: p[at[c], :n_draws] if c in at else np.zeros(n_draws)  # noqa: E731
+    pick = lambda p, c: p[at[c]] if c in at else np.zeros(n_draws)  # noqa: E731
     k_s = np.stack([pick(k_self, c) for c in cells])
     k_c = np.stack([pick(k_cross, c) for c in cells])
-    c_s, c_c = c_self[:, :n_draws], c_cross[:, :n_draws]
+    c_s, c_c = c_self, c_cross
     w = w / w.sum()
     observed = [c in at for c in cells]
     wk = np.where(observed, w, 0.0)

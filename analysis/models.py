@@ -44,9 +44,10 @@ Q_LOW, Q_HIGH = (1 - INTERVAL) / 2, 1 - (1 - INTERVAL) / 2
 class ConvergenceError(ProjectError, RuntimeError):
     """A posterior that fails the convergence gate: not published. ``problems``: what it missed."""
 
-    def __init__(self, message: str, problems: str = ""):
+    def __init__(self, message: str, problems: str = "", length_only: bool = False):
         super().__init__(message)
         self.problems = problems
+        self.length_only = length_only  # only r_hat or ESS missed: longer chains can pass
 
 
 @dataclass(frozen=True)
@@ -824,19 +825,22 @@ def check_convergence(idata, name: str, rhat_max: float = RHAT_MAX, ess_min: flo
             f"the {name} model failed the convergence gate: {'; '.join(problems)} "
             f"({d['chains']} chains x {d['draws']} draws). Its results are not published. Raise analysis.draws "
             "and analysis.tune, or analysis.target_accept (e.g. 0.99), in params.yaml and re-run the stage.",
-            "; ".join(problems))
+            "; ".join(problems), length_only=not d["divergences"] and not d["bfmi_min"] < BFMI_MIN)
     return d
 
 
 def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
     """:func:`sample` through the gate (:func:`check_convergence`): ``(idata, diagnostics)``. A fit that
-    misses the gate is sampled once more, from the same seed, with twice the draws and tuning steps (a
-    marginal ESS grows with the chains' length); the longer fit must pass the same gate, or the
-    :class:`ConvergenceError` names both. Its diagnostics then record ``refit``: what the first fit missed."""
+    misses the gate on r_hat or ESS alone is sampled once more, from the same seed, with twice the draws and
+    tuning steps (an ESS grows with the chains' length, and r_hat settles); the longer fit must pass the same
+    gate, or the :class:`ConvergenceError` names both fits. Its diagnostics then record ``refit``: what the
+    first fit missed. Divergences or a low E-BFMI are not cured by longer chains: they stop at once."""
     idata = sample(model, settings)
     try:
         return idata, check_convergence(idata, name)
     except ConvergenceError as first:
+        if not first.length_only:
+            raise
         longer = replace(settings, draws=2 * settings.draws, tune=2 * settings.tune)
         missed = first.problems
         print(f"the {name} model missed the convergence gate ({missed}); sampling it again with "
@@ -845,8 +849,12 @@ def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
         try:
             diag = check_convergence(idata, name)
         except ConvergenceError as second:
-            raise ConvergenceError(f"{second} A first fit with {settings.draws} draws had missed it too "
-                                   f"({missed}).") from None
+            raise ConvergenceError(
+                f"the {name} model failed the convergence gate twice: with {settings.draws} draws ({missed}), "
+                f"then from the same seed with {longer.draws} draws and {longer.tune} tuning steps "
+                f"({second.problems}). Its results are not published. Set analysis.draws and analysis.tune above "
+                f"{longer.draws} and {longer.tune}, or raise analysis.target_accept (e.g. 0.99), in params.yaml "
+                "and re-run the stage.", second.problems, second.length_only) from second
         return idata, {**diag, "refit": missed}
 
 

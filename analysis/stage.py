@@ -336,7 +336,8 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
         r = {"prior_scale": factor, **{f"delta_{k}": delta[k] for k in ("mean", "low", "high", "p_positive")},
              **{f"new_task_{k}": new[k] for k in ("mean", "low", "high", "p_positive")},
              "p_every_direction": p_every, "verdict": verdict(delta["low"], delta["high"], rope),
-             "r_hat_max": diag["r_hat_max"], "divergences": diag["divergences"]}
+             "r_hat_max": diag["r_hat_max"], "divergences": diag["divergences"], "draws": diag["draws"],
+             "sampled_twice": "refit" in diag}
         if gamma:
             r.update({f"gamma_{k}": gamma[k] for k in ("mean", "low", "high", "p_positive")})
         return r

@@ -150,10 +150,13 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             if "gamma_mean" in ps:
                 row["gamma (points)"] = _ci(r.gamma_mean, r.gamma_low, r.gamma_high)
             row["P(every direction)"] = fmt_prob(r.p_every_direction)
+            if "draws" in ps:  # tables of older runs lack it
+                row["draws per chain"] = f"{r.draws}" + (" (sampled twice)" if r.sampled_twice else "")
             rows_ps.append(row)
         out["prior_sensitivity"] = _md_table(pd.DataFrame(rows_ps),
             "Prior sensitivity of the advantage model: the main fit and refits with every prior scale multiplied "
-            "by the factor shown (posterior means and 94% intervals; each refit passed the same gate).",
+            "by the factor shown (posterior means and 94% intervals; each refit passed the same gate, a fit "
+            "that missed it at its first sampling at its second, with twice the draws).",
             "tbl-prior-sensitivity")
     else:  # the refits were not run: the sentence says so, and there is no table to show
         out["prior_sensitivity"] = "\n"
@@ -241,9 +244,9 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     out["diagnostics"] = _md_table(pd.DataFrame(diag_rows),
                                    "Sampler diagnostics of every Bayesian model, over every free variable (the "
                                    "stage refuses to publish a fit with r_hat > 1.01, bulk or tail ESS < 400, "
-                                   "E-BFMI < 0.3 in a chain, or any divergence; a fit that missed this was "
-                                   "sampled once more with twice the draws and tuning steps, as its draws "
-                                   "show).", "tbl-diagnostics")
+                                   "E-BFMI < 0.3 in a chain, or any divergence; a fit that missed only on "
+                                   "r_hat or ESS was sampled once more with twice the draws and tuning steps, "
+                                   "as its draws show).", "tbl-diagnostics")
 
     out["comparison"] = _md_table(_comparison(acc, metrics, reference),
                                   f"The original study's reported results ({reference['source']}; models: "

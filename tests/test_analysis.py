@@ -174,28 +174,33 @@ def test_prior_and_posterior_predictive_checks(recovery):
 
 
 @pytest.mark.slow
-def test_the_gate_trips_on_a_deliberately_bad_fit():
+def test_the_gate_trips_on_a_deliberately_bad_fit(monkeypatch):
     df, _ = simulate_predictions(seed=2, items=10)
     data = M.to_cells(df, "self", ["target", "task", "property"], "unit")
-    bad = M.sample(M.contrast_model(data), M.SamplerSettings(draws=100, tune=100, chains=2, seed=0,
-                                                             target_accept=0.6))
-    with pytest.raises(M.ConvergenceError, match="failed the convergence gate: .*bulk ESS") as err:
-        M.check_convergence(bad, "advantage")
-    assert "analysis.draws" in str(err.value)  # says what to change
-    # sampled once more with twice the draws, the fit still misses the gate: the error names both fits
-    with pytest.raises(M.ConvergenceError, match="A first fit with 100 draws had missed it too"):
+    sampled = []
+    sample = M.sample
+    monkeypatch.setattr(M, "sample", lambda model, settings: sampled.append(settings.draws) or sample(model, settings))
+    # too short and badly tuned: it misses on r_hat and ESS alone, so it is sampled once more with twice the
+    # draws, misses again, and the error names both fits and settings beyond the longer one
+    with pytest.raises(M.ConvergenceError, match="failed the convergence gate twice: with 100 draws .*bulk ESS"
+                       ) as err:
         M.sample_gated(M.contrast_model(data), M.SamplerSettings(draws=100, tune=100, chains=2, seed=0,
                                                                  target_accept=0.6), "advantage")
+    assert sampled == [100, 200]
+    assert "analysis.draws and analysis.tune above 200 and 200" in str(err.value)
+    assert "ESS" in err.value.problems and err.value.problems in str(err.value)
 
 
 def test_a_fit_that_misses_the_gate_is_sampled_once_more_with_twice_the_draws(monkeypatch):
     seen = []
     monkeypatch.setattr(M, "sample", lambda model, settings: seen.append(settings) or settings.draws)
 
-    def gate(idata, name):  # fits of fewer than 1500 draws miss the gate
+    def gate(idata, name):  # fits of fewer than 1500 draws miss the gate on ESS; of 5000, on divergences
+        if idata == 5000:
+            raise M.ConvergenceError("... 3 divergent transitions ...", "3 divergent transitions", False)
         if idata < 1500:
             raise M.ConvergenceError("the m model failed the convergence gate: tail ESS 392 < 400 (worst: s) ...",
-                                     "tail ESS 392 < 400 (worst: s)")
+                                     "tail ESS 392 < 400 (worst: s)", True)
         return {"draws": idata}
     monkeypatch.setattr(M, "check_convergence", gate)
     idata, diag = M.sample_gated("model", M.SamplerSettings(draws=1000, tune=500, seed=7), "m")
@@ -204,6 +209,26 @@ def test_a_fit_that_misses_the_gate_is_sampled_once_more_with_twice_the_draws(mo
     seen.clear()  # a fit that passes is sampled once and its diagnostics say nothing of a refit
     assert M.sample_gated("model", M.SamplerSettings(draws=1600), "m") == (1600, {"draws": 1600})
     assert len(seen) == 1
+    seen.clear()  # divergences are not cured by longer chains: no second sampling
+    with pytest.raises(M.ConvergenceError, match="divergent"):
+        M.sample_gated("model", M.SamplerSettings(draws=5000), "m")
+    assert len(seen) == 1
+
+
+def test_the_gate_says_whether_longer_chains_could_pass():
+    import arviz as az
+
+    rng = np.random.default_rng(0)
+    stuck = az.from_dict(posterior={"mu": rng.normal(size=(4, 50)) + np.arange(4)[:, None]},  # chains disagree
+                         sample_stats={"diverging": np.zeros((4, 50), dtype=bool)})
+    with pytest.raises(M.ConvergenceError) as err:
+        M.check_convergence(stuck, "stuck")
+    assert err.value.length_only and "r_hat" in err.value.problems
+    diverging = az.from_dict(posterior={"mu": rng.normal(size=(4, 500))},
+                             sample_stats={"diverging": np.eye(4, 500, dtype=bool)})
+    with pytest.raises(M.ConvergenceError, match="4 divergent") as err:
+        M.check_convergence(diverging, "diverging")
+    assert not err.value.length_only
 
 
 @pytest.mark.slow

@@ -1,5 +1,7 @@
 """``dtype: auto``: bf16 only where it is measured fast; the measurement is injected here."""
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -99,7 +101,7 @@ def test_the_probe_takes_the_best_of_interleaved_timings(monkeypatch):
 
 def test_timed_rate_warms_up_then_counts_at_least_three_calls_and_the_minimum_time(monkeypatch):
     clock = iter([0.0, 0.01, 0.02, 0.03, 0.06])  # perf_counter at the start and after each timed call
-    monkeypatch.setattr(hardware.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(hardware, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
     calls = []
     rate = hardware.timed_rate(lambda: calls.append(1), work=6.0, min_seconds=0.05)
     assert len(calls) == 1 + 4  # the warm-up, then 3 calls under the minimum time and the one that passes it
