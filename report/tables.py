@@ -155,8 +155,8 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             rows_ps.append(row)
         out["prior_sensitivity"] = _md_table(pd.DataFrame(rows_ps),
             "Prior sensitivity of the advantage model: the main fit and refits with every prior scale multiplied "
-            "by the factor shown (posterior means and 94% intervals; each refit passed the same gate, a fit "
-            "that missed it at its first sampling at its second, with twice the draws).",
+            "by the factor shown (posterior means and 94% intervals; each fit passed the same gate, at its first "
+            "sampling or, where 'sampled twice', at a second with twice the draws).",
             "tbl-prior-sensitivity")
     else:  # the refits were not run: the sentence says so, and there is no table to show
         out["prior_sensitivity"] = "\n"
