@@ -88,12 +88,11 @@ def compliance_sensitivity(trained: pd.DataFrame, groups: list[str], fit: Callab
     # the two fits are independent posteriors, paired draw by draw; where one has more draws (a fit sampled a
     # second time with twice the draws, analysis.models.sample_gated), evenly spaced draws of every chain of it
     n_draws = min(c_self.shape[1], k_self.shape[1])
-    c_self, c_cross, k_self, k_cross = (_evenly(p, n_draws) for p in (c_self, c_cross, k_self, k_cross))
+    c_s, c_c, k_self, k_cross = (_evenly(p, n_draws) for p in (c_self, c_cross, k_self, k_cross))
     # a cell without any compliant answer has P(correct) = 0 in both arms
     pick = lambda p, c: p[at[c]] if c in at else np.zeros(n_draws)  # noqa: E731
     k_s = np.stack([pick(k_self, c) for c in cells])
     k_c = np.stack([pick(k_cross, c) for c in cells])
-    c_s, c_c = c_self, c_cross
     w = w / w.sum()
     observed = [c in at for c in cells]
     wk = np.where(observed, w, 0.0)

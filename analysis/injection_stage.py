@@ -2,8 +2,8 @@
 agreement, coherence and the numbers the manuscript quotes out (``data/injection/analysis``).
 
 Every Bayesian fit goes through the convergence gate (:func:`analysis.models.sample_gated`: a fit that misses
-it is sampled once more with twice the draws); a fit that misses it twice stops the stage with the settings
-to change. Verdicts come from 95% intervals: an effect is reported as
+it on r_hat or ESS alone is sampled once more with twice the draws); any other miss, or a second one, stops the
+stage with the settings to change. Verdicts come from 95% intervals: an effect is reported as
 present when its interval excludes zero (``above`` / ``below``), else ``unclear``.
 """
 

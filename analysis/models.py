@@ -809,13 +809,14 @@ def check_convergence(idata, name: str, rhat_max: float = RHAT_MAX, ess_min: flo
     every chain, over every free variable, or a ConvergenceError that says what failed and what to change.
     Returns the diagnostics when the fit passes."""
     d = diagnostics(idata)
-    problems = []
+    problems = []  # r_hat and ESS first: longer chains can cure those, not the sampler's geometry after them
     if not d["r_hat_max"] <= rhat_max:
         problems.append(f"r_hat {d['r_hat_max']:.3f} > {rhat_max} (worst: {d['worst_r_hat']})")
     if not d["ess_bulk_min"] >= ess_min:
         problems.append(f"bulk ESS {d['ess_bulk_min']:.0f} < {ess_min} (worst: {d['worst_ess']})")
     if not d["ess_tail_min"] >= ess_min:
         problems.append(f"tail ESS {d['ess_tail_min']:.0f} < {ess_min} (worst: {d['worst_ess_tail']})")
+    length = len(problems)
     if d["bfmi_min"] < BFMI_MIN:  # NaN (no energy recorded) passes: nothing to check
         problems.append(f"E-BFMI {d['bfmi_min']:.2f} < {BFMI_MIN} in at least one chain")
     if d["divergences"]:
@@ -825,7 +826,7 @@ def check_convergence(idata, name: str, rhat_max: float = RHAT_MAX, ess_min: flo
             f"the {name} model failed the convergence gate: {'; '.join(problems)} "
             f"({d['chains']} chains x {d['draws']} draws). Its results are not published. Raise analysis.draws "
             "and analysis.tune, or analysis.target_accept (e.g. 0.99), in params.yaml and re-run the stage.",
-            "; ".join(problems), length_only=not d["divergences"] and not d["bfmi_min"] < BFMI_MIN)
+            "; ".join(problems), length_only=len(problems) == length)
     return d
 
 
