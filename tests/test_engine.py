@@ -177,6 +177,91 @@ def test_chunks_are_not_joined_where_a_sliding_window_would_be_reached():
     assert cache.layers[0].keys.shape == (2, 2, 6, 4)  # the source cache is left as it was
 
 
+def test_rows_gathered_with_room_hold_the_numbers_of_a_growing_cache():
+    """Layers with room reserved (``cache_rows(..., room)``, :func:`reserve`) return, step by step, the keys
+    and values a plain layer's concatenation returns; appends inside the room write in place, past it they
+    fall back to growing; row selection keeps the room; sliding layers get room only below their window; the
+    source cache is left as it was."""
+    import torch
+    from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
+
+    from reproduce.engine import cache_rows, merge_rows, mergeable, reserve, select_rows
+
+    torch.manual_seed(0)
+
+    def filled(layer, length=6, rows=3):
+        layer.update(torch.randn(rows, 2, length, 4), torch.randn(rows, 2, length, 4))
+        return layer
+
+    def source():
+        cache = DynamicCache()
+        cache.layers = [filled(DynamicLayer()), filled(DynamicSlidingWindowLayer(sliding_window=16))]
+        return cache
+
+    cache = source()
+    before = [layer.keys.clone() for layer in cache.layers]
+    rows = [2, 2, 2, 0, 1, 1]  # runs and singles
+    plain, roomy = cache_rows(cache, rows), cache_rows(cache, rows, room=5)
+    assert [type(x).__name__ for x in roomy.layers] == ["ReservedDynamicLayer", "ReservedDynamicSlidingWindowLayer"]
+    assert [type(x) for x in plain.layers] == [DynamicLayer, DynamicSlidingWindowLayer]
+    assert mergeable(roomy, 9)
+    n = len(rows)
+    for step in (3, 1, 1, 2):  # 7 positions: the last step goes past the room of 5
+        k, v = torch.randn(n, 2, step, 4), torch.randn(n, 2, step, 4)
+        buffers = [getattr(x, "_k", None) for x in roomy.layers]
+        assert [x.get_mask_sizes(step) for x in plain.layers] == [x.get_mask_sizes(step) for x in roomy.layers]
+        for a, b, buf in zip(plain.layers, roomy.layers, buffers):
+            ka, va = a.update(k, v)
+            kb, vb = b.update(k, v)
+            assert torch.equal(ka, kb) and torch.equal(va, vb)
+            assert a.get_seq_length() == b.get_seq_length()
+            if b.get_seq_length() <= 11:
+                assert b._k is buf  # written in place, no copy of the cache
+        if step == 1 and n == len(rows):
+            select_rows(plain, [5, 0, 3, 3])  # rows stop and are dropped (or repeated); the room stays
+            select_rows(roomy, [5, 0, 3, 3])
+            assert type(roomy.layers[0]).__name__ == "ReservedDynamicLayer"
+            n = 4
+    assert roomy.layers[0]._k is None  # past the room: a growing layer again
+    for layer, b in zip(cache.layers, before):
+        assert torch.equal(layer.keys, b) and layer.keys.shape == (3, 2, 6, 4)
+
+    # a sliding layer whose window the room would reach stays plain; reserve() on a plain cache; merging
+    near = cache_rows(source(), [0, 1], room=9)
+    assert type(near.layers[1]) is DynamicSlidingWindowLayer
+    grown = source()
+    keys = [layer.keys.clone() for layer in grown.layers]
+    reserve(grown, 4)
+    assert all(type(x).__name__.startswith("Reserved") for x in grown.layers)
+    assert all(torch.equal(x.keys, k) for x, k in zip(grown.layers, keys))
+    joined = merge_rows([cache_rows(source(), [0], room=3), cache_rows(source(), [1])], [6, 6])
+    assert [type(x) for x in joined.layers] == [DynamicLayer, DynamicSlidingWindowLayer]
+    assert joined.layers[0].keys.shape == (2, 2, 6, 4)
+
+
+@pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
+def test_reserved_room_gives_the_growing_caches_answers_bit_for_bit(models, spec):
+    """Greedy answers with option distributions, seeded samples and teacher-forced scores are identical, to
+    the bit, with the cache's room reserved (the default) and with a cache that grows by concatenation."""
+    from reproduce.engine import Engine
+
+    lm, _ = models[spec]
+    items = load_task("animals").items[:3]
+    meta = [it["hypothetical_prompts"][p] for it in items for p in ("starts_with_vowel", "first_character")]
+    options = [get_property(p).options for _ in items for p in ("starts_with_vowel", "first_character")]
+    objects = [it["object_prompt"] for it in items]
+    out = {}
+    for room in (True, False):
+        engine = Engine(lm, batch_size=8)
+        engine.reserve_room = room
+        out[room] = (engine.generate(meta, 6, options=options),
+                     engine.generate(objects, 8, n=4, temperature=1.0, seed=5),
+                     engine.score(objects, [" cat", " a dog"] * 1 + [" owl"]))
+    (g1, s1, c1), (g0, s0, c0) = out[True], out[False]
+    assert g1 == g0 and s1 == s0  # every field: texts, token counts, option probabilities, p_outside
+    assert all(np.array_equal(a, b) for a, b in zip(c1, c0))
+
+
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_prefix_sharing_across_properties_equals_full_recompute(models, spec):
     """All properties of several items in one call (as the meta level runs them): the shared path computes
