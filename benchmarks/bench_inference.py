@@ -31,6 +31,12 @@ padded positions, and whether every answer is identical.
     python benchmarks/bench_inference.py --models gemma3-270m --dtype float32 --items 2
     python benchmarks/bench_inference.py --models random:llama-8b --items 2 --check   # real shapes, no weights
     python benchmarks/bench_inference.py --chunks --items 20 --dtype float32           # chunked vs one pass
+    python benchmarks/bench_inference.py --room --dtype float32                        # cache room vs growing
+
+``--room`` measures, side by side and alternated, the key-value cache with room reserved for the positions to
+come (``Engine.reserve_room``, the default) against one that grows by concatenation, on the meta level
+(every property of ``--items`` items of each test task) and sampling (``--samples`` samples of
+``--sample-items`` items of each test task): medians and whether every output is identical.
 """
 
 from __future__ import annotations
@@ -310,6 +316,36 @@ def bench_chunks(spec: str, dtype: str, items: int, batch_size: int, repeats: in
               f"for {seen['chunks'][2]} real; answers identical: {same}")
 
 
+def bench_room(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_size: int, repeats: int) -> None:
+    """The key-value cache with room reserved (``Engine.reserve_room``, the default) against a cache that grows
+    by concatenation, on the `default` profile's meta-level and sampling calls."""
+    import statistics
+
+    lm = load(spec, dtype=dtype)
+    print(f"\n== {spec}: {lm.dtype_name}, batch {batch_size}, {repeats} runs per mode, alternated")
+    tasks = [load_task(t) for t in TEST_TASKS]
+    pairs = [(it, p) for t in tasks for it in t.items[:items] for p in t.manifest["properties"]]
+    meta = ([it["hypothetical_prompts"][p] for it, p in pairs],
+            dict(max_new_tokens=[6 if get_property(p).closed else 10 for _, p in pairs],
+                 options=[get_property(p).options for _, p in pairs]))
+    objs = [(it["object_prompt"], int(t.manifest["max_new_tokens"])) for t in tasks for it in t.items[:sample_items]]
+    sampling = ([p for p, _ in objs], dict(max_new_tokens=[m for _, m in objs], n=n, temperature=1.0, seed=0))
+    for name, (prompts, kwargs) in ((f"meta level ({len(pairs)} prompts)", meta),
+                                    (f"sampling ({len(objs)} prompts x {n})", sampling)):
+        Engine(lm, batch_size=batch_size).generate(prompts, **kwargs)  # warm the shapes
+        times: dict[bool, list[float]] = {True: [], False: []}
+        seen: dict[bool, list] = {}
+        for _ in range(repeats):
+            for room in (True, False):
+                engine = Engine(lm, batch_size=batch_size)
+                engine.reserve_room = room
+                seen[room], t = timed(lambda: engine.generate(prompts, **kwargs))
+                times[room].append(t)
+        med = {m: statistics.median(v) for m, v in times.items()}
+        print(f"{name:<32} growing cache {med[False]:6.2f} s, room reserved {med[True]:6.2f} s -> "
+              f"{med[False] / med[True]:.2f}x; outputs identical: {seen[True] == seen[False]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
@@ -325,7 +361,9 @@ def main() -> None:
                     help="profile a second meta-level call and a second sampling call (torch.profiler)")
     ap.add_argument("--chunks", action="store_true",
                     help="compare the prompt pass in chunks of similar length with one padded pass (CPU)")
-    ap.add_argument("--repeats", type=int, default=3, help="--chunks: runs per mode, alternated")
+    ap.add_argument("--room", action="store_true",
+                    help="compare the key-value cache with room reserved for decoding with one that grows by copying")
+    ap.add_argument("--repeats", type=int, default=3, help="--chunks, --room: runs per mode, alternated")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -335,6 +373,9 @@ def main() -> None:
     for spec in args.models:
         if args.chunks:
             bench_chunks(spec, args.dtype, args.items, args.batch_size, args.repeats)
+            continue
+        if args.room:
+            bench_room(spec, args.dtype, args.items, args.sample_items, args.samples, args.batch_size, args.repeats)
             continue
         bench(spec, args.dtype, args.items, args.sample_items, args.samples, args.batch_size, args.check, args.profile)
         if torch.cuda.is_available():  # the model went with bench's frame: hand its memory back before the next

@@ -211,10 +211,13 @@ def select_rows(cache, rows: Sequence[int], room: int = 0) -> None:
     idx = torch.tensor(list(rows))  # CPU indices, moved to each layer's device: a cache may span devices
     runs = _runs(rows)
     made = _reserved_layers()
+    roomy = set(made.values())
     for i, layer in enumerate(cache.layers):
-        if type(layer) in made and layer.get_seq_length() > 0:
+        if type(layer) in roomy and layer._k is not None:  # a layer with room keeps at least what it has left
+            cache.layers[i] = _gathered(layer, idx, runs, max(room, layer._k.shape[-2] - layer.length))
+        elif type(layer) in made and layer.get_seq_length() > 0:
             cache.layers[i] = _gathered(layer, idx, runs, room)
-        elif type(layer) not in made:  # a layer with room keeps it; other kinds use their own method
+        elif type(layer) not in made:  # other kinds (and a layer past its room) use their own method
             layer.batch_select_indices(idx)
 
 
