@@ -33,10 +33,12 @@ padded positions, and whether every answer is identical.
     python benchmarks/bench_inference.py --chunks --items 20 --dtype float32           # chunked vs one pass
     python benchmarks/bench_inference.py --room --dtype float32                        # cache room vs growing
 
-``--room`` measures, side by side and alternated, the key-value cache with room reserved for the positions to
-come (``Engine.reserve_room``, the default) against one that grows by concatenation, on the meta level
-(every property of ``--items`` items of each test task) and sampling (``--samples`` samples of
-``--sample-items`` items of each test task): medians and whether every output is identical.
+``--room`` measures, side by side and alternated, three ways to keep the key-value cache: the engine's
+(layers with room for the positions to come, ``Engine.reserve_room``; rows gathered once, by broadcasting or
+``index_select``), one that grows by concatenation with the same gathering, and the earlier engine's (growing,
+rows gathered by transformers' ``batch_select_indices``), on the meta level (every property of ``--items``
+items of each test task) and sampling (``--samples`` samples of ``--sample-items`` items of each test task):
+medians, and whether every output is identical.
 """
 
 from __future__ import annotations
@@ -317,9 +319,13 @@ def bench_chunks(spec: str, dtype: str, items: int, batch_size: int, repeats: in
 
 
 def bench_room(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_size: int, repeats: int) -> None:
-    """The key-value cache with room reserved (``Engine.reserve_room``, the default) against a cache that grows
-    by concatenation, on the `default` profile's meta-level and sampling calls."""
+    """Three ways to keep the key-value cache, side by side on the `default` profile's meta-level and sampling
+    calls: the engine's (``Engine.reserve_room``: layers with room for the positions to come, rows gathered
+    once by broadcasting or ``index_select``), a cache that grows by concatenation with the same gathering, and
+    the earlier engine's (growing, rows gathered by ``Cache.batch_select_indices``, advanced indexing)."""
     import statistics
+
+    from reproduce import engine as engine_module
 
     lm = load(spec, dtype=dtype)
     print(f"\n== {spec}: {lm.dtype_name}, batch {batch_size}, {repeats} runs per mode, alternated")
@@ -330,20 +336,33 @@ def bench_room(spec: str, dtype: str, items: int, sample_items: int, n: int, bat
                  options=[get_property(p).options for _, p in pairs]))
     objs = [(it["object_prompt"], int(t.manifest["max_new_tokens"])) for t in tasks for it in t.items[:sample_items]]
     sampling = ([p for p, _ in objs], dict(max_new_tokens=[m for _, m in objs], n=n, temperature=1.0, seed=0))
-    for name, (prompts, kwargs) in ((f"meta level ({len(pairs)} prompts)", meta),
-                                    (f"sampling ({len(objs)} prompts x {n})", sampling)):
+    gathered = engine_module.select_rows
+
+    def indexed(cache, rows, room=0):  # the earlier engine: transformers' advanced indexing, no room
+        cache.batch_select_indices(torch.tensor(list(rows)))
+
+    modes = {"room (engine)": (True, gathered), "growing": (False, gathered), "growing, indexed": (False, indexed)}
+    for name, (prompts, kwargs) in ((f"meta level, {len(pairs)} prompts", meta),
+                                    (f"sampling, {len(objs)} prompts x {n}", sampling)):
         Engine(lm, batch_size=batch_size).generate(prompts, **kwargs)  # warm the shapes
-        times: dict[bool, list[float]] = {True: [], False: []}
-        seen: dict[bool, list] = {}
-        for _ in range(repeats):
-            for room in (True, False):
-                engine = Engine(lm, batch_size=batch_size)
-                engine.reserve_room = room
-                seen[room], t = timed(lambda: engine.generate(prompts, **kwargs))
-                times[room].append(t)
+        times: dict[str, list[float]] = {m: [] for m in modes}
+        seen: dict[str, list] = {}
+        try:
+            for _ in range(repeats):
+                for mode, (room, select) in modes.items():
+                    engine_module.select_rows = select
+                    engine = Engine(lm, batch_size=batch_size)
+                    engine.reserve_room = room
+                    seen[mode], t = timed(lambda: engine.generate(prompts, **kwargs))
+                    times[mode].append(t)
+        finally:
+            engine_module.select_rows = gathered
         med = {m: statistics.median(v) for m, v in times.items()}
-        print(f"{name:<32} growing cache {med[False]:6.2f} s, room reserved {med[True]:6.2f} s -> "
-              f"{med[False] / med[True]:.2f}x; outputs identical: {seen[True] == seen[False]}")
+        same = all(seen[m] == seen["room (engine)"] for m in modes)
+        cells = ", ".join(f"{m} {med[m]:.2f} s" for m in modes)
+        print(f"{name}: {cells}; engine's speed-up {med['growing'] / med['room (engine)']:.2f}x over growing, "
+              f"{med['growing, indexed'] / med['room (engine)']:.2f}x over growing and indexed; "
+              f"outputs identical: {same}")
 
 
 def main() -> None:
