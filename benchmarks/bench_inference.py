@@ -31,14 +31,6 @@ padded positions, and whether every answer is identical.
     python benchmarks/bench_inference.py --models gemma3-270m --dtype float32 --items 2
     python benchmarks/bench_inference.py --models random:llama-8b --items 2 --check   # real shapes, no weights
     python benchmarks/bench_inference.py --chunks --items 20 --dtype float32           # chunked vs one pass
-    python benchmarks/bench_inference.py --room --dtype float32                        # cache room vs growing
-
-``--room`` measures, side by side and alternated, three ways to keep the key-value cache: the engine's
-(layers with room for the positions to come, ``Engine.reserve_room``; rows gathered once, by broadcasting or
-``index_select``), one that grows by concatenation with the same gathering, and the earlier engine's (growing,
-rows gathered by transformers' ``batch_select_indices``), on the meta level (every property of ``--items``
-items of each test task) and sampling (``--samples`` samples of ``--sample-items`` items of each test task):
-medians, and whether every output is identical.
 """
 
 from __future__ import annotations
@@ -318,53 +310,6 @@ def bench_chunks(spec: str, dtype: str, items: int, batch_size: int, repeats: in
               f"for {seen['chunks'][2]} real; answers identical: {same}")
 
 
-def bench_room(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_size: int, repeats: int) -> None:
-    """Three ways to keep the key-value cache, side by side on the `default` profile's meta-level and sampling
-    calls: the engine's (``Engine.reserve_room``: layers with room for the positions to come, rows gathered
-    once by broadcasting or ``index_select``), a cache that grows by concatenation with the same gathering, and
-    the earlier engine's (growing, rows gathered by ``Cache.batch_select_indices``, advanced indexing)."""
-    import statistics
-
-    from reproduce import engine as engine_module
-
-    lm = load(spec, dtype=dtype)
-    print(f"\n== {spec}: {lm.dtype_name}, batch {batch_size}, {repeats} runs per mode, alternated")
-    tasks = [load_task(t) for t in TEST_TASKS]
-    pairs = [(it, p) for t in tasks for it in t.items[:items] for p in t.manifest["properties"]]
-    meta = ([it["hypothetical_prompts"][p] for it, p in pairs],
-            dict(max_new_tokens=[6 if get_property(p).closed else 10 for _, p in pairs],
-                 options=[get_property(p).options for _, p in pairs]))
-    objs = [(it["object_prompt"], int(t.manifest["max_new_tokens"])) for t in tasks for it in t.items[:sample_items]]
-    sampling = ([p for p, _ in objs], dict(max_new_tokens=[m for _, m in objs], n=n, temperature=1.0, seed=0))
-    gathered = engine_module.select_rows
-
-    def indexed(cache, rows, room=0):  # the earlier engine: transformers' advanced indexing, no room
-        cache.batch_select_indices(torch.tensor(list(rows)))
-
-    modes = {"room (engine)": (True, gathered), "growing": (False, gathered), "growing, indexed": (False, indexed)}
-    for name, (prompts, kwargs) in ((f"meta level, {len(pairs)} prompts", meta),
-                                    (f"sampling, {len(objs)} prompts x {n}", sampling)):
-        Engine(lm, batch_size=batch_size).generate(prompts, **kwargs)  # warm the shapes
-        times: dict[str, list[float]] = {m: [] for m in modes}
-        seen: dict[str, list] = {}
-        try:
-            for _ in range(repeats):
-                for mode, (room, select) in modes.items():
-                    engine_module.select_rows = select
-                    engine = Engine(lm, batch_size=batch_size)
-                    engine.reserve_room = room
-                    seen[mode], t = timed(lambda: engine.generate(prompts, **kwargs))
-                    times[mode].append(t)
-        finally:
-            engine_module.select_rows = gathered
-        med = {m: statistics.median(v) for m, v in times.items()}
-        same = all(seen[m] == seen["room (engine)"] for m in modes)
-        cells = ", ".join(f"{m} {med[m]:.2f} s" for m in modes)
-        print(f"{name}: {cells}; engine's speed-up {med['growing'] / med['room (engine)']:.2f}x over growing, "
-              f"{med['growing, indexed'] / med['room (engine)']:.2f}x over growing and indexed; "
-              f"outputs identical: {same}")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
@@ -380,9 +325,7 @@ def main() -> None:
                     help="profile a second meta-level call and a second sampling call (torch.profiler)")
     ap.add_argument("--chunks", action="store_true",
                     help="compare the prompt pass in chunks of similar length with one padded pass (CPU)")
-    ap.add_argument("--room", action="store_true",
-                    help="compare the key-value cache with room reserved for decoding with one that grows by copying")
-    ap.add_argument("--repeats", type=int, default=3, help="--chunks, --room: runs per mode, alternated")
+    ap.add_argument("--repeats", type=int, default=3, help="--chunks: runs per mode, alternated")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -392,9 +335,6 @@ def main() -> None:
     for spec in args.models:
         if args.chunks:
             bench_chunks(spec, args.dtype, args.items, args.batch_size, args.repeats)
-            continue
-        if args.room:
-            bench_room(spec, args.dtype, args.items, args.sample_items, args.samples, args.batch_size, args.repeats)
             continue
         bench(spec, args.dtype, args.items, args.sample_items, args.samples, args.batch_size, args.check, args.profile)
         if torch.cuda.is_available():  # the model went with bench's frame: hand its memory back before the next

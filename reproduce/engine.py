@@ -22,10 +22,6 @@ The prompt's forward pass dominates on a CPU, so the engine computes every share
 - Decoding is a loop of its own over the key-value cache: greedy (argmax), or sampling by inverse CDF with one
   uniform per row and step from a generator seeded by (seed, prompt, sample index), so a prompt's samples do
   not depend on which other prompts share its batch. Rows that have stopped are dropped from the batch.
-- Key-value cache: where a pass or a decoding step will append positions, the cache's layers are made with room
-  for them (:func:`reserve`); a step writes its positions into that room instead of concatenating, which
-  copies the whole cache at every step. Rows are gathered into the new layers once (the ``n`` samples of a
-  prompt by broadcasting its row). The numbers are those of the growing cache, bit for bit.
 - Special tokens other than EOS are suppressed (a base model can otherwise loop on tokens such as
   ``<start_of_image>``).
 - A response ends at EOS, at the first newline token that follows a token with content, or at its
@@ -52,7 +48,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import hashlib
 import time
 from collections.abc import Sequence
@@ -201,144 +196,25 @@ def plan_chunks(lengths: Sequence[int], chunk_cost: float) -> list[list[int]]:
     return chunks[::-1]
 
 
-def select_rows(cache, rows: Sequence[int], room: int = 0) -> None:
-    """Keep ``cache``'s batch rows ``rows`` (repeats allowed), in place, and reserve room for ``room`` more
-    positions (:func:`reserve`). Plain key-value layers copy their rows once, straight into the new layer:
-    runs of one repeated row (the ``n`` samples of a prompt, the rows of a group) by broadcasting, others with
-    ``index_select``, both on the layer's own device and several times faster on a CPU than the advanced
-    indexing of ``DynamicLayer.batch_select_indices``. Other layers use their own method, without room. The
-    numbers are copied unchanged."""
-    idx = torch.tensor(list(rows))  # CPU indices, moved to each layer's device: a cache may span devices
-    runs = _runs(rows)
-    made = _reserved_layers()
-    roomy = set(made.values())
-    for i, layer in enumerate(cache.layers):
-        if type(layer) in roomy and layer._k is not None:  # a layer with room keeps at least what it has left
-            cache.layers[i] = _gathered(layer, idx, runs, max(room, layer._k.shape[-2] - layer.length))
-        elif type(layer) in made and layer.get_seq_length() > 0:
-            cache.layers[i] = _gathered(layer, idx, runs, room)
-        elif type(layer) not in made:  # other kinds (and a layer past its room) use their own method
-            layer.batch_select_indices(idx)
-
-
-def _runs(rows: Sequence[int]) -> list[tuple[int, int, int]]:
-    """``rows`` as runs of one repeated value: (first output row, source row, count)."""
-    runs: list[tuple[int, int, int]] = []
-    for j, r in enumerate(rows):
-        if runs and runs[-1][1] == r:
-            runs[-1] = (runs[-1][0], r, runs[-1][2] + 1)
-        else:
-            runs.append((j, r, 1))
-    return runs
-
-
-def _gathered(layer, idx: torch.Tensor | None, runs: list[tuple[int, int, int]], room: int):
-    """A plain key-value layer holding ``layer``'s rows ``idx`` (as ``runs``; ``None``: every row, in order),
-    with room for ``room`` more positions when its kind allows (:func:`reserve`); ``layer`` itself is left as
-    it was."""
-    k, v = layer.keys, layer.values
-    length = k.shape[-2]
-    made = _reserved_layers()
-    base = next((b for b, r in made.items() if type(layer) in (b, r)), None)
-    window = getattr(layer, "sliding_window", None)
-    if room < 1 or (window is not None and length + room >= window - 1):
-        room, cls = 0, base
-    else:
-        cls = made[base]
-    new = object.__new__(cls)
-    new.__dict__.update(layer.__dict__)
-    bufs = []
-    for t in (k, v):
-        rows = t.shape[0] if idx is None else len(idx)
-        buf = t.new_empty(rows, *t.shape[1:-2], length + room, t.shape[-1])
-        out = buf[..., :length, :]
-        if idx is None:
-            out.copy_(t)
-        elif len(runs) * 4 <= rows:  # few long runs: one broadcast copy each
-            for start, r, count in runs:
-                out[start:start + count].copy_(t[r:r + 1].expand(count, *t.shape[1:]))
-        else:
-            out.copy_(t.index_select(0, idx.to(t.device)))
-        bufs.append(buf)
-    if room:
-        new._k, new._v, new.length = bufs[0], bufs[1], length
-        new.keys, new.values = new._k[..., :length, :], new._v[..., :length, :]
-    else:
-        new.keys, new.values = bufs
-        new.__dict__.pop("_k", None), new.__dict__.pop("_v", None), new.__dict__.pop("length", None)
-    return new
-
-
-def cache_rows(cache, rows: Sequence[int], room: int = 0):
-    """A new cache holding ``cache``'s batch rows ``rows`` (repeats allowed), with room for ``room`` more
-    positions (:func:`reserve`); ``cache`` is left as it was."""
+def cache_rows(cache, rows: Sequence[int]):
+    """A new cache holding ``cache``'s batch rows ``rows`` (repeats allowed); ``cache`` is left as it was."""
     new = copy.copy(cache)
     new.layers = [copy.copy(layer) for layer in cache.layers]
-    select_rows(new, rows, room)
+    new.batch_select_indices(torch.tensor(list(rows)))  # CPU indices serve a cache spread over devices
     return new
-
-
-@functools.cache
-def _reserved_layers() -> dict[type, type]:
-    """transformers' plain key-value layers (full and sliding-window), each with its subclass that has room
-    reserved for the positions still to come (:func:`reserve`). Imported on first use."""
-    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
-
-    class Room:
-        """Room reserved for the positions to come: ``update`` writes them into a buffer made once and returns
-        views of it, where the plain layer concatenates, which copies the whole layer at every step. The keys
-        and values returned are the same numbers. Past the room, the plain layer's own update takes over."""
-
-        def update(self, key_states, value_states, *args, **kwargs):
-            end = self.length + key_states.shape[-2]
-            if self._k is None or end > self._k.shape[-2]:
-                self._k = self._v = None
-                return super().update(key_states, value_states, *args, **kwargs)
-            self._k[..., self.length:end, :].copy_(key_states)
-            self._v[..., self.length:end, :].copy_(value_states)
-            self.length = end
-            if hasattr(self, "cumulative_length"):  # sliding-window layers count their positions
-                self.cumulative_length = end
-            self.keys, self.values = self._k[..., :end, :], self._v[..., :end, :]
-            return self.keys, self.values
-
-        def batch_select_indices(self, indices: torch.Tensor) -> None:
-            if self._k is None:
-                return super().batch_select_indices(indices)
-            at = indices.to(self._k.device)
-            self._k, self._v = self._k.index_select(0, at), self._v.index_select(0, at)
-            self.keys, self.values = self._k[..., :self.length, :], self._v[..., :self.length, :]
-
-        def crop(self, tokens_to_remove: int) -> None:
-            self._k = self._v = None
-            super().crop(tokens_to_remove)
-
-    return {base: type(f"Reserved{base.__name__}", (Room, base), {}) for base in (DynamicLayer, DynamicSlidingWindowLayer)}
-
-
-def reserve(cache, room: int) -> None:
-    """Reserve room for ``room`` more positions in every plain key-value layer of ``cache`` that has none yet
-    (in place), so that decoding appends without copying the cache at each step. A sliding-window layer is
-    reserved only where its window is not reached by then (below it, the layer keeps every position, as a full
-    one does); quantised, static and other layers are left as they are."""
-    made = _reserved_layers()
-    for i, layer in enumerate(getattr(cache, "layers", None) or []):
-        if type(layer) in made and layer.get_seq_length() > 0:
-            cache.layers[i] = _gathered(layer, None, [], room)
 
 
 def mergeable(cache, length: int) -> bool:
-    """Whether :func:`merge_rows` can join caches like ``cache``: plain key-value layers only (with or without
-    reserved room; no quantised, static or recurrent state), and sliding-window layers whose window ``length``
-    positions do not reach (a front-padded row would then lose other positions to the window than the same row
-    padded in the middle)."""
-    made = _reserved_layers()
-    kinds = {**{base: base for base in made}, **{room: base for base, room in made.items()}}
+    """Whether :func:`merge_rows` can join caches like ``cache``: plain key-value layers only (no quantised,
+    static or recurrent state), and sliding-window layers whose window ``length`` positions do not reach (a
+    front-padded row would then lose other positions to the window than the same row padded in the middle)."""
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
     for layer in getattr(cache, "layers", None) or [None]:
-        base = kinds.get(type(layer))
-        if base is None:
-            return False
-        if getattr(layer, "sliding_window", None) is not None and length >= layer.sliding_window - 1:
+        if type(layer) is DynamicSlidingWindowLayer:
+            if length >= layer.sliding_window - 1:
+                return False
+        elif type(layer) is not DynamicLayer:
             return False
     return True
 
@@ -353,13 +229,8 @@ def merge_rows(caches: Sequence, widths: Sequence[int]):
 
     width = max(widths)
     pad = lambda t, w: torch.nn.functional.pad(t, (0, 0, width - w, 0))  # noqa: E731
-    plain = {room: base for base, room in _reserved_layers().items()}
     out = caches[0]
     for i, layer in enumerate(out.layers):
-        if type(layer) in plain:  # its room would not hold the joined rows: a plain layer again
-            new = object.__new__(plain[type(layer)])
-            new.__dict__.update({k: x for k, x in layer.__dict__.items() if k not in ("_k", "_v", "length")})
-            out.layers[i] = layer = new
         layer.keys = torch.cat([pad(c.layers[i].keys, w) for c, w in zip(caches, widths)])
         layer.values = torch.cat([pad(c.layers[i].values, w) for c, w in zip(caches, widths)])
         for c in caches[1:]:
@@ -404,7 +275,6 @@ class Engine:
             raise ValueError("batch_size must be >= 1")
         self.lm, self.batch_size, self.share_prefix = lm, batch_size, share_prefix
         self.chunk_cost = self.CPU_CHUNK_COST if lm.device.type == "cpu" else None
-        self.reserve_room = True  # key-value buffers with room for the positions to come (False: grow by copying)
         tok = lm.tokenizer
         eos = lm.model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
@@ -811,8 +681,7 @@ class Engine:
             if cache is not None:
                 at = [owner[i] for i in chunk]
                 mask = torch.cat([before[torch.tensor(at, device=before.device)], mask], dim=-1)
-                # one pass: the cache gets room for this pass's tokens and the decoding after it
-                c = cache_rows(cache, at, w + horizon if len(chunks) == 1 and self.reserve_room else 0)
+                c = cache_rows(cache, at)
             if steer is not None:
                 steer.set_rows([prompts[i] for i in chunk])
             if not w:  # rows with no tokens of their own here (a group of one in a group pass): the cache as it is
@@ -850,8 +719,6 @@ class Engine:
         horizon = max(limits[rows[r][0]] for g in batch for r in g.rows)
         members, mask, out = self._prefill(batch, prefix, prefix_cache, rest, rows, steer, horizon=horizon)
         cache, logits = out.past_key_values, out.logits[:, -1].float().to(dev)
-        if horizon > 2 and self.reserve_room:  # a row appends at most horizon - 1 positions; below 3, no copy saved
-            reserve(cache, horizon - 1)
 
         # option distributions: read from the raw logits of each step until the row's greedy token carries content
         results: dict[int, Generation] = {}
@@ -900,7 +767,7 @@ class Engine:
                 break
             if len(keep) < len(active):
                 sel = torch.tensor(keep, device=dev)
-                select_rows(cache, keep)
+                cache.batch_select_indices(torch.tensor(keep))  # CPU indices serve a cache spread over devices
                 mask, pos, nxt = mask[sel], pos[sel], nxt[sel]
                 active = [active[row] for row in keep]
             mask = torch.cat([mask, torch.ones(len(active), 1, dtype=mask.dtype, device=dev)], dim=-1)

@@ -67,12 +67,3 @@ def test_bound_prices_each_pass_at_the_larger_of_arithmetic_and_traffic(bench, l
 
 def test_memory_bandwidth_is_a_positive_rate(bench):
     assert bench.memory_gbps("cpu", mib=8, min_seconds=0.01) > 0
-
-
-def test_room_benchmark_runs_its_three_caches_and_finds_them_identical(bench, capsys):
-    """``--room`` on a random tiny model: every mode runs both calls, and the outputs agree."""
-    bench.bench_room("random:tiny", "float32", items=1, sample_items=1, n=3, batch_size=8, repeats=1)
-    out = capsys.readouterr().out
-    lines = [x for x in out.splitlines() if x.startswith(("meta level", "sampling"))]
-    assert len(lines) == 2
-    assert all("growing, indexed" in x and x.endswith("outputs identical: True") for x in lines)
