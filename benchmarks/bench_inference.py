@@ -31,6 +31,11 @@ padded positions, and whether every answer is identical.
     python benchmarks/bench_inference.py --models gemma3-270m --dtype float32 --items 2
     python benchmarks/bench_inference.py --models random:llama-8b --items 2 --check   # real shapes, no weights
     python benchmarks/bench_inference.py --chunks --items 20 --dtype float32           # chunked vs one pass
+    python benchmarks/bench_inference.py --attention                                   # SDPA vs eager attention
+
+``--attention`` times attention alone at the model's head shapes and dtype, on random tensors: SDPA as the
+engine calls it against eager attention (transformers' ``eager`` computation), for a sampling decoding step
+and a meta-level suffix pass, with the largest difference between their outputs.
 """
 
 from __future__ import annotations
@@ -310,6 +315,53 @@ def bench_chunks(spec: str, dtype: str, items: int, batch_size: int, repeats: in
               f"for {seen['chunks'][2]} real; answers identical: {same}")
 
 
+def bench_attention(spec: str, dtype: str, repeats: int) -> None:
+    """Attention alone, at the model's head shapes and dtype, on random tensors: SDPA as the engine calls it
+    (on a CPU, torch picks its flash kernel) against eager attention (two matrix products and a float32
+    softmax, as transformers' ``eager`` implementation computes it), for a decoding step of sampling (120
+    rows, 1 query position, 140 cached positions) and a meta-level suffix pass (128 rows, 20 query positions
+    over 130). Medians of ``repeats`` alternated timings, and the largest difference between the two. The
+    key-value heads are repeated and the causal mask is a boolean matrix: the kernels at the model's shapes,
+    not a replay of the model's own call (whose mask and head layout transformers chooses)."""
+    import statistics
+
+    import torch.nn.functional as F
+
+    lm = load(spec, dtype=dtype)
+    cfg = getattr(lm.model.config, "text_config", lm.model.config)
+    heads, kv_heads = cfg.num_attention_heads, getattr(cfg, "num_key_value_heads", cfg.num_attention_heads)
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    dt, dev = lm.dtype, lm.device
+    print(f"\n== {spec}: {lm.dtype_name}, {heads} query heads, {kv_heads} key-value heads of {head_dim}, "
+          f"random tensors, {repeats} alternated runs per kernel")
+    g = torch.Generator(device="cpu").manual_seed(0)
+    for name, rows, q_len, kv_len in (("decoding step", 120, 1, 140), ("suffix pass", 128, 20, 130)):
+        q = torch.randn(rows, heads, q_len, head_dim, generator=g).to(dev, dt)
+        k = torch.randn(rows, kv_heads, kv_len, head_dim, generator=g).to(dev, dt)
+        v = torch.randn(rows, kv_heads, kv_len, head_dim, generator=g).to(dev, dt)
+        k, v = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (k, v))  # as transformers' repeat_kv
+        mask = torch.ones(q_len, kv_len, dtype=torch.bool, device=dev).tril(kv_len - q_len)
+        scale = head_dim ** -0.5
+
+        def sdpa():
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+
+        def eager():
+            w = (torch.matmul(q, k.transpose(-1, -2)) * scale).masked_fill(~mask, float("-inf"))
+            return torch.matmul(torch.softmax(w, dim=-1, dtype=torch.float32).to(dt), v)
+
+        times = {"sdpa": [], "eager": []}
+        for fn in (sdpa, eager):
+            fn()  # warm
+        for _ in range(repeats):
+            for label, fn in (("sdpa", sdpa), ("eager", eager)):
+                times[label].append(timed_rate(fn, 1.0, dev.type, 0.2))  # calls per second
+        ms = {m: 1e3 / statistics.median(v) for m, v in times.items()}
+        diff = (sdpa().float() - eager().float()).abs().max().item()
+        print(f"{name:<14} {rows} rows x {q_len} over {kv_len}: sdpa {ms['sdpa']:.2f} ms, eager {ms['eager']:.2f} ms "
+              f"per layer -> eager {ms['sdpa'] / ms['eager']:.2f}x; outputs differ by at most {diff:.1e}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
@@ -325,7 +377,9 @@ def main() -> None:
                     help="profile a second meta-level call and a second sampling call (torch.profiler)")
     ap.add_argument("--chunks", action="store_true",
                     help="compare the prompt pass in chunks of similar length with one padded pass (CPU)")
-    ap.add_argument("--repeats", type=int, default=3, help="--chunks: runs per mode, alternated")
+    ap.add_argument("--attention", action="store_true",
+                    help="time attention alone, SDPA against eager, at the model's head shapes (random tensors)")
+    ap.add_argument("--repeats", type=int, default=3, help="--chunks, --attention: runs per mode, alternated")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -335,6 +389,9 @@ def main() -> None:
     for spec in args.models:
         if args.chunks:
             bench_chunks(spec, args.dtype, args.items, args.batch_size, args.repeats)
+            continue
+        if args.attention:
+            bench_attention(spec, args.dtype, args.repeats)
             continue
         bench(spec, args.dtype, args.items, args.sample_items, args.samples, args.batch_size, args.check, args.profile)
         if torch.cuda.is_available():  # the model went with bench's frame: hand its memory back before the next

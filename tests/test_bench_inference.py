@@ -67,3 +67,13 @@ def test_bound_prices_each_pass_at_the_larger_of_arithmetic_and_traffic(bench, l
 
 def test_memory_bandwidth_is_a_positive_rate(bench):
     assert bench.memory_gbps("cpu", mib=8, min_seconds=0.01) > 0
+
+
+def test_attention_benchmark_times_both_kernels_and_they_agree(bench, capsys):
+    """``--attention`` on a random tiny model: both shapes timed, and SDPA and eager attention agree in float32."""
+    bench.bench_attention("random:tiny", "float32", repeats=1)
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith(("decoding step", "suffix pass"))]
+    assert len(lines) == 2
+    for line in lines:
+        assert "sdpa" in line and "eager" in line
+        assert float(line.rsplit("at most ", 1)[1]) < 1e-4
