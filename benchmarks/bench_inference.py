@@ -132,18 +132,24 @@ def recorded(lm):
         handle.remove()
 
 
+def attention_dims(lm) -> tuple[int, int, int, int]:
+    """(layers, query heads, key-value heads, head size) of ``lm``'s language model."""
+    cfg = lm.model.config
+    cfg = getattr(cfg, "text_config", cfg)
+    heads = cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    return cfg.num_hidden_layers, heads, getattr(cfg, "num_key_value_heads", None) or heads, head_dim
+
+
 def bound_seconds(lm, passes, gflops: float, gbps: float) -> float:
     """The roofline model's time for ``passes``: each pass takes the larger of its arithmetic at ``gflops`` and
     its memory traffic at ``gbps``. Arithmetic: the weights' matmuls (body for every position, output layer where
     logits are taken) and causal attention over the cache. Traffic: the weights read once, the key-value cache
     read once and the new positions written. A lower bound: activations, softmax and the rest are free."""
-    cfg = lm.model.config
-    cfg = getattr(cfg, "text_config", cfg)
     body, out = weights(lm)
-    heads, layers = cfg.num_attention_heads, cfg.num_hidden_layers
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    layers, heads, kv_heads, head_dim = attention_dims(lm)
     size = torch.finfo(lm.dtype).bits // 8
-    kv_bytes = layers * 2 * getattr(cfg, "num_key_value_heads", heads) * head_dim * size  # per position
+    kv_bytes = layers * 2 * kv_heads * head_dim * size  # per position
     total = 0.0
     for rows, width, kv, logits in passes:
         pairs = rows * (width * (kv - width) + width * (width + 1) / 2)  # (query, key) pairs under the causal mask
@@ -328,9 +334,7 @@ def bench_attention(spec: str, dtype: str, repeats: int) -> None:
     import torch.nn.functional as F
 
     lm = load(spec, dtype=dtype)
-    cfg = getattr(lm.model.config, "text_config", lm.model.config)
-    heads, kv_heads = cfg.num_attention_heads, getattr(cfg, "num_key_value_heads", cfg.num_attention_heads)
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    _, heads, kv_heads, head_dim = attention_dims(lm)
     dt, dev = lm.dtype, lm.device
     print(f"\n== {spec}: {lm.dtype_name}, {heads} query heads, {kv_heads} key-value heads of {head_dim}, "
           f"random tensors, {repeats} alternated runs per kernel")
@@ -351,11 +355,9 @@ def bench_attention(spec: str, dtype: str, repeats: int) -> None:
             return torch.matmul(torch.softmax(w, dim=-1, dtype=torch.float32).to(dt), v)
 
         times = {"sdpa": [], "eager": []}
-        for fn in (sdpa, eager):
-            fn()  # warm
         for _ in range(repeats):
             for label, fn in (("sdpa", sdpa), ("eager", eager)):
-                times[label].append(timed_rate(fn, 1.0, dev.type, 0.2))  # calls per second
+                times[label].append(timed_rate(fn, 1.0, dev.type, 0.2))  # calls per second, after a warm-up call
         ms = {m: 1e3 / statistics.median(v) for m, v in times.items()}
         diff = (sdpa().float() - eager().float()).abs().max().item()
         print(f"{name:<14} {rows} rows x {q_len} over {kv_len}: sdpa {ms['sdpa']:.2f} ms, eager {ms['eager']:.2f} ms "
