@@ -121,9 +121,13 @@ def recorded(lm):
     def hook(module, args, kwargs):
         ids = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
         rows, width = ids.shape
-        mask = kwargs.get("attention_mask")
+        mask, split = kwargs.get("attention_mask"), kwargs.get("split_cache")
         keep = kwargs.get("logits_to_keep", 0)  # 0: every position
-        passes.append((rows, width, width if mask is None else mask.shape[-1], rows * (width if not keep else min(keep, width))))
+        if split is not None:  # a row attends to its base (padding included) and its own tokens
+            kv = split.keys[0].shape[-2] + split.tail.get_seq_length() + width
+        else:
+            kv = width if mask is None else mask.shape[-1]
+        passes.append((rows, width, kv, rows * (width if not keep else min(keep, width))))
 
     handle = lm.model.register_forward_pre_hook(hook, with_kwargs=True)
     try:
@@ -145,7 +149,9 @@ def bound_seconds(lm, passes, gflops: float, gbps: float) -> float:
     """The roofline model's time for ``passes``: each pass takes the larger of its arithmetic at ``gflops`` and
     its memory traffic at ``gbps``. Arithmetic: the weights' matmuls (body for every position, output layer where
     logits are taken) and causal attention over the cache. Traffic: the weights read once, the key-value cache
-    read once and the new positions written. A lower bound: activations, softmax and the rest are free."""
+    read once and the new positions written. A lower bound: activations, softmax and the rest are free. On a
+    split cache (sampling) the traffic is priced as if every row held its own copy of its prompt, more than the
+    split reads; on a CPU the arithmetic is the larger term of these passes either way."""
     body, out = weights(lm)
     layers, heads, kv_heads, head_dim = attention_dims(lm)
     size = torch.finfo(lm.dtype).bits // 8
@@ -321,6 +327,62 @@ def bench_chunks(spec: str, dtype: str, items: int, batch_size: int, repeats: in
               f"for {seen['chunks'][2]} real; answers identical: {same}")
 
 
+def full_cdf(logits: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Inverse CDF over a float64 cumulative sum of the whole softmax: the draw ``Engine.draw`` replaced."""
+    cdf = torch.softmax(logits, dim=-1).double().cumsum(-1)
+    nxt = torch.searchsorted(cdf, (u.to(cdf.device) * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
+    return nxt.clamp_max(logits.shape[-1] - 1)
+
+
+def bench_split(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_size: int,
+                repeats: int) -> None:
+    """Decoding on the split cache (``reproduce.split_cache``, the engine's default where it serves) against
+    decoding on one growing cache, side by side on the `default` calls: the meta level, calibration sampling,
+    and free-text greedy answers of 48 tokens (as the mirror and concept-injection stages decode). A third
+    engine, "neither", also draws samples by the whole vocabulary's cumulative sum (:func:`full_cdf`) instead
+    of ``reproduce.engine.inverse_cdf``'s blocks: the engine as it was before both."""
+    import statistics
+
+    lm = load(spec, dtype=dtype)
+    print(f"\n== {spec}: {lm.dtype_name}, batch {batch_size}, {repeats} runs per mode, alternated")
+    tasks = [load_task(t) for t in TEST_TASKS]
+    pairs = [(it, p) for t in tasks for it in t.items[:items] for p in t.manifest["properties"]]
+    objs = [it["object_prompt"] for t in tasks for it in t.items[:sample_items]]
+    calls = {
+        "meta level": ([it["hypothetical_prompts"][p] for it, p in pairs],
+                       dict(max_new_tokens=[6 if get_property(p).closed else 10 for _, p in pairs],
+                            options=[get_property(p).options for _, p in pairs])),
+        f"sampling (n={n})": (objs, dict(max_new_tokens=[int(t.manifest["max_new_tokens"]) for t in tasks
+                                                         for _ in t.items[:sample_items]],
+                                         n=n, temperature=1.0, seed=0)),
+        "free text (48)": ([it["object_prompt"] for t in tasks for it in t.items[:items]],
+                           dict(max_new_tokens=48, stop_at_newline=False)),
+    }
+    engines = {"split": Engine(lm, batch_size=batch_size),
+               "one cache": Engine(lm, batch_size=batch_size, split_decode=False),
+               "neither": Engine(lm, batch_size=batch_size, split_decode=False)}
+    engines["neither"].draw = full_cdf
+    for name, (prompts, kw) in calls.items():
+        times: dict[str, list[float]] = {k: [] for k in engines}
+        outs = {}
+        for k, e in engines.items():  # warm both on these shapes
+            e.stats.reset()
+            outs[k] = e.generate(prompts, **kw)
+        used = engines["split"].stats.extra.get("split_batches", 0), engines["split"].stats.extra.get("batches", 0)
+        for i in range(repeats):  # alternated, the order reversed every other run
+            for k, e in list(engines.items())[::1 if i % 2 == 0 else -1]:
+                _, t = timed(lambda: e.generate(prompts, **kw))
+                times[k].append(t)
+        a, b = outs["split"], outs["one cache"]
+        same = sum(x.raw == y.raw for xs, ys in zip(a, b) for x, y in zip(xs, ys))
+        total = sum(len(xs) for xs in a)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"  {name:<16} split {med['split']:6.2f} s | one cache {med['one cache']:6.2f} s | neither "
+              f"{med['neither']:6.2f} s | speed-up {med['one cache'] / med['split']:.2f}x over one cache, "
+              f"{med['neither'] / med['split']:.2f}x over neither | identical outputs {same}/{total} | "
+              f"split cache in {used[0]}/{used[1]} batches")
+
+
 def bench_attention(spec: str, dtype: str, repeats: int) -> None:
     """Attention alone, at the model's head shapes and dtype, on random tensors: SDPA as the engine calls it
     (on a CPU, torch picks its flash kernel) against eager attention (two matrix products and a float32
@@ -381,7 +443,9 @@ def main() -> None:
                     help="compare the prompt pass in chunks of similar length with one padded pass (CPU)")
     ap.add_argument("--attention", action="store_true",
                     help="time attention alone, SDPA against eager, at the model's head shapes (random tensors)")
-    ap.add_argument("--repeats", type=int, default=3, help="--chunks, --attention: runs per mode, alternated")
+    ap.add_argument("--split", action="store_true",
+                    help="compare decoding on the split cache with decoding on one growing cache")
+    ap.add_argument("--repeats", type=int, default=3, help="--chunks, --attention, --split: runs per mode, alternated")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -394,6 +458,9 @@ def main() -> None:
             continue
         if args.attention:
             bench_attention(spec, args.dtype, args.repeats)
+            continue
+        if args.split:
+            bench_split(spec, args.dtype, args.items, args.sample_items, args.samples, args.batch_size, args.repeats)
             continue
         bench(spec, args.dtype, args.items, args.sample_items, args.samples, args.batch_size, args.check, args.profile)
         if torch.cuda.is_available():  # the model went with bench's frame: hand its memory back before the next

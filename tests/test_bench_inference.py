@@ -77,3 +77,19 @@ def test_attention_benchmark_times_both_kernels_and_they_agree(bench, capsys):
     for line in lines:
         assert "sdpa" in line and "eager" in line
         assert float(line.rsplit("at most ", 1)[1]) < 1e-4
+
+
+def test_split_benchmark_compares_three_engines_on_the_default_calls(bench, capsys):
+    """``--split`` on a random tiny model: the three calls timed for the three engines; sampling decodes on the
+    split cache and the greedy calls do not; greedy outputs are identical (the same path)."""
+    bench.bench_split("random:tiny", "float32", items=1, sample_items=1, n=4, batch_size=8, repeats=1)
+    lines = [x.strip() for x in capsys.readouterr().out.splitlines() if "identical outputs" in x]
+    assert [x.split()[0] for x in lines] == ["meta", "sampling", "free"]
+    for line in lines:
+        assert "split" in line and "one cache" in line and "neither" in line
+        same, total = map(int, line.split("identical outputs ")[1].split()[0].split("/"))
+        used, batches = map(int, line.split("split cache in ")[1].split()[0].split("/"))
+        if line.startswith("sampling"):
+            assert used == batches >= 1
+        else:
+            assert used == 0 and same == total

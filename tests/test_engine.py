@@ -319,3 +319,106 @@ def test_option_position_falls_back_to_the_first_step_without_content(models):
     plain = engine.generate([prompt], 6, options=[("true", "false")])[0][0]
     assert plain.raw[:1].isalnum() and plain.option_position == 0
     assert engine.generate([prompt], 6)[0][0].option_position is None  # no options asked, none read
+
+
+def test_inverse_cdf_draws_as_the_whole_vocabulary_cumulative_sum_and_never_an_excluded_token():
+    """Blocks of the vocabulary (several, and a vocabulary that is not a multiple of the block) give the
+    token that a float64 cumulative sum of the whole softmax gives, for the same uniforms; uniforms at 0 and
+    just below 1 never land on an excluded (-inf) token, at either end of the vocabulary or of a block."""
+    import torch
+    from reproduce.engine import inverse_cdf
+
+    g = torch.Generator().manual_seed(0)
+    for vocab, block in ((1000, 64), (5000, 4096), (4096, 4096), (300, 512)):
+        logits = torch.randn(400, vocab, generator=g) * 3
+        logits[:, :5] = logits[:, -7:] = float("-inf")
+        logits[:, block - 3:block + 2] = float("-inf")  # a block's end and the next one's start
+        u = torch.rand(400, generator=g, dtype=torch.float64)
+        cdf = torch.softmax(logits, -1).double().cumsum(-1)
+        ref = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
+        assert torch.equal(inverse_cdf(logits, u, block=block), ref)
+        for edge in (0.0, 1 - 2 ** -53):
+            t = inverse_cdf(logits, torch.full((400,), edge, dtype=torch.float64), block=block)
+            assert torch.isfinite(logits[torch.arange(400), t]).all()
+    one = torch.full((2, 10), float("-inf"))
+    one[:, 7] = 0.0
+    assert inverse_cdf(one, torch.tensor([0.0, 0.999]), block=4).tolist() == [7, 7]
+
+
+def test_split_cache_attention_equals_sdpa_over_the_whole_cache():
+    """Attention over a base shared by uneven groups of rows (padding inside the base, a base no row uses any
+    more after rows are dropped) and each row's own tail equals SDPA over each row's whole cache, in float32."""
+    import math
+    from types import SimpleNamespace
+
+    import torch
+    from reproduce.split_cache import SplitCache
+
+    g = torch.Generator().manual_seed(1)
+    kv, heads, d, width = 2, 6, 16, 9
+    keys = torch.randn(3, kv, width, d, generator=g)
+    values = torch.randn(3, kv, width, d, generator=g)
+    mask = torch.ones(3, width, dtype=torch.long)
+    mask[1, :4] = 0  # front padding
+    mask[2, 2:5] = 0  # padding in the middle
+    owner = [0, 0, 0, 1, 2, 2]
+
+    class Tail:  # a one-layer growing cache, as transformers' DynamicLayer
+        def __init__(self):
+            self.k = self.v = None
+
+        def update(self, k, v):
+            self.k = k if self.k is None else torch.cat([self.k, k], -2)
+            self.v = v if self.v is None else torch.cat([self.v, v], -2)
+            return self.k, self.v
+
+        def batch_select_indices(self, idx):
+            self.k, self.v = self.k[idx], self.v[idx]
+
+    cache = SimpleNamespace(layers=[SimpleNamespace(keys=keys, values=values)])
+    split = SplitCache(cache, mask, owner, Tail)
+    module = SimpleNamespace(layer_idx=0)
+    rows = list(range(len(owner)))  # original row of each active row
+    for step in range(5):
+        if step == 2:  # rows 3 (base 1's only row) and 0 stop: base 1 stays, unused
+            keep = [1, 2, 4, 5]
+            split.select(keep)
+            rows = [rows[i] for i in keep]
+            assert split.keys[0].shape[0] == 3
+        if step == 3:  # only base 2's rows go on: the base shrinks to that row
+            keep = [2, 3]
+            split.select(keep)
+            rows = [rows[i] for i in keep]
+            assert split.keys[0].shape[0] == 1
+        n = len(rows)
+        q = torch.randn(n, heads, 1, d, generator=g)
+        k, v = torch.randn(n, kv, 1, d, generator=g), torch.randn(n, kv, 1, d, generator=g)
+        tk, tv = split.tail.update(k, v)
+        got = split.attend(module, q, tk, tv, None)  # [rows, 1, heads, d]
+        base = [owner[r] for r in rows]
+        full_k = torch.cat([keys[base], tk], -2).repeat_interleave(heads // kv, 1)
+        full_v = torch.cat([values[base], tv], -2).repeat_interleave(heads // kv, 1)
+        allowed = torch.cat([mask[base].bool(), torch.ones(n, tk.shape[-2], dtype=torch.bool)], -1)
+        want = torch.nn.functional.scaled_dot_product_attention(q, full_k, full_v, attn_mask=allowed[:, None, None, :],
+                                                                scale=1 / math.sqrt(d))
+        assert torch.allclose(got, want.transpose(1, 2), atol=1e-5), step
+
+
+@pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
+def test_split_decoding_equals_one_cache_decoding(models, spec):
+    """Sampling decodes on the split cache (each prompt's cache once, beside each row's own tokens); at a
+    temperature so low that every draw is the argmax, its samples equal those of decoding on one cache per row,
+    through rows stopping at different steps. At temperature 1 most samples are equal too (the two differ at
+    float32 rounding, which moves a draw only where it falls on a token boundary)."""
+    from reproduce.engine import Engine
+
+    lm, _ = models[spec]
+    prompts = [it["object_prompt"] for it in load_task("animals").items[:3]]
+    split, one = Engine(lm, batch_size=8), Engine(lm, batch_size=8, split_decode=False)
+    for t, least in ((1e-4, 1.0), (1.0, 0.75)):
+        a = split.generate(prompts, 10, n=4, temperature=t, seed=2)
+        b = one.generate(prompts, 10, n=4, temperature=t, seed=2)
+        same = [x.raw == y.raw for xs, ys in zip(a, b) for x, y in zip(xs, ys)]
+        assert sum(same) >= least * len(same), (t, sum(same))
+    assert split.stats.extra["split_batches"] >= 1 and one.stats.extra["split_batches"] == 0
+    assert split.stats.computed_tokens == one.stats.computed_tokens

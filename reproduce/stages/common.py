@@ -119,7 +119,8 @@ def _fingerprint(stage: str, profile: Profile, lm, **extra) -> dict:
         "dtype": lm.dtype_name, "device": lm.device.type, "batch_size": profile.batch_size,
         "format": lm.format.kind, "system_prompt": profile.system_prompt,
         "chat_template": chat_template_hash(lm),
-        "code": code_version("reproduce.engine", "reproduce.models", "reproduce.properties", "reproduce.tasks"),
+        "code": code_version("reproduce.engine", "reproduce.split_cache", "reproduce.models", "reproduce.properties",
+                             "reproduce.tasks"),
         "runtime": runtime_versions(), **({"device_map": profile.device_map} if profile.device_map else {}), **extra,
     }
 
