@@ -32,6 +32,12 @@ padded positions, and whether every answer is identical.
     python benchmarks/bench_inference.py --models random:llama-8b --items 2 --check   # real shapes, no weights
     python benchmarks/bench_inference.py --chunks --items 20 --dtype float32           # chunked vs one pass
     python benchmarks/bench_inference.py --attention                                   # SDPA vs eager attention
+    python benchmarks/bench_inference.py --split --items 2 --repeats 5                 # split cache vs one cache
+
+``--split`` times, side by side and alternated, the engine (sampling on the split key-value cache, blocked
+inverse-CDF draw), the engine on one cache per row, and the engine with neither (one cache, the whole
+vocabulary's cumulative sum), on the meta level, calibration sampling and 48-token free-text answers, with how
+many outputs equal the one-cache engine's and in how many batches the split cache served.
 
 ``--attention`` times attention alone at the model's head shapes and dtype, on random tensors: SDPA as the
 engine calls it against eager attention (transformers' ``eager`` computation), for a sampling decoding step
