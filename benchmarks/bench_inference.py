@@ -61,6 +61,20 @@ from reproduce.properties import get_property
 TEST_TASKS = ["animals", "english_words", "years", "categories", "myopic_reward", "survival_instinct"]
 
 
+def default_calls(items: int) -> tuple[tuple[list[str], dict], tuple[list[str], dict]]:
+    """The `default` profile's meta-level call (every property of the first ``items`` items of each test task)
+    and object-level call (those items' object prompts), each as its prompts and the keyword arguments of
+    ``Engine.generate`` (lists, one entry per prompt)."""
+    tasks = [load_task(t) for t in TEST_TASKS]
+    pairs = [(it, p) for t in tasks for it in t.items[:items] for p in t.manifest["properties"]]
+    meta = ([it["hypothetical_prompts"][p] for it, p in pairs],
+            dict(max_new_tokens=[6 if get_property(p).closed else 10 for _, p in pairs],
+                 options=[get_property(p).options for _, p in pairs]))
+    obj = ([it["object_prompt"] for t in tasks for it in t.items[:items]],
+           dict(max_new_tokens=[int(t.manifest["max_new_tokens"]) for t in tasks for _ in t.items[:items]]))
+    return meta, obj
+
+
 def timed(fn):
     t = time.perf_counter()
     out = fn()
@@ -223,10 +237,8 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
         return f"ceiling {t_slow / t_bound:6.1f}x (the same passes at the roofline model: {t_bound:.2f} s)"
 
     # 1. meta level: every property of the first `items` items of each test task
-    pairs = [(it, p) for t in TEST_TASKS for it in load_task(t).items[:items] for p in load_task(t).manifest["properties"]]
-    prompts = [it["hypothetical_prompts"][p] for it, p in pairs]
-    limits = [6 if get_property(p).closed else 10 for _, p in pairs]
-    options = [get_property(p).options for _, p in pairs]
+    (prompts, kw), _ = default_calls(items)
+    limits, options = kw["max_new_tokens"], kw["options"]
     # the first call on new shapes pays one-off costs (kernel selection; on a GPU, attention plans per shape):
     # timed apart as "cold", the speed-ups use a second, warm call of the same work
     _, t_cold = timed(lambda: engine.generate(prompts, limits, options=options))
@@ -248,9 +260,8 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
         check_sharing(lm, prompts, limits, options, batch_size)
 
     # 2. calibration sampling: n samples of the first `sample_items` object-level prompts of each test task
-    objs = [(it["object_prompt"], int(load_task(t).manifest["max_new_tokens"]))
-            for t in TEST_TASKS for it in load_task(t).items[:sample_items]]
-    sp, sl = [p for p, _ in objs], [m for _, m in objs]
+    _, (sp, kw) = default_calls(sample_items)
+    sl = kw["max_new_tokens"]
     _, t_sample_cold = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
     engine.stats = type(meta_stats)()
     with recorded(lm) as sample_passes:
@@ -302,14 +313,7 @@ def bench_chunks(spec: str, dtype: str, items: int, batch_size: int, repeats: in
 
     lm = load(spec, dtype=dtype)
     print(f"\n== {spec}: {lm.dtype_name}, batch {batch_size}, {items} items per test task, {repeats} runs per mode")
-    tasks = [load_task(t) for t in TEST_TASKS]
-    pairs = [(it, p) for t in tasks for it in t.items[:items] for p in t.manifest["properties"]]
-    # each call: its prompts, and the keyword arguments of Engine.generate (as lists, one entry per prompt)
-    meta = ([it["hypothetical_prompts"][p] for it, p in pairs],
-            dict(max_new_tokens=[6 if get_property(p).closed else 10 for _, p in pairs],
-                 options=[get_property(p).options for _, p in pairs]))
-    obj = ([it["object_prompt"] for t in tasks for it in t.items[:items]],
-           dict(max_new_tokens=[int(t.manifest["max_new_tokens"]) for t in tasks for _ in t.items[:items]]))
+    meta, obj = default_calls(items)
     modes = {"chunks": Engine(lm, batch_size=batch_size).chunk_cost, "one pass": None}
     if modes["chunks"] is None:
         print("  chunking is off on this device: nothing to compare")
@@ -351,18 +355,12 @@ def bench_split(spec: str, dtype: str, items: int, sample_items: int, n: int, ba
 
     lm = load(spec, dtype=dtype)
     print(f"\n== {spec}: {lm.dtype_name}, batch {batch_size}, {repeats} runs per mode, alternated")
-    tasks = [load_task(t) for t in TEST_TASKS]
-    pairs = [(it, p) for t in tasks for it in t.items[:items] for p in t.manifest["properties"]]
-    objs = [it["object_prompt"] for t in tasks for it in t.items[:sample_items]]
+    meta, obj = default_calls(items)
+    _, (objs, sampled) = default_calls(sample_items)
     calls = {
-        "meta level": ([it["hypothetical_prompts"][p] for it, p in pairs],
-                       dict(max_new_tokens=[6 if get_property(p).closed else 10 for _, p in pairs],
-                            options=[get_property(p).options for _, p in pairs])),
-        f"sampling (n={n})": (objs, dict(max_new_tokens=[int(t.manifest["max_new_tokens"]) for t in tasks
-                                                         for _ in t.items[:sample_items]],
-                                         n=n, temperature=1.0, seed=0)),
-        "free text (48)": ([it["object_prompt"] for t in tasks for it in t.items[:items]],
-                           dict(max_new_tokens=48, stop_at_newline=False)),
+        "meta level": meta,
+        f"sampling (n={n})": (objs, dict(sampled, n=n, temperature=1.0, seed=0)),
+        "free text (48)": (obj[0], dict(max_new_tokens=48, stop_at_newline=False)),
     }
     engines = {"split": Engine(lm, batch_size=batch_size),
                "one cache": Engine(lm, batch_size=batch_size, split_decode=False),
@@ -371,7 +369,7 @@ def bench_split(spec: str, dtype: str, items: int, sample_items: int, n: int, ba
     for name, (prompts, kw) in calls.items():
         times: dict[str, list[float]] = {k: [] for k in engines}
         outs = {}
-        for k, e in engines.items():  # warm both on these shapes
+        for k, e in engines.items():  # warm all three on these shapes
             e.stats.reset()
             outs[k] = e.generate(prompts, **kw)
         used = engines["split"].stats.extra.get("split_batches", 0), engines["split"].stats.extra.get("batches", 0)
