@@ -23,11 +23,11 @@ The prompt's forward pass dominates on a CPU, so the engine computes every share
   (:func:`inverse_cdf`) with one uniform per row and step from a generator seeded by (seed, prompt, sample
   index), so a prompt's samples do not depend on which other prompts share its batch. Rows that have stopped
   are dropped from the batch.
-- Sampling decodes on a split cache (:mod:`reproduce.split_cache`) where it serves (float32, plain key-value
-  layers, SDPA attention): the ``n`` samples of a prompt share every prompt token but the last, so their
-  group's prompt cache is held once and each row's last prompt token and decoded tokens go to a small cache of
-  their own, instead of ``n`` copies of the prompt that every step copies again as it grows. The numbers are
-  those of one cache per row to float32 rounding. Greedy calls, whose rows have several tokens of their own
+- Sampling decodes on a split cache (:mod:`reproduce.split_cache`) where it serves (float32 or bfloat16, plain
+  key-value layers, SDPA attention): the ``n`` samples of a prompt share every prompt token but the last, so
+  their group's prompt cache is held once and each row's last prompt token and decoded tokens go to a small
+  cache of their own, instead of ``n`` copies of the prompt that every step copies again as it grows. The
+  numbers are those of one cache per row to float32 rounding (in bfloat16, to bfloat16 rounding). Greedy calls, whose rows have several tokens of their own
   (the meta level's questions), decode on one cache (``split_decode=False`` turns the split off everywhere).
 - Special tokens other than EOS are suppressed (a base model can otherwise loop on tokens such as
   ``<start_of_image>``).
@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import time
 from collections.abc import Sequence
@@ -69,7 +70,7 @@ from . import split_cache
 from .models import LoadedModel, ModelError
 
 #: part of every shard fingerprint: results of another engine version are never mixed with these
-ENGINE_VERSION = "6"
+ENGINE_VERSION = "7"
 
 
 #: characters a model may open an answer with before its content: whitespace, quotes, brackets, emphasis
@@ -341,6 +342,11 @@ class Engine:
         from transformers.cache_utils import DynamicCache
 
         return DynamicCache(config=self.lm.model.config)
+
+    @functools.cached_property
+    def _empty_cache(self):
+        """An empty cache of the model's layer types, never written: what a cache of this model would be."""
+        return self._new_cache()
 
     def vocab_texts(self) -> list[str]:
         tok = self.lm.tokenizer
@@ -678,30 +684,34 @@ class Engine:
         positions)``: the suffix pass projects only those hidden states to logits (output logits
         ``[1, len(rows), vocab]``), the rest of the model unchanged."""
         members = [r for g in batch for r in g.rows]
-        width_g = max(g.prefix for g in batch)
         group_of = {r: g for g in batch for r in g.rows}
         suffix = [list(rest[r][group_of[r].prefix:]) for r in members]
         width_s = max(len(x) for x in suffix)
-        cache, owner, before = prefix_cache, None, None  # owner[b]: the cache row member b continues
-        if prefix_cache is not None:
-            before = torch.ones(1, len(prefix), dtype=torch.long, device=self.lm.device)
-
         # 1. group prefixes: one row per group, on the call prefix's cache
-        if width_g:
-            gorder, before, out = self._pass([list(rest[g.rows[0]][:g.prefix]) for g in batch], cache,
-                                             None if cache is None else [0] * len(batch), before,
-                                             [rows[g.rows[0]][0] for g in batch], steer, 1, width_s + horizon)
-            self.stats.computed_tokens += sum(g.prefix for g in batch)
-            cache, at = out.past_key_values, {batch[gi]: k for k, gi in enumerate(gorder)}
-            owner = [at[group_of[r]] for r in members]
-        elif cache is not None:
-            owner = [0] * len(members)
+        cache, owner, before = self._group_pass(batch, prefix, prefix_cache, rest, rows, steer, width_s + horizon)
 
         # 2. suffixes: every row's own tokens, on its group's cache
         self.stats.computed_tokens += sum(len(x) for x in suffix)
         order, mask, out = self._pass(suffix, cache, owner, before, [rows[r][0] for r in members], steer,
                                       logits_to_keep, horizon, select)
         return [members[b] for b in order], mask, out
+
+    def _group_pass(self, batch: list[Group], prefix: list[int], prefix_cache, rest, rows, steer, horizon: int):
+        """The group prefixes of a batch: one row per group, on the call prefix's cache. Returns (cache, owner,
+        mask): ``owner[b]`` is the cache row that the batch's ``b``-th member continues (``None`` without a
+        cache), ``mask`` the cache's padding mask (``None`` without one). ``horizon``: the positions that will
+        still be appended after this pass."""
+        members = [r for g in batch for r in g.rows]
+        before = None if prefix_cache is None else torch.ones(1, len(prefix), dtype=torch.long, device=self.lm.device)
+        if not max(g.prefix for g in batch):
+            return prefix_cache, None if prefix_cache is None else [0] * len(members), before
+        gorder, before, out = self._pass([list(rest[g.rows[0]][:g.prefix]) for g in batch], prefix_cache,
+                                         None if prefix_cache is None else [0] * len(batch), before,
+                                         [rows[g.rows[0]][0] for g in batch], steer, 1, horizon)
+        self.stats.computed_tokens += sum(g.prefix for g in batch)
+        at = {batch[gi]: k for k, gi in enumerate(gorder)}
+        group_of = {r: g for g in batch for r in g.rows}
+        return out.past_key_values, [at[group_of[r]] for r in members], before
 
     def _prefill_split(self, batch: list[Group], prefix: list[int], prefix_cache, rest, rows, steer, horizon: int):
         """The prompt pass of a batch whose rows have one token of their own each (the ``n`` samples of a prompt
@@ -719,20 +729,11 @@ class Engine:
             return None  # rows with more of their own, too few rows per base for the split to pay, or a base empty
         dev = self.lm.device
         length = len(prefix) + width_g + 1 + horizon  # at most, padding included
-        if not split_cache.supported(self.lm.model, prefix_cache if prefix_cache is not None else self._new_cache(),
+        if not split_cache.supported(self.lm.model, prefix_cache if prefix_cache is not None else self._empty_cache,
                                      length):
             return None
-        before = None if prefix_cache is None else torch.ones(1, len(prefix), dtype=torch.long, device=dev)
-        if width_g:
-            gorder, before, out = self._pass([list(rest[g.rows[0]][:g.prefix]) for g in batch], prefix_cache,
-                                             None if prefix_cache is None else [0] * len(batch), before,
-                                             [rows[g.rows[0]][0] for g in batch], steer, 1, 1 + horizon)
-            self.stats.computed_tokens += sum(g.prefix for g in batch)
-            at = {batch[gi]: k for k, gi in enumerate(gorder)}
-            cache, owner = out.past_key_values, [at[group_of[r]] for r in members]
-            del out
-        else:  # every row continues the call prefix (a single prompt's samples)
-            cache, owner = prefix_cache, [0] * len(members)
+        # the group prefixes (without them, every row continues the call prefix: a single prompt's samples)
+        cache, owner, before = self._group_pass(batch, prefix, prefix_cache, rest, rows, steer, 1 + horizon)
         self.stats.computed_tokens += len(members)
         split = split_cache.SplitCache(cache, before, owner, self._new_cache)
         del cache

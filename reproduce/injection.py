@@ -175,23 +175,26 @@ class Runner:
         return self._cv
 
     def _by_layer(self, specs: list[dict], run) -> pd.DataFrame:
-        """Run ``specs`` grouped by layer (one steering hook per layer); ``run(layer, specs)`` -> DataFrame."""
-        frames = []
-        for layer in sorted({s["layer"] for s in specs}):
-            frames.append(run(layer, [s for s in specs if s["layer"] == layer]))
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        """Run ``specs`` in one engine call (every layer's injections in one steering, so the rows of all layers
+        share decoding steps); ``run(specs)`` -> DataFrame, one row per spec (per sample) in the specs' order.
+        The rows come back ordered by layer (the controls, layer -1, first), each layer's in the specs' order."""
+        if not specs:
+            return pd.DataFrame()
+        return run(specs).sort_values("layer", kind="stable", ignore_index=True)
 
-    def _steer(self, layer: int, specs: list[dict], starts: list[int], ends: list[int | None] | None = None):
+    def _steer(self, specs: list[dict], starts: list[int], ends: list[int | None] | None = None):
+        """One injection per spec (``None`` for a control), each at its spec's layer."""
         inj = []
         for i, s in enumerate(specs):
             if s["condition"] == "control":
                 inj.append(None)
                 continue
+            layer = s["layer"]
             vec = _vector(self.cv, s["condition"] if s["condition"] != "matching" else "concept",
                           s["injected"] if "injected" in s else s["concept"], layer, s["strength"], self.seed)
             key = (s["condition"], s.get("injected", s["concept"]), layer, s["strength"])
-            inj.append(Injection(vec, starts[i], None if ends is None else ends[i], key=key))
-        return Steer(self.lm, max(layer, 0), inj)
+            inj.append(Injection(vec, starts[i], None if ends is None else ends[i], key=key, layer=layer))
+        return Steer(self.lm, max([s["layer"] for s in specs] + [0]), inj)
 
     # ------------------------------------------------------------------------------- detection
     def detection_specs(self) -> list[dict]:
@@ -217,12 +220,12 @@ class Runner:
                                       condition="concept", concept=c, layer=layer, layer_fraction=f, strength=s))
         return specs
 
-    def run_detection_layer(self, layer: int, specs: list[dict]) -> pd.DataFrame:
+    def run_detection(self, specs: list[dict]) -> pd.DataFrame:
         convs = [trial_conversation(self.data, s["text"]) for s in specs]
         starts = [question_start(self.lm, c) for c in convs]
-        with self._steer(layer, specs, starts) as steer:
+        with self._steer(specs, starts) as steer:
             gens = self.engine.generate(convs, 4, options=[DETECT_OPTIONS] * len(convs), steer=steer,
-                                        progress=f"{self.lm.name} detection L{layer}")
+                                        progress=f"{self.lm.name} detection")
         rows = pd.DataFrame([{k: v for k, v in s.items() if k != "text"} for s in specs])
         rows["p_yes"] = [g[0].option_probs[0] for g in gens]
         rows["p_outside"] = [g[0].p_outside for g in gens]
@@ -239,7 +242,7 @@ class Runner:
                            layer_fraction=f, strength=s) for k, c in enumerate(self.concepts)]
         return specs
 
-    def run_identification_layer(self, layer: int, specs: list[dict]) -> pd.DataFrame:
+    def run_identification(self, specs: list[dict]) -> pd.DataFrame:
         p = self.data.prompts
         words = self.concepts
         convs, starts, rows_specs = [], [], []
@@ -252,9 +255,9 @@ class Runner:
                 convs.append(conv)
                 starts.append(start)
                 rows_specs.append(s)
-        with self._steer(layer, rows_specs, starts) as steer:
+        with self._steer(rows_specs, starts) as steer:
             lps = self.engine.score(convs, [" " + w for w in words] * len(specs), steer=steer,
-                                    progress=f"{self.lm.name} identification L{layer}")
+                                    progress=f"{self.lm.name} identification")
         totals = np.array([lp.sum() for lp in lps]).reshape(len(specs), len(words))
         probs = np.exp(totals - totals.max(1, keepdims=True))
         probs /= probs.sum(1, keepdims=True)
@@ -277,15 +280,15 @@ class Runner:
                            layer_fraction=f, strength=s) for k, c in enumerate(self.concepts[:n])]
         return specs
 
-    def run_freetext_layer(self, layer: int, specs: list[dict]) -> pd.DataFrame:
+    def run_freetext(self, specs: list[dict]) -> pd.DataFrame:
         ft, p = self.cfg.free_text, self.data.prompts
         convs = [trial_conversation(self.data, p["trial"].format(n=int(s["question_id"].split("-")[1])))
                  for s in specs]
         starts = [question_start(self.lm, c) for c in convs]
-        with self._steer(layer, specs, starts) as steer:
+        with self._steer(specs, starts) as steer:
             gens = self.engine.generate(convs, ft.max_new_tokens, n=ft.samples, temperature=ft.temperature,
-                                        seed=derive_seed(self.seed, "freetext", layer), steer=steer,
-                                        stop_at_newline=False, progress=f"{self.lm.name} free text L{layer}")
+                                        seed=derive_seed(self.seed, "freetext"), steer=steer,
+                                        stop_at_newline=False, progress=f"{self.lm.name} free text")
         rows = []
         for s, conv, g in zip(specs, convs, gens):
             for j, x in enumerate(g):
@@ -296,7 +299,7 @@ class Runner:
         ppl = np.full(len(rows), np.nan)
         if scorable:
             lps = self.engine.score([rows[i]["_conv"] for i in scorable], [rows[i]["_raw"] for i in scorable],
-                                    progress=f"{self.lm.name} perplexity L{layer}")
+                                    progress=f"{self.lm.name} perplexity")
             for i, lp in zip(scorable, lps):
                 ppl[i] = float(np.exp(-lp.mean()))
         df["perplexity"] = ppl
@@ -327,7 +330,7 @@ class Runner:
                                   strength=s))
         return specs
 
-    def run_prefill_layer(self, layer: int, specs: list[dict]) -> pd.DataFrame:
+    def run_prefill(self, specs: list[dict]) -> pd.DataFrame:
         p = self.data.prompts
         options = list(p["prefill_options"])  # (intended, accident)
         variants = [(o, v) for o in options for v in (o.lower(), o.capitalize())]
@@ -344,9 +347,9 @@ class Runner:
                 starts.append(a)
                 ends.append(b)
                 row_specs.append(s)
-        with self._steer(layer, [dict(x, concept=x["word"]) for x in row_specs], starts, ends) as steer:
+        with self._steer([dict(x, concept=x["word"]) for x in row_specs], starts, ends) as steer:
             lps = self.engine.score(convs, [answer_text(self.lm, v) for _, v in variants] * len(specs), steer=steer,
-                                    progress=f"{self.lm.name} prefill L{layer}")
+                                    progress=f"{self.lm.name} prefill")
         totals = np.array([lp.sum() for lp in lps]).reshape(len(specs), len(variants))
         mass = {o: np.logaddexp.reduce(totals[:, [i for i, (oo, _) in enumerate(variants) if oo == o]], axis=1)
                 for o in options}
@@ -383,13 +386,13 @@ class Runner:
     def run(self) -> dict[str, pd.DataFrame]:
         out = {}
         out["detection"] = self.store.cached("detection", lambda: self._by_layer(self.detection_specs(),
-                                                                           self.run_detection_layer))
+                                                                           self.run_detection))
         out["identification"] = self.store.cached("identification", lambda: self._by_layer(
-            self.identification_specs(), self.run_identification_layer)) if self.cfg.identification else None
+            self.identification_specs(), self.run_identification)) if self.cfg.identification else None
         out["freetext"] = self.store.cached("freetext", lambda: self._by_layer(self.freetext_specs(),
-                                                                         self.run_freetext_layer)) \
+                                                                         self.run_freetext)) \
             if self.cfg.free_text.concepts else None
-        out["prefill"] = self.store.cached("prefill", lambda: self._by_layer(self.prefill_specs(), self.run_prefill_layer))
+        out["prefill"] = self.store.cached("prefill", lambda: self._by_layer(self.prefill_specs(), self.run_prefill))
         out["intention"] = self.store.cached("intention", self.run_intention)
         return {k: v.assign(model=self.lm.name) for k, v in out.items() if v is not None}
 

@@ -17,12 +17,15 @@ larger of ``m_b`` and ``m_t``. The queries of the rows that share a base are sta
 and values are read once per step for all of them.
 
 The arithmetic is float32 and the summation order differs from SDPA's, so outputs match the one-cache path to
-float32 rounding (about 1e-6), not to the bit. It serves float32 caches only (in bf16, matching SDPA's
-accuracy would need the base in float32), plain key-value layers whose sliding window the rows do not reach,
-models on transformers' ``sdpa`` attention without logit soft-capping, and one new token per row and step.
-:func:`supported` tells; the engine falls back to the one-cache path otherwise. A forward pass in which not
-every layer's attention came through here raises, so a model that bypasses the attention interface is caught
-rather than silently mixed.
+float32 rounding (about 1e-6), not to the bit. A bfloat16 model's base is held in float32 (converted once, when
+the split cache is made) and its queries and tail are raised to float32 for the attention, whose output is
+rounded back to bfloat16: SDPA's CPU kernel likewise accumulates bfloat16 inputs in float32, but rounds the
+attention weights to bfloat16 before multiplying them into the values, so the two paths then agree to
+bfloat16 rounding, not to the bit. It serves float32 and bfloat16 caches, plain key-value layers whose sliding
+window the rows do not reach, models on transformers' ``sdpa`` attention without logit soft-capping, and one
+new token per row and step. :func:`supported` tells; the engine falls back to the one-cache path otherwise. A
+forward pass in which not every layer's attention came through here raises, so a model that bypasses the
+attention interface is caught rather than silently mixed.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ import torch
 
 #: the name under which the split attention is registered with transformers' attention interface
 ATTENTION = "looking_inward_split"
+
+
+#: the cache dtypes served; the attention itself runs in float32
+DTYPES = (torch.float32, torch.bfloat16)
 
 
 class SplitCacheError(RuntimeError):
@@ -52,10 +59,17 @@ def _attention(module, query, key, value, attention_mask, dropout: float = 0.0, 
     return split_cache.attend(module, query, key, value, scaling), None
 
 
-def _register() -> None:
-    from transformers import AttentionInterface
+_registered = False
 
-    AttentionInterface.register(ATTENTION, _attention)
+
+def _register() -> None:
+    """Register :func:`_attention` with transformers' attention interface (once per process)."""
+    global _registered
+    if not _registered:
+        from transformers import AttentionInterface
+
+        AttentionInterface.register(ATTENTION, _attention)
+        _registered = True
 
 
 def _attention_configs(model) -> list:
@@ -75,7 +89,7 @@ def supported(model, cache, length: int) -> bool:
     if not layers or not mergeable(cache, length):
         return False
     held = [layer.keys.dtype for layer in layers if getattr(layer, "keys", None) is not None and layer.keys.numel()]
-    if any(d != torch.float32 for d in held or [model.dtype]):
+    if any(d not in DTYPES for d in held or [model.dtype]):
         return False
     configs = _attention_configs(model)
     if not configs:
@@ -85,19 +99,21 @@ def supported(model, cache, length: int) -> bool:
 
 
 class SplitCache:
-    """The base (each distinct prompt's keys and values, and its padding mask) beside a tail cache.
+    """The base (each group's prompt prefix: its keys and values held once, in float32, and its padding mask)
+    beside a tail cache.
 
-    ``cache``: the prompt pass's cache, one row per base (each group's prompt, ``mask`` its padding mask
-    ``[bases, positions]``); ``owner[b]``: the base row that row ``b`` continues. ``new_tail()``: an empty
-    cache of the model's layer types for the rows' own tokens."""
+    ``cache``: the prompt pass's cache, one row per base (``mask`` its padding mask ``[bases, positions]``);
+    ``owner[b]``: the base row that row ``b`` continues. ``new_tail()``: an empty cache of the model's layer
+    types for the rows' own tokens."""
 
     def __init__(self, cache, mask: torch.Tensor, owner: Sequence[int], new_tail):
         self.group = list(owner)  # base row of each active row
-        self.keys = [layer.keys for layer in cache.layers]
-        self.values = [layer.values for layer in cache.layers]
+        self.keys = [layer.keys.float() for layer in cache.layers]  # float32 as they are: no copy
+        self.values = [layer.values.float() for layer in cache.layers]
         self._bias = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).masked_fill(mask == 0, -math.inf)
         self.tail = new_tail()
         self.calls = 0
+        self._configs: list | None = None  # the attention configs of the model it serves, found once
         self._layout()
 
     @property
@@ -144,9 +160,11 @@ class SplitCache:
     @contextlib.contextmanager
     def active(self, model):
         """Route the model's attention here for one forward pass; checks that every layer came through."""
-        configs = _attention_configs(model)
+        if self._configs is None:
+            _register()
+            self._configs = _attention_configs(model)
+        configs = self._configs
         before = [c._attn_implementation for c in configs]
-        _register()
         self.calls = 0
         try:
             for c in configs:
@@ -162,7 +180,8 @@ class SplitCache:
     def attend(self, module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                scaling: float | None) -> torch.Tensor:
         """Attention of each row's query (``[rows, heads, 1, d]``) over its base and its tail (``key``,
-        ``value``: ``[rows, kv_heads, tail, d]``). Returns ``[rows, 1, heads, d]``."""
+        ``value``: ``[rows, kv_heads, tail, d]``). Returns ``[rows, 1, heads, d]`` in the query's dtype; the
+        arithmetic is float32 (for a float32 model, the tensors as they are)."""
         rows, heads, q, d = query.shape
         if q != 1:
             raise SplitCacheError("split attention decodes one token per row and step")
@@ -172,7 +191,8 @@ class SplitCache:
         bases, kv = base_k.shape[0], base_k.shape[1]
         g = heads // kv
         scale = d ** -0.5 if scaling is None else scaling
-        qr = query.reshape(rows, kv, g, d)
+        qr = query.float().reshape(rows, kv, g, d)
+        key, value = key.float(), value.float()
         # base: the queries of each base row's rows stacked, one product per base row
         if self._plain:
             qb = qr.reshape(bases, self.most, kv, g, d)

@@ -23,6 +23,7 @@ set by the engine before each forward pass (:meth:`Steer.set_rows`); rows with n
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -188,14 +189,16 @@ def concept_vectors(lm: LoadedModel, words: Sequence[str], baselines: Sequence[s
 # ------------------------------------------------------------------------------------------ writing
 @dataclass(frozen=True)
 class Injection:
-    """What one prompt gets: ``vector`` added at real-token positions ``start <= p < end`` (``end=None``: every
-    later position, generated tokens included). ``key`` identifies the injection for prefix sharing: rows may
-    share computed positions at or after ``start`` only when their keys are equal."""
+    """What one prompt gets: ``vector`` added to the output of block ``layer`` (``None``: the :class:`Steer`'s
+    layer) at real-token positions ``start <= p < end`` (``end=None``: every later position, generated tokens
+    included). ``key`` identifies the injection for prefix sharing: rows may share computed positions at or
+    after ``start`` only when their keys (and layers) are equal."""
 
     vector: torch.Tensor
     start: int
     end: int | None = None
     key: Hashable = None
+    layer: int | None = None
 
     def __post_init__(self):
         if self.start < 0 or (self.end is not None and self.end <= self.start):
@@ -203,16 +206,19 @@ class Injection:
 
 
 class Steer:
-    """Injections into block ``layer`` of ``lm``, one (or ``None``) per prompt of an engine call. Use as a
-    context manager around :meth:`reproduce.engine.Engine.generate` / ``score`` with ``steer=`` this object."""
+    """Injections into the blocks of ``lm``, one (or ``None``) per prompt of an engine call: each at its own
+    ``Injection.layer``, or else at block ``layer``. Prompts steered at different blocks can so share one call
+    (one decoding loop, the model's weights read once per step for all of them). Use as a context manager
+    around :meth:`reproduce.engine.Engine.generate` / ``score`` with ``steer=`` this object."""
 
     def __init__(self, lm: LoadedModel, layer: int, injections: Sequence[Injection | None]):
         blocks = decoder_layers(lm.model)
-        if not 0 <= layer < len(blocks):
-            raise SteeringError(f"layer {layer} is outside {lm.name}'s {len(blocks)} decoder blocks (0..{len(blocks) - 1})")
-        self.lm, self.layer, self.block = lm, layer, blocks[layer]
+        self.lm, self.layer, self._blocks = lm, layer, blocks
         self.injections = list(injections)
         d = lm.model.config.hidden_size
+        for at in {layer, *(self.layer_of(inj) for inj in self.injections if inj is not None)}:
+            if not 0 <= at < len(blocks):
+                raise SteeringError(f"layer {at} is outside {lm.name}'s {len(blocks)} decoder blocks (0..{len(blocks) - 1})")
         for inj in self.injections:
             if inj is not None and tuple(inj.vector.shape) != (d,):
                 raise SteeringError(f"an injection vector has shape {tuple(inj.vector.shape)}; {lm.name} needs ({d},)")
@@ -227,9 +233,12 @@ class Steer:
         starts = [inj.start for inj in self.injections if inj is not None]
         return min(starts) if starts else None
 
+    def layer_of(self, inj: Injection) -> int:
+        return self.layer if inj.layer is None else inj.layer
+
     def planning_key(self, prompt: int) -> tuple[int, Hashable] | None:
         inj = self.injections[prompt]
-        return None if inj is None else (inj.start, (inj.key if inj.key is not None else id(inj)))
+        return None if inj is None else (inj.start, (self.layer_of(inj), inj.key if inj.key is not None else id(inj)))
 
     def set_rows(self, rows: Sequence[int] | None) -> None:
         """The prompt index of each row of the next forward pass (``None``: a pass that no injection reaches)."""
@@ -237,8 +246,9 @@ class Steer:
 
     # the hooks
     def __enter__(self):
-        self._hooks = [self.lm.model.register_forward_pre_hook(self._capture, with_kwargs=True),
-                       self.block.register_forward_hook(self._add)]
+        layers = sorted({self.layer_of(inj) for inj in self.injections if inj is not None} or {self.layer})
+        self._hooks = [self.lm.model.register_forward_pre_hook(self._capture, with_kwargs=True)]
+        self._hooks += [self._blocks[at].register_forward_hook(functools.partial(self._add, at)) for at in layers]
         return self
 
     def __exit__(self, *exc):
@@ -249,14 +259,15 @@ class Steer:
     def _capture(self, module, args, kwargs):
         self._pos, self._mask = kwargs.get("position_ids"), kwargs.get("attention_mask")
 
-    def _add(self, module, args, output):
+    def _add(self, layer, module, args, output):
+        """Block ``layer``'s forward hook: adds the injections of the rows steered at that block."""
         if self._rows is None:
             return None
         if self._pos is None:
             raise SteeringError("the model was called without position_ids: injections are placed by position; "
                                 "run steered inference through reproduce.engine.Engine")
         hidden = _hidden(output)
-        rows = [self.injections[r] for r in self._rows]
+        rows = [None if (i := self.injections[r]) is None or self.layer_of(i) != layer else i for r in self._rows]
         if len(rows) != hidden.shape[0]:
             raise SteeringError(f"steer rows ({len(rows)}) do not match the batch ({hidden.shape[0]})")
         if all(inj is None for inj in rows):

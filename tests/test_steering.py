@@ -197,3 +197,36 @@ def test_out_of_range_layer_and_wrong_vector_shape_are_refused(models):
         Steer(lm, 99, [None])
     with pytest.raises(SteeringError, match="shape"):
         Steer(lm, 3, [Injection(torch.zeros(7), 0)])
+
+
+@pytest.mark.parametrize("spec", ["smollm2-135m"])
+def test_injections_at_several_layers_in_one_call_equal_one_call_per_layer(models, spec):
+    """Prompts steered at different blocks in one call (one steering, one decoding loop) get what each gets in a
+    call of its own layer: the same greedy tokens, and option distributions equal to float32 rounding; a control
+    row beside them gets what it gets unsteered."""
+    lm, _ = models[spec]
+    n = len(decoder_layers(lm.model))
+    layers = [layer_at(0.3, n), layer_at(0.7, n)]
+    engine = Engine(lm, batch_size=8)
+    ids = engine.tokenize([CONVO])[0]
+    start = len(ids) - 6
+    g = torch.Generator().manual_seed(3)
+    norm = 4 * float(last_token_residuals(lm, [CONVO], [layers[0]])[0, 0].norm())
+    vecs = [torch.randn(lm.model.config.hidden_size, generator=g) for _ in layers]
+    vecs = [v / v.norm() * norm for v in vecs]
+    injections = [Injection(v, start, key=("v", k), layer=at) for k, (v, at) in enumerate(zip(vecs, layers))]
+    prompts, opts = [CONVO] * 3, [("yes", "no")] * 3
+    with Steer(lm, 0, [*injections, None]) as steer:
+        both = engine.generate(prompts, 8, options=opts, steer=steer)
+    alone = []
+    for inj, at in zip(injections, layers):
+        with Steer(lm, at, [Injection(inj.vector, start, key=inj.key)]) as steer:
+            alone.append(engine.generate(prompts[:1], 8, options=opts[:1], steer=steer)[0])
+    plain = engine.generate(prompts[:1], 8, options=opts[:1])[0]
+    for got, want in zip(both, [*alone, plain]):  # equal to float32 rounding (other rows, other matmul blocking)
+        assert got[0].raw == want[0].raw
+        assert np.allclose(got[0].option_probs, want[0].option_probs, rtol=0, atol=1e-5)
+        assert abs(got[0].p_outside - want[0].p_outside) < 1e-5
+    assert both[0] != both[2] or both[1] != both[2]  # an injection changed something: the check is not vacuous
+    with pytest.raises(SteeringError, match="outside"):
+        Steer(lm, 0, [Injection(vecs[0], start, layer=n)])
