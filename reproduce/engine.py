@@ -165,6 +165,13 @@ class Group:
     prefix: int
 
 
+def _rows_of(batch: Sequence[Group], rest) -> tuple[list[int], dict[int, Group], list[list[int]]]:
+    """A batch's rows in order, each row's group, and each row's tokens after its group's prefix."""
+    members = [r for g in batch for r in g.rows]
+    group_of = {r: g for g in batch for r in g.rows}
+    return members, group_of, [list(rest[r][group_of[r].prefix:]) for r in members]
+
+
 def plan_groups(rest: Sequence[Sequence[int]], min_shared: int, max_rows: int) -> list[Group]:
     """Split rows into groups of at most ``max_rows`` that share a prefix of at least ``min_shared`` tokens,
     choosing the split that saves the most prompt tokens.
@@ -683,12 +690,11 @@ class Engine:
         the output's batch. ``horizon``: the most tokens a row may generate after it. ``select = (rows,
         positions)``: the suffix pass projects only those hidden states to logits (output logits
         ``[1, len(rows), vocab]``), the rest of the model unchanged."""
-        members = [r for g in batch for r in g.rows]
-        group_of = {r: g for g in batch for r in g.rows}
-        suffix = [list(rest[r][group_of[r].prefix:]) for r in members]
+        members, group_of, suffix = _rows_of(batch, rest)
         width_s = max(len(x) for x in suffix)
         # 1. group prefixes: one row per group, on the call prefix's cache
-        cache, owner, before = self._group_pass(batch, prefix, prefix_cache, rest, rows, steer, width_s + horizon)
+        cache, owner, before = self._group_pass(batch, members, group_of, prefix, prefix_cache, rest, rows, steer,
+                                                width_s + horizon)
 
         # 2. suffixes: every row's own tokens, on its group's cache
         self.stats.computed_tokens += sum(len(x) for x in suffix)
@@ -696,12 +702,13 @@ class Engine:
                                       logits_to_keep, horizon, select)
         return [members[b] for b in order], mask, out
 
-    def _group_pass(self, batch: list[Group], prefix: list[int], prefix_cache, rest, rows, steer, horizon: int):
-        """The group prefixes of a batch: one row per group, on the call prefix's cache. Returns (cache, owner,
-        mask): ``owner[b]`` is the cache row that the batch's ``b``-th member continues (``None`` without a
-        cache), ``mask`` the cache's padding mask (``None`` without one). ``horizon``: the positions that will
-        still be appended after this pass."""
-        members = [r for g in batch for r in g.rows]
+    def _group_pass(self, batch: list[Group], members: list[int], group_of: dict[int, Group], prefix: list[int],
+                    prefix_cache, rest, rows, steer, horizon: int):
+        """The group prefixes of a batch: one row per group, on the call prefix's cache. ``members`` and
+        ``group_of``: the batch's rows and each row's group (:func:`_rows_of`). Returns (cache, owner, mask):
+        ``owner[b]`` is the cache row that ``members[b]`` continues (``None`` without a cache), ``mask`` the
+        cache's padding mask (``None`` without one). ``horizon``: the positions that will still be appended
+        after this pass."""
         before = None if prefix_cache is None else torch.ones(1, len(prefix), dtype=torch.long, device=self.lm.device)
         if not max(g.prefix for g in batch):
             return prefix_cache, None if prefix_cache is None else [0] * len(members), before
@@ -710,7 +717,6 @@ class Engine:
                                          [rows[g.rows[0]][0] for g in batch], steer, 1, horizon)
         self.stats.computed_tokens += sum(g.prefix for g in batch)
         at = {batch[gi]: k for k, gi in enumerate(gorder)}
-        group_of = {r: g for g in batch for r in g.rows}
         return out.past_key_values, [at[group_of[r]] for r in members], before
 
     def _prefill_split(self, batch: list[Group], prefix: list[int], prefix_cache, rest, rows, steer, horizon: int):
@@ -719,9 +725,7 @@ class Engine:
         prefixes as in :meth:`_prefill`, then each row's last token as a first decoding step on the groups'
         cache, which is never copied per row. Returns (members, split cache, next positions, last logits), or
         ``None`` where the split cache does not serve (then :meth:`_prefill`)."""
-        members = [r for g in batch for r in g.rows]
-        group_of = {r: g for g in batch for r in g.rows}
-        suffix = [list(rest[r][group_of[r].prefix:]) for r in members]
+        members, group_of, suffix = _rows_of(batch, rest)
         width_g = max(g.prefix for g in batch)
         bases = len(batch) if width_g else 1  # the groups' prefixes, or else the call prefix alone
         if any(len(x) != 1 for x in suffix) or len(members) < 2 * bases or (
@@ -733,16 +737,15 @@ class Engine:
                                      length):
             return None
         # the group prefixes (without them, every row continues the call prefix: a single prompt's samples)
-        cache, owner, before = self._group_pass(batch, prefix, prefix_cache, rest, rows, steer, 1 + horizon)
+        cache, owner, before = self._group_pass(batch, members, group_of, prefix, prefix_cache, rest, rows, steer,
+                                                1 + horizon)
         self.stats.computed_tokens += len(members)
         split = split_cache.SplitCache(cache, before, owner, self._new_cache)
         del cache
         pos = before.long().sum(-1)[torch.tensor(owner, device=before.device)].to(dev)
         if steer is not None:
             steer.set_rows([rows[r][0] for r in members])
-        with split.active(self.lm.model) as routed:
-            out = self.lm.model(input_ids=torch.tensor(suffix, device=dev), position_ids=pos.unsqueeze(-1),
-                                past_key_values=split.tail, use_cache=True, **routed)
+        out = split.forward(self.lm.model, torch.tensor(suffix, device=dev), pos.unsqueeze(-1))
         self.stats.padded_tokens += len(members)
         self.stats.logit_rows += len(members)
         return members, split, pos + 1, out.logits[:, -1].float().to(dev)
@@ -878,9 +881,7 @@ class Engine:
             if steer is not None:
                 steer.set_rows([rows[r][0] for r in active])
             if split is not None:
-                with split.active(self.lm.model) as routed:
-                    out = self.lm.model(input_ids=nxt.unsqueeze(-1), position_ids=pos.unsqueeze(-1),
-                                        past_key_values=split.tail, use_cache=True, **routed)
+                out = split.forward(self.lm.model, nxt.unsqueeze(-1), pos.unsqueeze(-1))
             else:
                 out = self.lm.model(input_ids=nxt.unsqueeze(-1), attention_mask=mask, position_ids=pos.unsqueeze(-1),
                                     past_key_values=cache, use_cache=True)

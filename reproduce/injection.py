@@ -174,7 +174,7 @@ class Runner:
                                        batch_size=self.profile.batch_size, progress=f"{self.lm.name} concept vectors")
         return self._cv
 
-    def _by_layer(self, specs: list[dict], run) -> pd.DataFrame:
+    def _one_call(self, specs: list[dict], run) -> pd.DataFrame:
         """Run ``specs`` in one engine call (every layer's injections in one steering, so the rows of all layers
         share decoding steps); ``run(specs)`` -> DataFrame, one row per spec (per sample) in the specs' order.
         The rows come back ordered by layer (the controls, layer -1, first), each layer's in the specs' order."""
@@ -194,7 +194,7 @@ class Runner:
                           s["injected"] if "injected" in s else s["concept"], layer, s["strength"], self.seed)
             key = (s["condition"], s.get("injected", s["concept"]), layer, s["strength"])
             inj.append(Injection(vec, starts[i], None if ends is None else ends[i], key=key, layer=layer))
-        return Steer(self.lm, max([s["layer"] for s in specs] + [0]), inj)
+        return Steer(self.lm, None, inj)
 
     # ------------------------------------------------------------------------------- detection
     def detection_specs(self) -> list[dict]:
@@ -385,14 +385,14 @@ class Runner:
     # -------------------------------------------------------------------------------------- all
     def run(self) -> dict[str, pd.DataFrame]:
         out = {}
-        out["detection"] = self.store.cached("detection", lambda: self._by_layer(self.detection_specs(),
+        out["detection"] = self.store.cached("detection", lambda: self._one_call(self.detection_specs(),
                                                                            self.run_detection))
-        out["identification"] = self.store.cached("identification", lambda: self._by_layer(
+        out["identification"] = self.store.cached("identification", lambda: self._one_call(
             self.identification_specs(), self.run_identification)) if self.cfg.identification else None
-        out["freetext"] = self.store.cached("freetext", lambda: self._by_layer(self.freetext_specs(),
+        out["freetext"] = self.store.cached("freetext", lambda: self._one_call(self.freetext_specs(),
                                                                          self.run_freetext)) \
             if self.cfg.free_text.concepts else None
-        out["prefill"] = self.store.cached("prefill", lambda: self._by_layer(self.prefill_specs(), self.run_prefill))
+        out["prefill"] = self.store.cached("prefill", lambda: self._one_call(self.prefill_specs(), self.run_prefill))
         out["intention"] = self.store.cached("intention", self.run_intention)
         return {k: v.assign(model=self.lm.name) for k, v in out.items() if v is not None}
 

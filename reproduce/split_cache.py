@@ -177,6 +177,13 @@ class SplitCache:
             raise SplitCacheError(f"{self.calls} of {len(self.keys)} attention layers came through the split "
                                   "cache: this model's attention bypasses transformers' attention interface")
 
+    def forward(self, model, input_ids: torch.Tensor, position_ids: torch.Tensor):
+        """One forward pass of ``model`` over one new token per active row (``input_ids``, ``position_ids``:
+        ``[rows, 1]``), attending to the base and the tail, which it extends. Returns the model's output."""
+        with self.active(model) as routed:
+            return model(input_ids=input_ids, position_ids=position_ids, past_key_values=self.tail, use_cache=True,
+                         **routed)
+
     def attend(self, module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                scaling: float | None) -> torch.Tensor:
         """Attention of each row's query (``[rows, heads, 1, d]``) over its base and its tail (``key``,

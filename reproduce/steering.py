@@ -207,16 +207,21 @@ class Injection:
 
 class Steer:
     """Injections into the blocks of ``lm``, one (or ``None``) per prompt of an engine call: each at its own
-    ``Injection.layer``, or else at block ``layer``. Prompts steered at different blocks can so share one call
-    (one decoding loop, the model's weights read once per step for all of them). Use as a context manager
-    around :meth:`reproduce.engine.Engine.generate` / ``score`` with ``steer=`` this object."""
+    ``Injection.layer``, or else at block ``layer`` (``None``: every injection names its own). Prompts steered
+    at different blocks can so share one call (one decoding loop, the model's weights read once per step for
+    all of them). Use as a context manager around :meth:`reproduce.engine.Engine.generate` / ``score`` with
+    ``steer=`` this object."""
 
-    def __init__(self, lm: LoadedModel, layer: int, injections: Sequence[Injection | None]):
+    def __init__(self, lm: LoadedModel, layer: int | None, injections: Sequence[Injection | None]):
         blocks = decoder_layers(lm.model)
         self.lm, self.layer, self._blocks = lm, layer, blocks
         self.injections = list(injections)
         d = lm.model.config.hidden_size
-        for at in {layer, *(self.layer_of(inj) for inj in self.injections if inj is not None)}:
+        if layer is None and any(inj is not None and inj.layer is None for inj in self.injections):
+            raise SteeringError("an injection without a layer of its own needs the Steer's layer: give "
+                                "Steer(lm, layer, ...) a block index, or each Injection its layer=")
+        for at in {self.layer_of(inj) for inj in self.injections if inj is not None} | (
+                set() if layer is None else {layer}):
             if not 0 <= at < len(blocks):
                 raise SteeringError(f"layer {at} is outside {lm.name}'s {len(blocks)} decoder blocks (0..{len(blocks) - 1})")
         for inj in self.injections:
@@ -246,7 +251,7 @@ class Steer:
 
     # the hooks
     def __enter__(self):
-        layers = sorted({self.layer_of(inj) for inj in self.injections if inj is not None} or {self.layer})
+        layers = sorted({self.layer_of(inj) for inj in self.injections if inj is not None})
         self._hooks = [self.lm.model.register_forward_pre_hook(self._capture, with_kwargs=True)]
         self._hooks += [self._blocks[at].register_forward_hook(functools.partial(self._add, at)) for at in layers]
         return self

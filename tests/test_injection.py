@@ -124,7 +124,7 @@ def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
     runner._cv = None
     for part, specs, run in (("identification", runner.identification_specs(), runner.run_identification),
                              ("prefill", runner.prefill_specs(), runner.run_prefill)):
-        again = stored(runner._by_layer(specs, run)).assign(model=runner.lm.name)
+        again = stored(runner._one_call(specs, run)).assign(model=runner.lm.name)
         pd.testing.assert_frame_equal(a[part], again)
     det = a["detection"]
     assert set(det["condition"]) == {"control", "concept", "negated", "random"}

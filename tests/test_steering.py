@@ -216,7 +216,7 @@ def test_injections_at_several_layers_in_one_call_equal_one_call_per_layer(model
     vecs = [v / v.norm() * norm for v in vecs]
     injections = [Injection(v, start, key=("v", k), layer=at) for k, (v, at) in enumerate(zip(vecs, layers))]
     prompts, opts = [CONVO] * 3, [("yes", "no")] * 3
-    with Steer(lm, 0, [*injections, None]) as steer:
+    with Steer(lm, None, [*injections, None]) as steer:  # every injection names its block
         both = engine.generate(prompts, 8, options=opts, steer=steer)
     alone = []
     for inj, at in zip(injections, layers):
@@ -229,4 +229,6 @@ def test_injections_at_several_layers_in_one_call_equal_one_call_per_layer(model
         assert abs(got[0].p_outside - want[0].p_outside) < 1e-5
     assert both[0] != both[2] or both[1] != both[2]  # an injection changed something: the check is not vacuous
     with pytest.raises(SteeringError, match="outside"):
-        Steer(lm, 0, [Injection(vecs[0], start, layer=n)])
+        Steer(lm, None, [Injection(vecs[0], start, layer=n)])
+    with pytest.raises(SteeringError, match="without a layer of its own"):
+        Steer(lm, None, [injections[0], Injection(vecs[0], start)])
