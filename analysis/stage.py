@@ -524,8 +524,12 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     main_t = tidy.with_schema(meta_t)
     objects = pd.concat([tidy.with_schema(meta_u), main_t[main_t["ground_truth"] == "trained"]], ignore_index=True)
     tables["compliance"] = tidy.compliance_table(objects, pred)
-    # the data-scaling sweep runs on the first finetune seed only: compare it with that seed's full runs
-    first = pred[(pred["condition"] == "trained") & (pred["seed"] == pred.loc[pred["condition"] == "trained", "seed"].min())]
+    # the data-scaling sweep runs on the first finetune seed only (finetune.seeds[0], in the order given):
+    # compare it with that seed's full runs; the seed is read from the sweep's own rows
+    done = pred[pred["condition"] == "trained"]
+    sweep = done[done["scaling"].astype(bool)]
+    sweep_sizes = sweep["n_examples"].dropna().unique()  # the sizes trained: one at or above a target's pairs is not
+    first = done[done["seed"] == (sweep["seed"].iloc[0] if len(sweep) else done["seed"].min())]
     tables["scaling"] = tidy.accuracy_table(first, ["target", "predictor", "kind", "n_examples"])
     tables["accuracy_by_seed"], metrics["seeds"] = _seed_spread(trained)
     tables["sensitivity_ground_truth"], metrics["sensitivity_ground_truth"] = _sensitivity(meta_u, meta_t, n_boot, seed)
@@ -581,6 +585,10 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     posteriors["training"] = train["idata"]
     tables["training"] = train["effects"]
     tables["ppc_training"] = train["ppc"]
+    # raw accuracy and mode baseline per target on the same cells as the effect (the figure's dashes)
+    out = set(train["support"].get("cells_left_out", []))
+    both = tidy.with_cell(selfp)
+    tables["training_common"] = tidy.accuracy_table(both[~both[CELL].astype(str).isin(out)], ["condition", "target"])
     metrics["training_effect"] = {
         "overall": _summary(train["effects"].iloc[0]),
         "by_target": _by_target(train["effects"]),
@@ -629,6 +637,8 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     metrics["compliance"] = {f"{r.condition}_{r.predictor}_on_{r.target}": r.compliance
                              for r in tables["accuracy_by_target"].itertuples()}
     metrics["run"] = _precision(meta_u, meta_t)
+    # the sweep's sizes that were trained (a size at or above a target's number of pairs is skipped)
+    metrics["run"]["scaling_sizes"] = sorted(int(x) for x in sweep_sizes)
     numbers = _numbers(metrics, tables, pred)
 
     # publish: only now that every model passed the gate

@@ -17,7 +17,7 @@ from reproduce.errors import MissingInput
 
 from .style import COLOURS, MARKERS
 
-NEEDED = ("training", "accuracy_by_target", "accuracy_by_seed", "advantage", "scaling", "calibration_curve", "mad",
+NEEDED = ("training", "training_common", "accuracy_by_target", "accuracy_by_seed", "advantage", "scaling", "calibration_curve", "mad",
           "compliance", "ppc_advantage", "ppc_training", "arms")
 
 
@@ -76,11 +76,11 @@ def _targets(df: pd.DataFrame) -> list[str]:
 def training_effect(o: Outputs):
     """Self-prediction accuracy before training (scored against the base model) and after (scored against
     the self-trained model M1', pooled over finetune seeds), per model, each beside the mode baseline of the
-    behaviour it is scored against (posterior means and 94% intervals from the training-effect model, over
-    the cells with scored answers in both conditions)."""
+    behaviour it is scored against (posterior means and 94% intervals from the training-effect model, and the
+    mode baselines, over the same cells: those with scored answers in both conditions)."""
     tr = o.table("training")
     tr = tr[tr["by"] == "target"].sort_values("target")
-    acc = o.table("accuracy_by_target").query("kind == 'self'")
+    acc = o.table("training_common")
     base = {c: acc[acc["condition"] == c].set_index("target")["mode_baseline"] for c in ("untrained", "trained")}
     fig, ax = plt.subplots(figsize=(5.2, 4.0))
     x = np.arange(len(tr))

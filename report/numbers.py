@@ -285,7 +285,9 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "learning_rate": f"{ft.learning_rate:g}" if ft else "n/a",
         "epochs": f"{ft.epochs:g}" if ft else "n/a",
         "epochs_phrase": _plural(ft.epochs, "epoch") if ft else "n/a epochs",
-        "scaling_sizes": ", ".join(str(s) for s in ft.scaling_sizes) if ft and ft.scaling_sizes else "none",
+        # the sizes trained (metrics), else the configured ones (metrics of older runs)
+        "scaling_sizes": ", ".join(str(s) for s in metrics.get("run", {}).get(
+            "scaling_sizes", ft.scaling_sizes if ft else [])) or "none",
         "draws": str(profile.analysis.draws),
         "tune": str(profile.analysis.tune),
         "chains": str(profile.analysis.chains),
@@ -315,12 +317,15 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     run["injection_concepts_phrase"] = _subset_phrase(
         profile.injection.concepts if profile.injection else None, counts.get("concept_injection", {}).get("concepts"),
         skipped=profile.injection is None)
+    run["injection_baselines"] = str(counts.get("concept_injection", {}).get("baselines", "the"))
+    run["freetext_temperature"] = fmt(profile.injection.free_text.temperature, 1) if profile.injection else "n/a"
     run["mirror_scripts_phrase"] = _subset_phrase(profile.mirror.scripts if profile.mirror else None,
                                                   counts.get("mirror_test", {}).get("scripts"), skipped=profile.mirror is None)
     text["exp1_tasks_sentence"] = _tasks_sentence(a.get("tasks"), list(profile.tasks.test))
     if profile.behaviour_change:
         bc = profile.behaviour_change
-        run.update(bc_train_items=str(bc.train_items), bc_learning_rate=f"{bc.learning_rate:g}",
+        run.update(bc_train_items=str(bc.train_items), bc_eval_items=str(bc.eval_items or profile.items_per_task.test),
+                   bc_learning_rate=f"{bc.learning_rate:g}",
                    bc_epochs=f"{bc.epochs:g}", bc_epochs_phrase=_plural(bc.epochs, "epoch"))
     return {"n": n, "run": run, "text": text}
 

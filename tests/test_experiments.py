@@ -304,6 +304,14 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
     assert {p.name for p in (out / "posterior").iterdir()} >= {"advantage.nc", "training.nc"}
     assert metrics["behaviour"]["changed"] == int(changed.changed.sum())
     assert set(pd.read_parquet(out / "tables" / "mad.parquet")["condition"]) <= {"untrained", "trained"}
+    # the sweep's sizes as trained: 100 is above every target's pairs, so only 4 was trained
+    assert metrics["run"]["scaling_sizes"] == [4]
+    # the training-effect figure's mode baselines count the effect's cells only (the trials of both arms' cells)
+    common = pd.read_parquet(out / "tables" / "training_common.parquet")
+    support = metrics["training_effect"]["support"]
+    for cond, x in (("untrained", "0"), ("trained", "1")):
+        n = common.loc[common.condition == cond, "n"].sum()
+        assert n == support["trials"][x] - support["trials_left_out"][x] > 0
 
 
 def test_analysis_stage_names_the_missing_input(tmp_path):
