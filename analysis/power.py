@@ -1,13 +1,16 @@
 """Power of Experiment 1's advantage verdict for a design (``looking-inward power``, the ``power`` stage).
 
-The design is the run's: the number of held-out tasks, the answer units scored per task and target, and the
-properties per task; the heterogeneity (random-intercept and self-slope scales of task, property and cell,
-the answer-unit scale, the intercept and gamma) is the fitted advantage model's posterior median, or a stated
-prior when there is no fit. For a grid of true advantages, replicated datasets are drawn from the advantage
+The design is the run's: the number of held-out tasks, the finetuning seeds, the answer units scored per
+task, target and seed, and the properties per task; the heterogeneity (random-intercept and self-slope scales
+of task, property, cell and, with two or more seeds, the self-trained model of each seed; the answer-unit
+scale, the intercept and gamma) is the fitted advantage model's posterior median, or a stated prior when
+there is no fit. For a grid of true advantages, replicated datasets are drawn from the advantage
 model's generative structure (two models, each predicting the other) and two verdicts are taken from each:
 
 * **on the observed tasks**, the verdict the manuscript gives delta: delta estimated with the directions
-  weighted equally, an interval from the answer units (the cluster), conditional on the tasks run;
+  weighted equally, an interval from the answer units (the cluster), conditional on the tasks and the
+  finetuning runs made (the seeds' effects are part of the true advantage of a replicate, as delta averages
+  over the observed seeds at their fitted effects);
 * **for new tasks**: the same estimate with an interval from the spread between tasks (t with T - 1 degrees
   of freedom), the uncertainty a claim about held-out tasks in general carries.
 
@@ -38,7 +41,7 @@ Z94 = stats.norm.ppf(0.97)
 @dataclass(frozen=True)
 class Design:
     tasks: int
-    items: int  # scored answer units per task and target
+    items: int  # scored answer units per task, target and seed
     properties: int  # per task
     alpha: float = 0.0  # intercept (log-odds at the midpoint of the two arms)
     sigma_task: float = 0.3
@@ -49,6 +52,9 @@ class Design:
     tau_cell: float = 0.3
     sigma_unit: float = 0.3
     gamma: float = 0.0  # log-odds difference between the two directions
+    seeds: int = 1  # finetuning seeds: a self-trained model per target and seed, each with its own answers
+    sigma_seed: float = 0.0  # intercept and self-slope scales of the self-trained model (seeds >= 2)
+    tau_seed: float = 0.0
 
 
 #: heterogeneity used when no fitted run is available: the scales' prior medians of the advantage model
@@ -62,15 +68,21 @@ def _sig(x):
 
 
 def simulate(design: Design, delta: float, reps: int, rng: np.random.Generator):
-    """``reps`` replicated datasets as arrays (reps, 2 directions, tasks, items, properties) of 0/1 outcomes
+    """``reps`` replicated datasets as arrays (reps, 2 directions, tasks, units, properties) of 0/1 outcomes
     for the self- and the cross-predictor, and the true delta per replicate in points (the advantage at
-    equal skill on the simulated design, directions weighted equally)."""
+    equal skill on the simulated design, directions weighted equally). The units are ``seeds x items``
+    answer units, seed by seed (unit ``u`` is seed ``u // items``'s); with two or more seeds each direction's
+    self-trained model of each seed adds its intercept and self slope to its units."""
     d = design
-    shape = (reps, 2, d.tasks, d.items, d.properties)
+    units = d.seeds * d.items
+    shape = (reps, 2, d.tasks, units, d.properties)
     a = (rng.normal(0, d.sigma_task, (reps, 1, d.tasks, 1, 1)) + rng.normal(0, d.sigma_property, (reps, 1, d.tasks, 1, d.properties))
-         + rng.normal(0, d.sigma_cell, (reps, 2, d.tasks, 1, d.properties)) + rng.normal(0, d.sigma_unit, (reps, 2, d.tasks, d.items, 1)))
+         + rng.normal(0, d.sigma_cell, (reps, 2, d.tasks, 1, d.properties)) + rng.normal(0, d.sigma_unit, (reps, 2, d.tasks, units, 1)))
     b = (rng.normal(0, d.tau_task, (reps, 1, d.tasks, 1, 1)) + rng.normal(0, d.tau_property, (reps, 1, d.tasks, 1, d.properties))
          + rng.normal(0, d.tau_cell, (reps, 2, d.tasks, 1, d.properties)))
+    if d.seeds >= 2:  # the self-trained model of each direction and seed, repeated over its units
+        a = a + np.repeat(rng.normal(0, d.sigma_seed, (reps, 2, 1, d.seeds, 1)), d.items, axis=3)
+        b = b + np.repeat(rng.normal(0, d.tau_seed, (reps, 2, 1, d.seeds, 1)), d.items, axis=3)
     mid = d.alpha + a
     slope = delta + b
     s = np.array([0.5, -0.5]).reshape(1, 2, 1, 1, 1) * d.gamma  # each direction's fixed deviation
@@ -149,8 +161,9 @@ def analyse(design: Design, rope: float, reps: int = 400, seed: int = 0, deltas=
 
 
 def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, str]:
-    """The run's design from its trained predictions (tasks, mean answer units per task and target, mean
-    properties per task) and its heterogeneity from the advantage model's posterior (medians), or
+    """The run's design from its trained predictions (tasks, finetuning seeds, mean answer units per task,
+    target and seed, mean properties per task) and its heterogeneity from the advantage model's posterior
+    (medians; the seed scales where the model has the self-trained model as a factor), or
     :data:`PRIOR_HETEROGENEITY` without one. Returns the design and where the heterogeneity came from."""
     t = main_trained(predictions)
     if not len(t):
@@ -160,7 +173,8 @@ def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, 
     items = int(round(t.groupby(["target", "task"])["unit"].nunique().mean() / seeds))
     props = int(round(t.groupby("task")["property"].nunique().mean()))
     if posterior is None:
-        return Design(tasks, items, props, **PRIOR_HETEROGENEITY), "prior medians of the advantage model's scales"
+        prior = {**PRIOR_HETEROGENEITY, **({"sigma_seed": 0.24, "tau_seed": 0.34} if seeds >= 2 else {})}
+        return Design(tasks, items, props, seeds=seeds, **prior), "prior medians of the advantage model's scales"
     post = posterior.posterior
     med = lambda name, **sel: float(post[name].sel(**sel).median())  # noqa: E731
     het = {"alpha": med("alpha"), "sigma_unit": med("sigma_unit")}
@@ -168,7 +182,9 @@ def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, 
         het[f"sigma_{f}"] = med("sigma", factor=f)
         het[f"tau_{f}"] = med("tau", factor=f)
     het["gamma"] = med("gamma") if "gamma" in post else 0.0
-    return Design(tasks, items, props, **het), "posterior medians of the fitted advantage model"
+    if seeds >= 2 and "object_model" in post["sigma"].coords["factor"].values:
+        het["sigma_seed"], het["tau_seed"] = med("sigma", factor="object_model"), med("tau", factor="object_model")
+    return Design(tasks, items, props, seeds=seeds, **het), "posterior medians of the fitted advantage model"
 
 
 def validate(design: Design, delta: float, reps: int, rope: float, seed: int, settings, progress=None) -> dict:
@@ -181,8 +197,8 @@ def validate(design: Design, delta: float, reps: int, rope: float, seed: int, se
     fast = verdicts(ys, yc, rope)["observed_tasks"]
     bayes = []
     for r in range(reps):
-        df = _rows(ys[r], yc[r])
-        data = M.advantage_data(df, ["task", "property", CELL])
+        df = _rows(ys[r], yc[r], design.items)
+        data = M.advantage_data(df, ["task", "property", CELL] + (["object_model"] if design.seeds >= 2 else []))
         idata = M.sample(M.advantage_model(data), settings)
         q = M.advantage_quantities(idata, data)
         bayes.append(float(np.quantile(100 * q["delta"], M.Q_LOW)) > rope)
@@ -194,13 +210,14 @@ def validate(design: Design, delta: float, reps: int, rope: float, seed: int, se
             "agreement": float((bayes == fast).mean())}
 
 
-def _rows(y_self: np.ndarray, y_cross: np.ndarray) -> pd.DataFrame:
-    """One replicate's arrays (2, tasks, items, properties) as prediction rows (targets m0, m1)."""
-    _, tasks, items, props = y_self.shape
+def _rows(y_self: np.ndarray, y_cross: np.ndarray, items: int) -> pd.DataFrame:
+    """One replicate's arrays (2, tasks, units, properties) as prediction rows (targets m0, m1; unit ``u`` of
+    seed ``u // items``, whose self-trained model is ``<target>+self-s<seed>``)."""
     idx = np.indices(y_self.shape).reshape(4, -1)
     names = np.array(["m0", "m1"])
     base = pd.DataFrame({"target": names[idx[0]], "task": [f"task{k}" for k in idx[1]],
                          "unit": [f"{names[d]}/task{k}/item{i}" for d, k, i in zip(idx[0], idx[1], idx[2])],
+                         "object_model": [f"{names[d]}+self-s{i // items}" for d, i in zip(idx[0], idx[2])],
                          "property": [f"task{k}-prop{p}" for k, p in zip(idx[1], idx[3])]})
     s = base.assign(predictor=base["target"], correct=y_self.reshape(-1).astype(int))
     c = base.assign(predictor=np.where(base["target"] == "m0", "m1", "m0"), correct=y_cross.reshape(-1).astype(int))

@@ -419,8 +419,8 @@ def power(o: Outputs):
     """Power of the advantage verdict for this run's design (``looking-inward power``: replicates drawn with
     the fitted model's heterogeneity). Left: the share of replicates whose interval lies above the ROPE,
     against the true advantage, on the observed tasks (the manuscript's verdict on delta) and for new tasks.
-    Middle and right: the minimum advantage detectable with 80% power against the scored items per task and
-    against the number of held-out tasks (the run's design marked); a missing point never reaches 80% on the
+    Middle and right: the minimum advantage detectable with 80% power against the scored items per task (and
+    seed) and against the number of held-out tasks (the run's design marked); a missing point never reaches 80% on the
     grid."""
     root = o.root / "power"
     if not (root / "power.json").exists():
@@ -441,8 +441,10 @@ def power(o: Outputs):
     axes[0].set_ylabel("power (%)")
     axes[0].set_ylim(0, 100)
     axes[0].legend(frameon=False, loc="lower right")
-    axes[0].set_title(f"{d['tasks']} tasks, {d['items']} items per task")
-    for ax, axis, label in ((axes[1], "items", "scored items per task and target"), (axes[2], "tasks", "held-out tasks")):
+    seeds = d.get("seeds", 1)
+    axes[0].set_title(f"{d['tasks']} tasks, {d['items']} items per task" + (f" x {seeds} seeds" if seeds >= 2 else ""))
+    per = "scored items per task, target and seed" if seeds >= 2 else "scored items per task and target"
+    for ax, axis, label in ((axes[1], "items", per), (axes[2], "tasks", "held-out tasks")):
         ax.axvline(d[axis], color=COLOURS["baseline"], lw=0.8, ls=":")
         ax.set_xscale("log", base=2)
         ax.set_xticks(by.loc[by["axis"] == axis, "value"], [str(int(v)) for v in by.loc[by["axis"] == axis, "value"]])

@@ -432,8 +432,10 @@ def _power_text(power: dict | None) -> str:
     def mda(v):
         return f"{fmt(v)} points" if v == v else "more than the largest advantage simulated"
 
+    seeds = d.get("seeds", 1)
+    per = f"items per task, target and finetuning seed ({seeds} seeds)" if seeds >= 2 else "items per task and target"
     s = (f"For this run's design ({d['tasks']} held-out tasks, and the run's averages of {d['items']} scored "
-         f"items per task and target and {d['properties']} properties per task, simulated as a balanced design) and the fitted heterogeneity ({power['heterogeneity_source']}), "
+         f"{per} and {d['properties']} properties per task, simulated as a balanced design) and the fitted heterogeneity ({power['heterogeneity_source']}), "
          f"an advantage is declared with 80% power when it is at least {mda(power['mda_observed_tasks'])} on the "
          f"observed tasks, and at least {mda(power['mda_new_tasks'])} for a claim about new tasks "
          f"({power['reps']} simulated replicates per point).")

@@ -31,6 +31,25 @@ def test_the_observed_task_interval_has_its_nominal_coverage():
     assert 0.92 < covered.mean() < 0.96
 
 
+def test_seeds_add_units_and_a_self_trained_model_effect_the_verdict_is_conditional_on():
+    """Two seeds: twice the answer units, and each seed's self-trained model shifts its units' advantage. The
+    true advantage of a replicate includes those shifts, so the observed-task interval covers it at its
+    nominal rate, as delta's interval covers delta at the fitted seed effects."""
+    seeded = P.Design(tasks=6, items=20, properties=3, sigma_task=0.0, sigma_property=0.0, sigma_cell=0.0,
+                      tau_task=0.0, tau_property=0.0, tau_cell=0.0, sigma_unit=0.0, seeds=2, tau_seed=1.0)
+    ys, yc, truth = P.simulate(seeded, 0.5, 2000, np.random.default_rng(2))
+    assert ys.shape == (2000, 2, 6, 40, 3)
+    assert truth.std() > 2  # the seeds' self slopes move each replicate's true advantage
+    v = P.verdicts(ys, yc, rope=-np.inf)
+    diff = (ys.astype(float) - yc).mean(axis=4)
+    se = 100 * np.sqrt((diff.reshape(2000, 2, -1).var(axis=2, ddof=1) / diff[0, 0].size).sum(axis=1)) / 2
+    assert 0.92 < (np.abs(v["estimate"] - truth) < P.Z94 * se).mean() < 0.96
+    # without a seed effect, 2 seeds x 20 items is the design of 1 seed x 40 items
+    flat = P.power_curve(P.Design(6, 20, 3, seeds=2), [0.3], 400, 2.0, 0)["power_observed_tasks"].iloc[0]
+    one = P.power_curve(P.Design(6, 40, 3), [0.3], 400, 2.0, 0)["power_observed_tasks"].iloc[0]
+    assert abs(flat - one) < 0.1
+
+
 def test_power_grows_with_the_advantage_and_items_and_task_spread_caps_new_task_power():
     spread = P.Design(tasks=3, items=40, properties=3, tau_task=1.0)
     curve = P.power_curve(spread, [0.0, 0.5, 1.0], 300, 2.0, 0)
@@ -53,7 +72,11 @@ def test_the_design_is_read_from_the_run(tmp_path):
     pred = pd.DataFrame(rows, columns=["condition", "scaling", "seed", "kind", "target", "task", "unit", "property"])
     design, source = P.design_from_run(pred)
     assert (design.tasks, design.items, design.properties) == (2, 5, 2)
-    assert "prior" in source
+    assert "prior" in source and design.seeds == 1
+    two = pd.concat([pred, pred.assign(seed=1, unit=pred["unit"] + "s1")], ignore_index=True)
+    design, _ = P.design_from_run(two)  # items per seed; the seed level's prior scales
+    assert (design.tasks, design.items, design.properties, design.seeds) == (2, 5, 2, 2)
+    assert design.sigma_seed > 0 and design.tau_seed > 0
     with pytest.raises(ValueError, match="no trained rows"):
         P.design_from_run(pred.assign(condition="untrained"))
 
@@ -73,7 +96,7 @@ def test_the_power_command_needs_the_analysis_outputs(tmp_path):
 def test_the_validation_fits_the_bayesian_model_to_replicates():
     from analysis import models as M
 
-    design = P.Design(tasks=3, items=15, properties=2)
+    design = P.Design(tasks=3, items=8, properties=2, seeds=2, sigma_seed=0.2, tau_seed=0.2)  # object_model factor
     v = P.validate(design, 1.0, 3, 2.0, 0, M.SamplerSettings(draws=300, tune=300, chains=2, seed=0))
     assert v["reps"] == 3 and 0 <= v["agreement"] <= 1
     assert v["power_bayes"] >= 2 / 3 and v["power_approximation"] >= 2 / 3  # about 22 points, 94% intervals
