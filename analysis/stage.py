@@ -586,9 +586,10 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     tables["training"] = train["effects"]
     tables["ppc_training"] = train["ppc"]
     # raw accuracy and mode baseline per target on the same cells as the effect (the figure's dashes)
-    out = set(train["support"].get("cells_left_out", []))
+    left_out = set(train["support"].get("cells_left_out", []))
     both = tidy.with_cell(selfp)
-    tables["training_common"] = tidy.accuracy_table(both[~both[CELL].astype(str).isin(out)], ["condition", "target"])
+    tables["training_common"] = tidy.accuracy_table(both[~both[CELL].astype(str).isin(left_out)],
+                                                    ["condition", "target"])
     metrics["training_effect"] = {
         "overall": _summary(train["effects"].iloc[0]),
         "by_target": _by_target(train["effects"]),
