@@ -431,12 +431,13 @@ def _time_estimate(profile, device: str | None) -> str:
     """``plan``'s time estimate: the reference run's stage times scaled by this machine's matmul rate."""
     import torch
 
-    from reproduce.estimate import estimate, format_estimate, load_reference
+    from reproduce.estimate import estimate, format_estimate, load_references
     from reproduce.hardware import describe, probe_bf16, resolve_dtype, usable_cpus
 
-    reference = load_reference()
-    if reference is None:
+    references = load_references()
+    if not references:
         return "no time estimate: reproduce/reference_run.json is missing (`looking-inward timings --save-reference`)"
+    reference = references[0]
     if device is None:
         device = "cuda" if profile.device in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
     if device != "cpu":
@@ -446,6 +447,7 @@ def _time_estimate(profile, device: str | None) -> str:
     dtype = resolve_dtype(profile.dtype, "cpu").dtype
     fp32, bf16 = probe_bf16("cpu")
     rates = {"float32": fp32, "bfloat16": bf16}
+    reference = next((r for r in references if r["dtype"] == dtype), reference)  # a run at this machine's dtype
     if dtype == reference["dtype"]:
         rate = rates[dtype]
         return format_estimate(estimate(profile, reference, rate), reference,

@@ -133,6 +133,15 @@ def load_reference(path: Path = REFERENCE) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+#: a whole run in bf16 on a CPU with native bf16, for machines where ``dtype: auto`` resolves to bf16
+REFERENCE_BF16 = REFERENCE.with_name("reference_run_bf16.json")
+
+
+def load_references(paths: tuple[Path, ...] = (REFERENCE, REFERENCE_BF16)) -> list[dict]:
+    """Every reference run there is, the float32 one first."""
+    return [r for r in (load_reference(p) for p in paths) if r is not None]
+
+
 def threads_of(hardware: str) -> int:
     """The thread count in a stage's hardware line (``..., 2 threads (torch ...)``)."""
     m = re.search(r"(\d+) threads", hardware)

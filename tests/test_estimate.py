@@ -5,9 +5,10 @@ import json
 
 import pytest
 
+import reproduce.estimate as estimate_module
 from reproduce.config import load_params
 from reproduce.estimate import (NOT_RUN, EstimateError, REFERENCE, build_reference, estimate, format_estimate,
-                                load_reference, run_hardware, stage_params, threads_of)
+                                REFERENCE_BF16, load_reference, run_hardware, stage_params, threads_of)
 
 HW = "CPU Test [avx2,fma], kernels AVX2, 2 threads (torch 2.13.0+cpu)"
 
@@ -78,16 +79,18 @@ def test_a_reference_needs_a_whole_run_on_one_machine():
         threads_of("GPU H100")
 
 
-def test_the_committed_reference_is_a_whole_run_of_the_default_profile_as_it_is_now():
-    """Changing profiles/default.yaml's sizes makes the reference stale: measure a new one
-    (`dvc repro` from scratch, then `looking-inward timings --save-reference reproduce/reference_run.json`)."""
-    ref = load_reference()
-    assert ref is not None and ref["profile"] == "default" and ref["dtype"] in ("float32", "bfloat16")
+@pytest.mark.parametrize("path,dtype", [(REFERENCE, "float32"), (REFERENCE_BF16, "bfloat16")])
+def test_the_committed_reference_is_a_whole_run_of_the_default_profile_as_it_is_now(path, dtype):
+    """Changing profiles/default.yaml's sizes makes the references stale: measure new ones (`dvc repro` from
+    scratch, then `looking-inward timings --save-reference reproduce/reference_run.json`, or
+    `reference_run_bf16.json` after a run on a CPU with native bf16)."""
+    ref = load_reference(path)
+    assert ref is not None and ref["profile"] == "default" and ref["dtype"] == dtype
     _, profile = load_params(profile="default")
     rows = estimate(profile, ref, rate_here=ref["gflops"])
     assert {r.stage for r in rows} == set(stage_params()) - set(NOT_RUN)
     assert all(r.seconds == pytest.approx(r.reference_seconds) for r in rows)
-    assert json.loads(REFERENCE.read_text())["gflops"] > 0
+    assert json.loads(path.read_text())["gflops"] > 0
 
 
 def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
@@ -104,8 +107,15 @@ def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
     model = sum(ref["stages"][s.replace("_", "-")]["seconds"] for s, p in stage_params().items()
                 if s not in NOT_RUN and "dtype" in p)
     assert f"{(total + model) / 60:7.1f} min" in text.splitlines()[-2]  # model stages twice as long
-    # a machine that would run bf16 gets the float32 estimate, labelled so
-    monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (ref["gflops"], 4 * ref["gflops"]))
+    # a machine that would run bf16 is scaled from the bf16 reference run, at its bf16 rate
+    bf = load_reference(REFERENCE_BF16)
+    assert bf is not None and bf["dtype"] == "bfloat16" and bf["profile"] == "default"
+    monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (ref["gflops"], bf["gflops"]))
+    text = cli._time_estimate(profile.model_copy(update={"dtype": "auto"}), "cpu")
+    assert "bfloat16 matmul" in text and bf["hardware"] in text
+    assert f"{sum(v['seconds'] for v in bf['stages'].values()) / 60:7.1f} min" in text.splitlines()[-2]
+    # without a reference at its dtype, it gets the float32 estimate, labelled so
+    monkeypatch.setattr(estimate_module, "load_references", lambda: [ref])
     text = cli._time_estimate(profile.model_copy(update={"dtype": "auto"}), "cpu")
     assert text.startswith("no time estimate at this machine's dtype (bfloat16") and "dtype: float32" in text
     assert cli._time_estimate(profile, "cuda").startswith("no time estimate for cuda")
