@@ -173,7 +173,9 @@ def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, 
     items = int(round(t.groupby(["target", "task"])["unit"].nunique().mean() / seeds))
     props = int(round(t.groupby("task")["property"].nunique().mean()))
     if posterior is None:
-        prior = {**PRIOR_HETEROGENEITY, **({"sigma_seed": 0.24, "tau_seed": 0.34} if seeds >= 2 else {})}
+        # the seed level's scales have the same priors as every other factor's (task's stand for them)
+        seed_level = {"sigma_seed": PRIOR_HETEROGENEITY["sigma_task"], "tau_seed": PRIOR_HETEROGENEITY["tau_task"]}
+        prior = {**PRIOR_HETEROGENEITY, **(seed_level if seeds >= 2 else {})}
         return Design(tasks, items, props, seeds=seeds, **prior), "prior medians of the advantage model's scales"
     post = posterior.posterior
     med = lambda name, **sel: float(post[name].sel(**sel).median())  # noqa: E731
