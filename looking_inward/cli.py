@@ -412,9 +412,19 @@ def _save_reference(timings: Path, out: Path) -> Path:
         raise EstimateError(f"this environment ({describe('cpu')}) is not the run's ({ran}): save the reference on "
                             "the machine, and with the environment variables, the run used")
     dtype = resolve_dtype(profile.dtype, "cpu").dtype
-    ref = build_reference(data, profile, label, ran, probe_bf16("cpu"), dtype, _git_commit(REPO_ROOT))
+    ref = build_reference(data, profile, label, ran, probe_bf16("cpu"), dtype, _git_commit(REPO_ROOT),
+                          workload=_workload_here(profile, dtype))
     atomic_write_json(out, ref)
     return out
+
+
+def _workload_here(profile, dtype: str) -> dict:
+    """The workload probe on this CPU at the dtype and mixed precision the profile's stages resolve to."""
+    from reproduce.estimate import measure_workload
+    from reproduce.hardware import resolve_mixed_precision
+
+    mixed = resolve_mixed_precision(profile.finetune.mixed_precision if profile.finetune else "no", "cpu")
+    return measure_workload(dtype, mixed)
 
 
 def cmd_plan(args) -> None:
@@ -428,10 +438,11 @@ def cmd_plan(args) -> None:
 
 
 def _time_estimate(profile, device: str | None) -> str:
-    """``plan``'s time estimate: the reference run's stage times scaled by this machine's matmul rate."""
+    """``plan``'s time estimate: the reference run's stage times scaled by this machine's workload probe (a
+    reference without one: by its matmul rate)."""
     import torch
 
-    from reproduce.estimate import estimate, format_estimate, load_references
+    from reproduce.estimate import estimate, format_estimate, load_references, probe_text
     from reproduce.hardware import describe, probe_bf16, resolve_dtype, usable_cpus
 
     references = load_references()
@@ -448,6 +459,10 @@ def _time_estimate(profile, device: str | None) -> str:
     fp32, bf16 = probe_bf16("cpu")
     rates = {"float32": fp32, "bfloat16": bf16}
     reference = next((r for r in references if r["dtype"] == dtype), reference)  # a run at this machine's dtype
+    if reference.get("workload"):  # the probe runs at each side's own dtype, so the dtypes may differ
+        probe = _workload_here(profile, dtype)
+        return format_estimate(estimate(profile, reference, rates[dtype], workload_here=probe), reference,
+                               f"{describe('cpu')}, {dtype} matmul {rates[dtype]:.0f} GFLOP/s, {probe_text(probe)}")
     if dtype == reference["dtype"]:
         rate = rates[dtype]
         return format_estimate(estimate(profile, reference, rate), reference,
@@ -638,7 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("timings", help="the wall time of each pipeline stage's last run, and the hardware it ran on")
     s.add_argument("--file", default=str(TIMINGS), help="timings file (default: %(default)s)")
     s.add_argument("--save-reference", metavar="JSON", default=None,
-                   help="after a whole `dvc repro`, write the run (stage times, settings, this machine's matmul rate) "
+                   help="after a whole `dvc repro`, write the run (stage times, settings, this machine's matmul rate "
+                        "and workload probe) "
                         "as the reference that `looking-inward plan` scales its time estimate from; run it on the "
                         "run's machine, in its environment (the package's own: reproduce/reference_run.json)")
     s.set_defaults(func=cmd_timings)
@@ -656,8 +672,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "counts from the profile's own prompts, and an estimate of each stage's peak memory (weights, "
                     "key/value cache, activations, logits; LoRA training with its base dtype and gradient "
                     "checkpointing). Exits with status 2, naming the stage and the fix, when a model cannot fit. "
-                    "Then each stage's time on this CPU: the reference run's (reproduce/reference_run.json) "
-                    "scaled by the ratio of matmul rates, for the stages whose settings equal the reference's. "
+                    "Then each stage's time on this CPU: the reference run's (reproduce/reference_run.json, or "
+                    "reference_run_bf16.json where bf16 is fast) scaled by a workload probe timed here and on the "
+                    "reference's machine (a small model's inference and training step, and small numpy "
+                    "operations; about 10 s), for the stages whose settings equal the reference's. "
                     "Example, planning the paper profile for one 80 GB GPU on a machine without one: "
                     "looking-inward plan --profile paper --device cuda --memory-gib 80")
     s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")

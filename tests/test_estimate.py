@@ -7,20 +7,26 @@ import pytest
 
 import reproduce.estimate as estimate_module
 from reproduce.config import load_params
-from reproduce.estimate import (NOT_RUN, EstimateError, REFERENCE, build_reference, estimate, format_estimate,
-                                REFERENCE_BF16, load_reference, run_hardware, stage_params, threads_of)
+from reproduce.estimate import (NOT_RUN, TRAINING_SHARE, EstimateError, REFERENCE, build_reference, estimate,
+                                format_estimate, measure_workload, REFERENCE_BF16, load_reference, run_hardware,
+                                stage_params, threads_of)
 
 HW = "CPU Test [avx2,fma], kernels AVX2, 2 threads (torch 2.13.0+cpu)"
 
 
-def _reference(gflops=100.0):
+def _reference(gflops=100.0, workload=None):
     _, profile = load_params(profile="default")
     stages = stage_params()
     timings = {"stages": {s.replace("_", "-"): {"seconds": 60.0 * (i + 1), "hardware": HW,
                                                 "finished": f"2026-01-01T00:{i:02d}:00+00:00"}
                           for i, s in enumerate(stages) if s not in NOT_RUN}}
     return build_reference(timings, profile, "default", run_hardware(timings, stages), (gflops, 2.0), "float32",
-                           "abc"), profile
+                           "abc", workload=workload), profile
+
+
+def _probe(inference, training, host, dtype="float32", mixed_precision="no"):
+    return {"inference": inference, "training": training, "host": host, "dtype": dtype,
+            "mixed_precision": mixed_precision}
 
 
 def _by_stage(rows):
@@ -37,6 +43,35 @@ def test_model_stages_scale_by_the_matmul_rate_and_the_others_keep_their_time():
     faster = _by_stage(estimate(profile, ref, rate_here=200.0))
     assert faster["finetune_self"].seconds == pytest.approx(ref["stages"]["finetune-self"]["seconds"] / 2)
     assert "datasets" not in rows  # committed, not timed
+
+
+def test_with_workload_probes_each_stage_scales_by_its_kind_of_work():
+    ref, profile = _reference(gflops=100.0, workload=_probe(1.0, 2.0, 0.5))
+    here = _probe(3.0, 2.0, 1.0, dtype="bfloat16", mixed_precision="bf16")  # the dtypes may differ
+    rows = _by_stage(estimate(profile, ref, rate_here=1000.0, workload_here=here))  # the matmul rate is not used
+    seconds = {s: v["seconds"] for s, v in ref["stages"].items()}
+    assert rows["object_level"].seconds == pytest.approx(3 * seconds["object-level"])  # inference
+    assert rows["finetune_self"].seconds == pytest.approx(seconds["finetune-self"])  # training
+    assert TRAINING_SHARE["behaviour_change"] == 0.5
+    assert rows["behaviour_change"].seconds == pytest.approx(2 * seconds["behaviour-change"])  # half of each
+    assert rows["analysis"].seconds == pytest.approx(2 * seconds["analysis"])  # host
+    assert all(r.basis == "workload" for r in rows.values())
+    text = format_estimate(list(rows.values()), ref, "here")
+    assert "workload probe: inference 1.00 s (float32)" in text and "not scaled" not in text
+    # an older reference without the probe: the matmul rule, whatever is measured here
+    old, _ = _reference(gflops=100.0)
+    rows = _by_stage(estimate(profile, old, rate_here=50.0, workload_here=here))
+    assert rows["object_level"].basis == "matmul" and rows["analysis"].basis == ""
+    assert rows["object_level"].seconds == pytest.approx(2 * seconds["object-level"])
+
+
+def test_the_workload_probe_times_each_part_at_the_dtype_asked(monkeypatch):
+    monkeypatch.setattr(estimate_module, "PROBE_MODEL", dict(estimate_module.PROBE_MODEL, num_hidden_layers=1,
+                                                              vocab_size=512))
+    for dtype, mixed in (("float32", "no"), ("bfloat16", "bf16")):
+        probe = measure_workload(dtype, mixed, rounds=1)
+        assert probe["dtype"] == dtype and probe["mixed_precision"] == mixed
+        assert all(probe[k] > 0 for k in ("inference", "training", "host"))
 
 
 def test_a_changed_setting_withdraws_the_estimate_of_the_stages_that_read_it_only():
@@ -87,20 +122,24 @@ def test_the_committed_reference_is_a_whole_run_of_the_default_profile_as_it_is_
     ref = load_reference(path)
     assert ref is not None and ref["profile"] == "default" and ref["dtype"] == dtype
     _, profile = load_params(profile="default")
-    rows = estimate(profile, ref, rate_here=ref["gflops"])
+    rows = estimate(profile, ref, rate_here=ref["gflops"], workload_here=ref.get("workload"))
     assert {r.stage for r in rows} == set(stage_params()) - set(NOT_RUN)
     assert all(r.seconds == pytest.approx(r.reference_seconds) for r in rows)
     assert json.loads(path.read_text())["gflops"] > 0
+    probe = ref.get("workload")
+    assert probe is None or (probe["dtype"] == dtype and min(probe[k] for k in ("inference", "training", "host")) > 0)
 
 
 def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
     from looking_inward import cli
     from reproduce import hardware
 
-    ref = load_reference()
-    _, profile = load_params(profile="default")
+    ref, profile = _reference(gflops=100.0)
+    bf = dict(ref, dtype="bfloat16", gflops=400.0, hardware=HW.replace("avx2,fma", "avx2,avx512_bf16,fma"),
+              stages={s: {"seconds": v["seconds"] / 2} for s, v in ref["stages"].items()})
+    monkeypatch.setattr(estimate_module, "load_references", lambda: [ref, bf])
     profile = profile.model_copy(update={"dtype": "float32"})
-    monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (ref["gflops"] / 2, 1.0))  # half as fast
+    monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (50.0, 1.0))  # half as fast
     text = cli._time_estimate(profile, "cpu")
     assert "scaled from the reference run: profile default" in text
     total = sum(v["seconds"] for v in ref["stages"].values())
@@ -108,14 +147,20 @@ def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
                 if s not in NOT_RUN and "dtype" in p)
     assert f"{(total + model) / 60:7.1f} min" in text.splitlines()[-2]  # model stages twice as long
     # a machine that would run bf16 is scaled from the bf16 reference run, at its bf16 rate
-    bf = load_reference(REFERENCE_BF16)
-    assert bf is not None and bf["dtype"] == "bfloat16" and bf["profile"] == "default"
-    monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (ref["gflops"], bf["gflops"]))
+    monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (100.0, 400.0))
     text = cli._time_estimate(profile.model_copy(update={"dtype": "auto"}), "cpu")
     assert "bfloat16 matmul" in text and bf["hardware"] in text
-    assert f"{sum(v['seconds'] for v in bf['stages'].values()) / 60:7.1f} min" in text.splitlines()[-2]
+    assert f"{total / 2 / 60:7.1f} min" in text.splitlines()[-2]
     # without a reference at its dtype, it gets the float32 estimate, labelled so
     monkeypatch.setattr(estimate_module, "load_references", lambda: [ref])
     text = cli._time_estimate(profile.model_copy(update={"dtype": "auto"}), "cpu")
     assert text.startswith("no time estimate at this machine's dtype (bfloat16") and "dtype: float32" in text
     assert cli._time_estimate(profile, "cuda").startswith("no time estimate for cuda")
+    # a reference with the workload probe is scaled by the probe, run here at this machine's own dtype
+    probed = dict(ref, workload=_probe(1.0, 1.0, 1.0))
+    monkeypatch.setattr(estimate_module, "load_references", lambda: [probed])
+    asked = []
+    monkeypatch.setattr(cli, "_workload_here", lambda p, dtype: asked.append(dtype) or _probe(3.0, 3.0, 3.0, dtype))
+    text = cli._time_estimate(profile.model_copy(update={"dtype": "auto"}), "cpu")
+    assert asked == ["bfloat16"] and "workload probe: inference 3.00 s (bfloat16)" in text
+    assert f"{3 * total / 60:7.1f} min" in text.splitlines()[-2]
