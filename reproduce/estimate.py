@@ -25,7 +25,7 @@ float32 matmul ran 2.4x slower than the reference's, ``meta_untrained`` took 2.6
 2.4x the reference's time.
 
 A large matrix product's rate is a poor guide where CPUs differ in more than their matrix units: on a 2-core
-Xeon with AMX, bf16 products ran 3.3x faster than on the bf16 reference's EPYC, while the whole run took about
+Xeon with AMX, bf16 products ran 1.7-3.3x faster than on an EPYC with avx512_bf16, while the whole run took about
 as long. So a reference saved by this version also records a **workload probe** (:func:`measure_workload`),
 timed on the reference's machine in its environment and again here:
 

@@ -102,7 +102,10 @@ def test_a_tiny_finetune_lowers_the_loss_on_its_training_pairs(spec, examples, t
     # the base is handed back untouched (the LoRA layers taken out), so one loaded base serves every run
     assert {n: type(m) for n, m in lm.model.named_modules()} == modules and not lm.model.training
     assert all(torch.equal(v, weights[k]) for k, v in lm.model.state_dict().items())
-    assert _loss(lm, examples) == before
+    # the same weights give the same loss up to float32 rounding: MKL's products may round differently when their
+    # buffers sit at other addresses (seen on a Xeon: 7.3202748 against 7.3202763); a LoRA layer left in place
+    # would move it by far more (the adapter halves it, below)
+    assert _loss(lm, examples) == pytest.approx(before, rel=1e-5)
     with merged(lm.model, [tmp_path / "adapter"]):
         after = _loss(lm, examples)
     assert after < 0.5 * before, (before, after)
