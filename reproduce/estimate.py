@@ -85,7 +85,7 @@ class StageEstimate:
     stage: str                 # as dvc.yaml names it (object_level)
     reference_seconds: float | None
     seconds: float | None      # None: no estimate (``why`` says why)
-    basis: str                 # what scaled it: matmul | workload | host | "" (the reference's time as it is)
+    basis: str                 # what scaled it: matmul | workload | "" (the reference's time as it is)
     why: str = ""
 
     @property
@@ -176,21 +176,21 @@ def _differing(reference: dict, profile: Profile) -> set[str]:
     return {k.split(".")[0] for k in keys}
 
 
-def _factors(reference: dict, rate_here: float | None, workload_here: dict | None) -> tuple[Callable, str]:
-    """(stage name, model stage?) -> the factor its reference time is multiplied by here, or None; and the
-    basis of the model stages' factors."""
+def _factors(reference: dict, rate_here: float | None, workload_here: dict | None) -> Callable:
+    """(stage name, model stage?) -> (the factor its reference time is multiplied by here, or None; its
+    :attr:`StageEstimate.basis`)."""
     probe = reference.get("workload")
     if probe and workload_here:
         ratio = {k: workload_here[k] / probe[k] for k in ("inference", "training", "host")}
 
         def by_workload(name, model):
             if not model:
-                return ratio["host"]
+                return ratio["host"], "workload"
             share = TRAINING_SHARE.get(name, 0.0)
-            return share * ratio["training"] + (1 - share) * ratio["inference"]
-        return by_workload, "workload"
+            return share * ratio["training"] + (1 - share) * ratio["inference"], "workload"
+        return by_workload
     matmul = reference["gflops"] / rate_here if rate_here else None
-    return (lambda name, model: matmul if model else 1.0), "matmul"
+    return lambda name, model: (matmul, "matmul") if model else (1.0, "")
 
 
 def estimate(profile: Profile, reference: dict, rate_here: float | None, device: str = "cpu",
@@ -201,7 +201,7 @@ def estimate(profile: Profile, reference: dict, rate_here: float | None, device:
     GFLOP/s at the reference's dtype, scales the model stages and the others keep the reference's time."""
     stages = stage_params() if stages is None else stages
     differing = _differing(reference["params"], profile)
-    factor_of, basis = _factors(reference, rate_here, workload_here)
+    factor_of = _factors(reference, rate_here, workload_here)
     out = []
     for name, declared in stages.items():
         ref = reference["stages"].get(name.replace("_", "-"), {}).get("seconds")
@@ -215,14 +215,13 @@ def estimate(profile: Profile, reference: dict, rate_here: float | None, device:
             mismatch = sorted(differing & set(declared))
         else:
             mismatch = sorted(differing)
-        factor = factor_of(name, model)
+        factor, basis = factor_of(name, model)
         if mismatch:
             out.append(StageEstimate(name, ref, None, "", "settings differ: " + ", ".join(mismatch)))
         elif factor is None:
             out.append(StageEstimate(name, ref, None, "", "no matmul rate measured here"))
         else:
-            scaled_by = basis if basis == "workload" else "matmul" if model else ""
-            out.append(StageEstimate(name, ref, ref * factor, scaled_by))
+            out.append(StageEstimate(name, ref, ref * factor, basis))
     return out
 
 
@@ -237,8 +236,7 @@ def format_estimate(rows: list[StageEstimate], reference: dict, here: str) -> st
     workload = any(r.basis == "workload" for r in rows)
     for r in rows:
         est = f"{r.seconds / 60:7.1f} min" if r.seconds is not None else "       -  "
-        note = (f"   ({r.why})" if r.seconds is None else "" if r.scaled or workload
-                else "   (not scaled: no model)")
+        note = f"   ({r.why})" if r.seconds is None else "" if r.scaled else "   (not scaled: no model)"
         lines.append(f"{r.stage:<22}{r.reference_seconds / 60:6.1f} min{est:>10}{note}")
     known = [r for r in rows if r.seconds is not None]
     total = sum(r.seconds for r in known)
