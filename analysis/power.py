@@ -63,6 +63,11 @@ PRIOR_HETEROGENEITY = {"sigma_task": 0.24, "sigma_property": 0.24, "sigma_cell":
                        "tau_property": 0.34, "tau_cell": 0.34, "sigma_unit": 0.24, "alpha": 0.0, "gamma": 0.0}
 
 
+def items_unit(seeds: int) -> str:
+    """What the design's ``items`` count, in words (the power figure's axis and the manuscript's sentence)."""
+    return "items per task, target and seed" if seeds >= 2 else "items per task and target"
+
+
 def _sig(x):
     return 1.0 / (1.0 + np.exp(-x))
 
@@ -143,7 +148,7 @@ def analyse(design: Design, rope: float, reps: int = 400, seed: int = 0, deltas=
     """The design's power curve and minimum detectable advantages, and the curves of the minimum detectable
     advantage against items per task (at the design's tasks) and against tasks (at its items)."""
     curve = power_curve(design, deltas, reps, rope, seed)
-    out = {"design": asdict(design), "rope": rope, "reps": reps,
+    out = {"design": asdict(design), "items_unit": items_unit(design.seeds), "rope": rope, "reps": reps,
            "mda_observed_tasks": minimum_detectable(curve, "power_observed_tasks"),
            "mda_new_tasks": minimum_detectable(curve, "power_new_tasks")}
     rows = []

@@ -443,8 +443,7 @@ def power(o: Outputs):
     axes[0].legend(frameon=False, loc="lower right")
     seeds = d.get("seeds", 1)
     axes[0].set_title(f"{d['tasks']} tasks, {d['items']} items per task" + (f" x {seeds} seeds" if seeds >= 2 else ""))
-    per = "scored items per task, target and seed" if seeds >= 2 else "scored items per task and target"
-    for ax, axis, label in ((axes[1], "items", per), (axes[2], "tasks", "held-out tasks")):
+    for ax, axis, label in ((axes[1], "items", f"scored {meta['items_unit']}"), (axes[2], "tasks", "held-out tasks")):
         ax.axvline(d[axis], color=COLOURS["baseline"], lw=0.8, ls=":")
         ax.set_xscale("log", base=2)
         ax.set_xticks(by.loc[by["axis"] == axis, "value"], [str(int(v)) for v in by.loc[by["axis"] == axis, "value"]])

@@ -324,7 +324,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     text["exp1_tasks_sentence"] = _tasks_sentence(a.get("tasks"), list(profile.tasks.test))
     if profile.behaviour_change:
         bc = profile.behaviour_change
-        run.update(bc_train_items=str(bc.train_items), bc_eval_items=str(bc.eval_items or profile.items_per_task.test),
+        run.update(bc_train_items=str(bc.train_items), bc_eval_items=str(profile.behaviour_change_eval_items()),
                    bc_learning_rate=f"{bc.learning_rate:g}",
                    bc_epochs=f"{bc.epochs:g}", bc_epochs_phrase=_plural(bc.epochs, "epoch"))
     return {"n": n, "run": run, "text": text}
@@ -433,7 +433,7 @@ def _power_text(power: dict | None) -> str:
         return f"{fmt(v)} points" if v == v else "more than the largest advantage simulated"
 
     seeds = d.get("seeds", 1)
-    per = f"items per task, target and finetuning seed ({seeds} seeds)" if seeds >= 2 else "items per task and target"
+    per = power["items_unit"] + (f" ({seeds} finetuning seeds)" if seeds >= 2 else "")
     s = (f"For this run's design ({d['tasks']} held-out tasks, and the run's averages of {d['items']} scored "
          f"{per} and {d['properties']} properties per task, simulated as a balanced design) and the fitted heterogeneity ({power['heterogeneity_source']}), "
          f"an advantage is declared with 80% power when it is at least {mda(power['mda_observed_tasks'])} on the "

@@ -274,6 +274,12 @@ class Profile(_Strict):
             _note_read(name)
         return super().__getattribute__(name)
 
+    def behaviour_change_eval_items(self) -> int:
+        """Experiment 3's evaluated items per task: ``behaviour_change.eval_items``, else ``items_per_task.test``."""
+        if self.behaviour_change is None:
+            raise ConfigError("params.yaml has no `behaviour_change:` section; add one (see profiles/smoke.yaml)")
+        return self.behaviour_change.eval_items or self.items_per_task.test
+
     @field_validator("models")
     @classmethod
     def _unique_models(cls, v: list[str]) -> list[str]:

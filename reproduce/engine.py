@@ -607,16 +607,13 @@ class Engine:
             # the positions whose next-token distribution is needed, each computed once: positions of rows of one
             # group (same prompt prefix, same injection) with the same suffix so far have the same hidden state,
             # so the candidates of one prompt share the distribution of their first token
-            gi = {r: k for k, g in enumerate(batch) for r in g.rows}
-            members = [r for g in batch for r in g.rows]
-            width_s = max(len(rest[r]) - g.prefix for g in batch for r in g.rows)
+            members, group_of, suffixes = _rows_of(batch, rest)
+            width_s = max(len(x) for x in suffixes)
             where: dict[tuple, int] = {}
             pick_b, pick_t, need = [], [], {}
-            for b, r in enumerate(members):
-                g = batch[gi[r]]
-                suffix = list(rest[r][g.prefix:])
+            for b, (r, suffix) in enumerate(zip(members, suffixes)):
                 m = len(cont[r])
-                key0 = (gi[r], None if steer is None else steer.planning_key(rows[r][0]))
+                key0 = (group_of[r], None if steer is None else steer.planning_key(rows[r][0]))
                 idx = []
                 for j in range(len(suffix) - m - 1, len(suffix) - 1):  # predicts suffix[j + 1]
                     key = (key0, tuple(suffix[:j + 1]))

@@ -28,7 +28,7 @@ def behaviour_change_plan(plan: Plan) -> tuple:
     if len(plan.refs) < 2:
         raise ConfigError("behaviour change needs at least two models: each one is taught another one's answers")
     test = [t.name for t in plan.test_tasks()]
-    n_eval = bc.eval_items or plan.profile.items_per_task.test
+    n_eval = plan.profile.behaviour_change_eval_items()
     tasks = []
     for name in bc.tasks or test:
         if name not in test:
