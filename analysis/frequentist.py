@@ -85,6 +85,23 @@ def _informative(rows: pd.DataFrame, groups: list[str], outcome: str = "correct"
         rows = rows[keep]
 
 
+def independent_columns(X: pd.DataFrame) -> pd.DataFrame:
+    """``X`` without the columns that are linear combinations of the columns before them (left to right), so
+    the design has full column rank. Fixed effects of nested or confounded groups (a property that occurs in
+    one task only, say, once uninformative levels are dropped) make a design rank-deficient: the fit is then
+    unchanged (the fitted values span the same space), but its covariance is a pseudo-inverse whose entries
+    along the unidentified directions are arbitrary, and a delta-method variance computed from it can come out
+    huge or negative from rounding alone."""
+    keep, basis = [], np.zeros((len(X), 0))
+    values = X.to_numpy(dtype=float)
+    for j in range(values.shape[1]):
+        trial = np.column_stack([basis, values[:, j]])
+        if np.linalg.matrix_rank(trial) > basis.shape[1]:
+            keep.append(j)
+            basis = trial
+    return X.iloc[:, keep]
+
+
 #: what :func:`glm_cluster` estimates (NaN, all of them, where it cannot)
 GLM_NUMBERS = ("log_odds", "log_odds_low", "log_odds_high", "p_value", "ame", "ame_low", "ame_high")
 
@@ -99,7 +116,8 @@ def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = (
     :func:`glm_cell_fixed` drops such cells). The AME still averages over every row: on a dropped row the
     contrast changes nothing (0). Where the outcomes are still
     separated along ``x`` (its model-based standard error exceeds ``SEPARATED_SE``), every number is NaN and
-    ``estimable`` is False."""
+    ``estimable`` is False. Dummy columns that the others already span (nested groups) are left out
+    (:func:`independent_columns`), which changes no fitted value."""
     import statsmodels.api as sm
 
     n_all = len(rows)
@@ -111,7 +129,7 @@ def glm_cluster(rows: pd.DataFrame, x: str = "self", groups: tuple[str, ...] = (
     X = (pd.get_dummies(rows[fixed].astype(str), drop_first=True, dtype=float) if fixed
          else pd.DataFrame(index=rows.index))
     X.insert(0, x, rows[x].astype(float).to_numpy())
-    X = sm.add_constant(X, has_constant="add")
+    X = independent_columns(sm.add_constant(X, has_constant="add"))  # the constant and x come first: kept
     codes, _ = pd.factorize(rows[cluster], sort=True)
     fit = sm.GLM(rows["correct"].astype(float).to_numpy(), X, family=sm.families.Binomial()).fit(
         cov_type="cluster", cov_kwds={"groups": codes})

@@ -737,7 +737,8 @@ def _sample_numpyro(model, settings: SamplerSettings):
     if bad:
         raise RuntimeError(f"chains {bad} start where the log density is not finite; check the model's data")
     parallel = jax.local_device_count() >= settings.chains
-    mcmc = MCMC(NUTS(potential_fn=lambda q: minus_logp(unravel(q)), target_accept_prob=settings.target_accept),
+    mcmc = MCMC(NUTS(potential_fn=lambda q: minus_logp(unravel(q)), target_accept_prob=settings.target_accept,
+                     max_tree_depth=MAX_TREE_DEPTH),
                 num_warmup=settings.tune, num_samples=settings.draws, num_chains=settings.chains,
                 chain_method="parallel" if parallel else "sequential", progress_bar=settings.progressbar)
     mcmc.run(jax.random.split(jax.random.PRNGKey(settings.seed), settings.chains), init_params=init,
@@ -760,6 +761,9 @@ def _sample_numpyro(model, settings: SamplerSettings):
 DETERMINISTIC = ("a_", "b_", "f_", "s_")
 DETERMINISTIC_NAMES = ("p",)
 BFMI_MIN = 0.3
+#: NUTS's maximum tree depth (numpyro's, PyMC's and nutpie's default) and the leapfrog steps of a draw that reached it
+MAX_TREE_DEPTH = 10
+MAX_TREE_STEPS = 2**MAX_TREE_DEPTH - 1
 
 
 def free_variables(idata) -> list[str]:
@@ -770,7 +774,9 @@ def free_variables(idata) -> list[str]:
 
 def diagnostics(idata) -> dict:
     """r_hat (max), bulk and tail ESS (min) over every free variable (:func:`free_variables`, precision
-    parameters such as ``phi`` included), the number of divergences and the smallest E-BFMI of a chain.
+    parameters such as ``phi`` included), the number of divergences and the smallest E-BFMI of a chain; and,
+    reported but not gated, the mean leapfrog steps per draw and the share of draws whose trajectory reached the
+    maximum tree depth (an efficiency warning: the sampler stays valid, each draw costs up to 1023 gradients).
 
     The values are ArviZ's rank-normalised split r_hat and bulk / tail ESS, rounded as ``az.summary`` rounds
     them (r_hat to 2 decimals, ESS to an integer), so the gate reads the numbers a summary table shows;
@@ -782,8 +788,11 @@ def diagnostics(idata) -> dict:
     tail = _worst(az.ess(post, method="tail").round(0), min)
     div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
     bfmi = float(np.min(az.bfmi(idata))) if "energy" in idata.sample_stats else float("nan")
+    steps = idata.sample_stats["n_steps"].values if "n_steps" in idata.sample_stats else None
+    saturated = float(np.mean(steps >= MAX_TREE_STEPS)) if steps is not None else float("nan")
     return {"r_hat_max": r_hat[0], "ess_bulk_min": ess[0], "ess_tail_min": tail[0], "divergences": div,
-            "bfmi_min": round(bfmi, 3), "worst_r_hat": r_hat[1], "worst_ess": ess[1], "worst_ess_tail": tail[1],
+            "bfmi_min": round(bfmi, 3), "tree_depth_max_share": round(saturated, 3),
+            "leapfrog_steps_mean": round(float(steps.mean()), 1) if steps is not None else float("nan"), "worst_r_hat": r_hat[1], "worst_ess": ess[1], "worst_ess_tail": tail[1],
             "draws": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"])}
 
 

@@ -239,14 +239,20 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     diag_rows = [{"model": name, "max r_hat": f"{d['r_hat_max']:.2f}", "min bulk ESS": _count(d["ess_bulk_min"]),
                   "min tail ESS": _count(d["ess_tail_min"]) if "ess_tail_min" in d else "n/a",
                   "min E-BFMI": f"{d['bfmi_min']:.2f}" if d.get("bfmi_min") is not None else "n/a",
-                  "divergences": str(d["divergences"]), "draws x chains": f"{d['draws']} x {d['chains']}"}
+                  "divergences": str(d["divergences"]),
+                  "steps / draw": f"{d['leapfrog_steps_mean']:.0f}" if "leapfrog_steps_mean" in d else "n/a",
+                  "at max tree depth %": (f"{100 * d['tree_depth_max_share']:.0f}"
+                                          if "tree_depth_max_share" in d else "n/a"),
+                  "draws x chains": f"{d['draws']} x {d['chains']}"}
                  for name, d in _diagnostics(metrics).items()]
     out["diagnostics"] = _md_table(pd.DataFrame(diag_rows),
                                    "Sampler diagnostics of every Bayesian model, over every free variable (the "
                                    "stage refuses to publish a fit with r_hat > 1.01, bulk or tail ESS < 400, "
                                    "E-BFMI < 0.3 in a chain, or any divergence; a fit that missed only on "
                                    "r_hat or ESS was sampled once more with twice the draws and tuning steps, "
-                                   "as its draws show).", "tbl-diagnostics")
+                                   "as its draws show). Steps / draw: mean leapfrog steps per draw; 'at max tree depth': the share of "
+                                   "draws whose trajectory stopped at NUTS's maximum depth of 10 (1,023 steps), "
+                                   "an efficiency warning that the gate does not act on.", "tbl-diagnostics")
 
     out["comparison"] = _md_table(_comparison(acc, metrics, reference),
                                   f"The original study's reported results ({reference['source']}; models: "

@@ -338,6 +338,10 @@ def test_the_gate_reads_the_diagnostics_az_summary_shows(recovery):
     assert d["worst_r_hat"] == s["r_hat"].idxmax() and d["worst_ess"] == s["ess_bulk"].idxmin()
     assert d["ess_tail_min"] == s["ess_tail"].min() and d["worst_ess_tail"] == s["ess_tail"].idxmin()
     assert d["bfmi_min"] == pytest.approx(float(np.min(az.bfmi(idata))), abs=1e-3)
+    steps = idata.sample_stats["n_steps"].values  # reported, not gated: the trajectory length per draw
+    assert d["leapfrog_steps_mean"] == pytest.approx(steps.mean(), abs=0.05)
+    assert d["tree_depth_max_share"] == pytest.approx(np.mean(steps == 1023), abs=1e-3)
+    assert steps.max() <= 1023  # the tree depth is capped at 10
 
 
 @pytest.mark.slow
@@ -441,3 +445,27 @@ def test_a_separated_glm_is_reported_as_not_estimable_not_as_a_huge_number():
     rows.loc[0, "correct"] = 0  # one miss: an ordinary fit again
     g = freq.glm_cluster(rows)
     assert g["estimable"] is True and g["ame_low"] < g["ame"] < g["ame_high"] and 0 < g["log_odds"] < 30
+
+
+def test_the_cluster_glm_drops_the_dummies_of_nested_groups_and_keeps_its_interval():
+    """Properties nested in tasks (each property occurs in one task): the task dummies are spanned by the
+    property dummies, so the full design is rank-deficient. The fit keeps a full-rank set of columns, and its
+    numbers equal those of the design without the task factor, with an AME interval that brackets the AME."""
+    rng = np.random.default_rng(1)
+    rows = pd.DataFrame({"self": np.tile([1, 0], 240), "unit": np.repeat(np.arange(60), 8),
+                         "target": np.where(np.arange(480) % 4 < 2, "a", "b")})
+    rows["property"] = np.repeat(np.arange(6), 80).astype(str)
+    rows["task"] = (rows["property"].astype(int) // 2).astype(str)  # tasks t0-t2, two properties each
+    eta = -0.2 + 0.5 * rows["self"] + 0.3 * rows["property"].astype(int) - 0.4 * (rows["target"] == "b")
+    rows["correct"] = (rng.random(len(rows)) < 1 / (1 + np.exp(-eta))).astype(int)
+    X = pd.get_dummies(rows[["target", "task", "property"]], drop_first=True, dtype=float)
+    X.insert(0, "self", rows["self"].astype(float))
+    X.insert(0, "const", 1.0)
+    kept = freq.independent_columns(X)
+    assert list(kept.columns[:2]) == ["const", "self"] and kept.shape[1] == np.linalg.matrix_rank(X.to_numpy())
+    assert kept.shape[1] < X.shape[1]
+    nested = freq.glm_cluster(rows)
+    flat = freq.glm_cluster(rows, groups=("target", "property"))
+    assert nested["estimable"] and nested["ame_low"] < nested["ame"] < nested["ame_high"]
+    for k in ("log_odds", "log_odds_low", "log_odds_high", "ame", "ame_low", "ame_high"):
+        assert nested[k] == pytest.approx(flat[k], rel=1e-6, abs=1e-9)
