@@ -229,7 +229,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     text["prior_sensitivity_sentence"] = (
         f"Refitting the advantage model with every prior scale multiplied by "
         f"{' and by '.join(fmt(f, 1) for f in ps['factors'] if f != 1.0)} moves delta by at most "
-        f"{fmt(ps['delta_spread'])} points, and " + ("the verdict on delta is the same under every prior"
+        f"{fmt(ps['delta_spread'], 2 if abs(ps['delta_spread']) < 0.1 else 1)} points, and " + ("the verdict on delta is the same under every prior"
                                                     if ps["verdicts_agree"] else "the verdict on delta changes with the prior")
         + "." if ps and len(ps.get("factors", [])) > 1 else
         "The prior-sensitivity refits were not run (`analysis.prior_sensitivity` is empty).")
