@@ -2,7 +2,7 @@
 experiment's realistic size, fits through the convergence gate, a null prefill effect, per-model fits,
 the frequentist cross-check, and schema errors.
 
-The fits use the default sampler settings (4 chains x 1000 draws after 1000 tuning steps): the gate asks
+The fits use the default profile's sampler settings (4 chains x 1000 draws after 500 tuning steps): the gate asks
 for 400 bulk and tail ESS on every free variable, which 2 chains x 300 draws cannot give whatever the
 model, so these recovery fits are also the realistic-size gate check. All of them together take about a
 minute on two cores."""
@@ -15,7 +15,7 @@ from analysis import injection as I
 from analysis import models as M
 from reproduce.errors import DataError
 
-FIT = M.SamplerSettings(draws=1000, tune=1000, chains=4, target_accept=0.98, seed=0)
+FIT = M.SamplerSettings(draws=1000, tune=500, chains=4, target_accept=0.98, seed=0)  # the default profile's chains
 COVERAGE = 0.8  # the share of cells whose 95% interval must contain the truth
 CELL = ["condition", "layer_fraction", "strength"]
 
