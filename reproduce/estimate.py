@@ -105,9 +105,10 @@ def _best_seconds(fn: Callable[[], object], rounds: int) -> float:
 
 
 def measure_workload(dtype: str, mixed_precision: str, rounds: int = 3) -> dict:
-    """Seconds (best of ``rounds``) of the workload probe's three parts (see the module's doc) on this CPU at
-    the current thread count: ``inference`` at ``dtype`` (float32 or bfloat16), ``training`` under
-    ``mixed_precision`` (no or bf16), and ``host``. Takes a few seconds; random weights, seeded."""
+    """Seconds of the workload probe's three parts (see the module's doc) on this CPU at the current thread
+    count: ``inference`` at ``dtype`` (float32 or bfloat16) and ``training`` under ``mixed_precision`` (no or
+    bf16), each the best of ``rounds``, and ``host`` (:func:`measure_host`, best of its own 15 rounds). Takes
+    about 10 seconds; random weights, seeded."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
