@@ -733,7 +733,9 @@ def _sample_numpyro(model, settings: SamplerSettings):
     starts = [[np.asarray(fn(int(seed))[n]) for n in names] for fn, seed in zip(fns, seeds)]
     unravel = ravel_pytree(starts[0])[1]
     init = np.stack([np.asarray(ravel_pytree(p)[0]) for p in starts])
-    bad = [c for c, q in enumerate(init) if not np.isfinite(float(minus_logp(unravel(q))))]
+    # one compiled call for every chain (the log density run eagerly compiles each of its operations apart)
+    start_logp = np.asarray(jax.jit(jax.vmap(lambda q: minus_logp(unravel(q))))(init))
+    bad = [c for c, v in enumerate(start_logp) if not np.isfinite(v)]
     if bad:
         raise RuntimeError(f"chains {bad} start where the log density is not finite; check the model's data")
     parallel = jax.local_device_count() >= settings.chains
@@ -744,9 +746,9 @@ def _sample_numpyro(model, settings: SamplerSettings):
     mcmc.run(jax.random.split(jax.random.PRNGKey(settings.seed), settings.chains), init_params=init,
              extra_fields=("num_steps", "potential_energy", "energy", "adapt_state.step_size", "accept_prob",
                            "diverging"))
-    values = jax.vmap(jax.vmap(unravel))(mcmc.get_samples(group_by_chain=True))
     outputs = list(get_default_varnames(model.unobserved_value_vars, include_transformed=False))
-    draws = jax.jit(jax.vmap(jax.vmap(get_jaxified_graph(inputs=model.value_vars, outputs=outputs))))(*values)
+    graph = get_jaxified_graph(inputs=model.value_vars, outputs=outputs)
+    draws = jax.jit(jax.vmap(jax.vmap(lambda q: graph(*unravel(q)))))(mcmc.get_samples(group_by_chain=True))
     rename = {"potential_energy": "lp", "adapt_state.step_size": "step_size", "num_steps": "n_steps",
               "accept_prob": "acceptance_rate"}
     stats = {rename.get(k, k): np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
@@ -788,11 +790,14 @@ def diagnostics(idata) -> dict:
     tail = _worst(az.ess(post, method="tail").round(0), min)
     div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
     bfmi = float(np.min(az.bfmi(idata))) if "energy" in idata.sample_stats else float("nan")
-    steps = idata.sample_stats["n_steps"].values if "n_steps" in idata.sample_stats else None
-    saturated = float(np.mean(steps >= MAX_TREE_STEPS)) if steps is not None else float("nan")
+    saturated = steps_mean = float("nan")
+    if "n_steps" in idata.sample_stats:
+        steps = idata.sample_stats["n_steps"].values
+        saturated, steps_mean = round(float(np.mean(steps >= MAX_TREE_STEPS)), 3), round(float(steps.mean()), 1)
     return {"r_hat_max": r_hat[0], "ess_bulk_min": ess[0], "ess_tail_min": tail[0], "divergences": div,
-            "bfmi_min": round(bfmi, 3), "tree_depth_max_share": round(saturated, 3),
-            "leapfrog_steps_mean": round(float(steps.mean()), 1) if steps is not None else float("nan"), "worst_r_hat": r_hat[1], "worst_ess": ess[1], "worst_ess_tail": tail[1],
+            "bfmi_min": round(bfmi, 3), "tree_depth_max_share": saturated, "max_tree_depth": MAX_TREE_DEPTH,
+            "leapfrog_steps_mean": steps_mean,
+            "worst_r_hat": r_hat[1], "worst_ess": ess[1], "worst_ess_tail": tail[1],
             "draws": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"])}
 
 

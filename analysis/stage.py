@@ -100,26 +100,79 @@ def calibration_curve(object_prob, meta_prob, bins: int = MAD_BINS) -> pd.DataFr
     return pd.DataFrame({"bin": range(len(n)), "object_prob": mo, "meta_prob": mm, "n": n})
 
 
-def _resample_weights(codes: np.ndarray, n_units: int, n_boot: int, seed: int):
-    """One multiplicity per point for each of ``n_boot`` resamples of the items (an item's top behaviours
-    under every object-level model, and its self and cross points, move together), from
-    :func:`analysis.frequentist.cluster_weights`."""
-    for w in freq.cluster_weights(n_units, n_boot, seed).astype(int):
-        yield w[codes]
+#: resamples binned at once by :func:`mad_resamples` (bounds its memory: rows x points x (bins + 1) comparisons)
+RESAMPLE_CHUNK = 256
+
+
+def mad_resamples(object_prob, meta_prob, weights, bins: int = MAD_BINS) -> np.ndarray:
+    """:func:`mad` of many resamples at once. Row b of ``weights`` gives every point's multiplicity in resample
+    b, i.e. the sample ``np.repeat(arange(n), weights[b])``; the result equals :func:`mad` of that sample up to
+    the order of float sums (the edges are ``np.quantile``'s, by its own formula, at the levels qcut asks for;
+    ``tests/test_calibration_mad.py`` compares the two). NaN for a resample of fewer than ``bins`` points."""
+    order = np.argsort(np.asarray(object_prob, float), kind="stable")
+    o, m = np.asarray(object_prob, float)[order], np.asarray(meta_prob, float)[order]
+    w = np.asarray(weights).astype(np.int64)[:, order]
+    out = np.full(len(w), np.nan)
+    q = _qcut_quantiles(bins)
+    for lo in range(0, len(w), RESAMPLE_CHUNK):
+        rows = np.arange(lo, min(lo + RESAMPLE_CHUNK, len(w)))
+        total = w[rows].sum(axis=1)
+        rows = rows[total >= bins]
+        if not len(rows):
+            continue
+        mult, total = w[rows], total[total >= bins]
+        r = np.arange(len(rows))[:, None]
+        # np.quantile's linear method on the sorted resample: virtual index (N - 1) q between positions
+        # floor and floor + 1 (both N - 1 at the top), and its lerp (exact where the two values are equal)
+        virtual = (total[:, None] - 1) * q[None, :]
+        top = virtual >= (total[:, None] - 1)
+        below = np.where(top, total[:, None] - 1, np.floor(virtual)).astype(np.int64)
+        above = np.where(top, total[:, None] - 1, below + 1)
+        gamma = virtual - np.floor(virtual)
+        # the point at sorted position k of resample b: the number of cumulative multiplicities <= k, found in
+        # one search over the rows laid end to end (row b shifted by b * span, span above any row's total)
+        cum, span = np.cumsum(mult, axis=1), int(total.max()) + 1
+        flat = (cum + span * r).ravel()
+
+        def at(k):
+            return o[np.searchsorted(flat, (k + span * r).ravel(), side="right").reshape(k.shape) - len(o) * r]
+
+        a, b = at(below), at(above)
+        edges = np.where(gamma >= 0.5, b - (b - a) * (1 - gamma), a + (b - a) * gamma)
+        # a point's bin: the number of distinct edges below it, less one (the lowest edge joins the first bin)
+        distinct = np.ones(edges.shape, bool)
+        distinct[:, 1:] = edges[:, 1:] != edges[:, :-1]
+        below_point = np.zeros(mult.shape, np.int64)
+        for j in range(edges.shape[1]):
+            below_point += (edges[:, j, None] < o[None, :]) & distinct[:, j, None]
+        cell = (np.clip(below_point - 1, 0, bins - 1) + bins * r).ravel()  # points not drawn: weight 0
+        size = bins * len(rows)
+        n = np.bincount(cell, mult.ravel(), size).reshape(-1, bins)
+        so = np.bincount(cell, (mult * o).ravel(), size).reshape(-1, bins)
+        sm = np.bincount(cell, (mult * m).ravel(), size).reshape(-1, bins)
+        used = n > 0
+        gap = np.abs(np.divide(so, n, out=np.zeros_like(so), where=used) - np.divide(sm, n, out=np.zeros_like(sm), where=used))
+        out[rows] = 100.0 * gap.sum(axis=1) / used.sum(axis=1)
+    return out
+
+
+def _item_weights(pairs: pd.DataFrame, n_boot: int, seed: int) -> tuple[np.ndarray, int]:
+    """Every point's multiplicity in each of ``n_boot`` resamples of the items (an item's top behaviours under
+    every object-level model, and its self and cross points, move together), from
+    :func:`analysis.frequentist.cluster_weights`; and the number of items."""
+    codes, uniq = pd.factorize(tidy.item_of(pairs), sort=True)
+    return freq.cluster_weights(len(uniq), n_boot, seed).astype(np.int64)[:, codes], len(uniq)
 
 
 def mad_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_BINS) -> dict:
     """MAD with a 95% percentile interval from resampling items (:func:`analysis.tidy.item_of`: an item enters
     a pooled or several-seed MAD once per target and seed, and its points there move together)."""
-    codes, uniq = pd.factorize(tidy.item_of(pairs), sort=True)
+    w, items = _item_weights(pairs, n_boot, seed)
     o, m = pairs["object_prob"].to_numpy(float), pairs["meta_prob"].to_numpy(float)
-    boot = []
-    for mult in _resample_weights(codes, len(uniq), n_boot, seed):
-        idx = np.repeat(np.arange(len(o)), mult)
-        if len(idx) >= bins:
-            boot.append(mad(o[idx], m[idx], bins))
+    boot = mad_resamples(o, m, w, bins)
+    boot = boot[~np.isnan(boot)]
     return {"mad": mad(o, m, bins), "low": float(np.quantile(boot, 0.025)), "high": float(np.quantile(boot, 0.975)),
-            "points": len(o), "items": len(uniq), "bins": int(len(_binned(o, m, bins)[2])), "n_boot": n_boot}
+            "points": len(o), "items": items, "bins": int(len(_binned(o, m, bins)[2])), "n_boot": n_boot}
 
 
 def mad_difference_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_BINS) -> dict:
@@ -127,21 +180,18 @@ def mad_difference_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: 
     (``task/item_id``, :func:`analysis.tidy.item_of`) once and takes the self- and the cross-predictor's points of the drawn
     items under every seed, so both MADs are computed on the same items in every resample. ``pairs``: the
     calibration points of both kinds (``kind`` self / cross), scored against the same object models."""
-    codes, uniq = pd.factorize(tidy.item_of(pairs), sort=True)
     o, m = pairs["object_prob"].to_numpy(float), pairs["meta_prob"].to_numpy(float)
     is_self = (pairs["kind"] == "self").to_numpy()
     if is_self.sum() < bins or (~is_self).sum() < bins:
         raise DataError(f"the paired MAD needs at least {bins} points of each kind")
-    s_o, s_m, c_o, c_m = o[is_self], m[is_self], o[~is_self], m[~is_self]
-    boot = []
-    for mult in _resample_weights(codes, len(uniq), n_boot, seed):
-        i, j = np.repeat(np.arange(len(s_o)), mult[is_self]), np.repeat(np.arange(len(c_o)), mult[~is_self])
-        if len(i) >= bins and len(j) >= bins:
-            boot.append(mad(s_o[i], s_m[i], bins) - mad(c_o[j], c_m[j], bins))
-    s, c = mad(s_o, s_m, bins), mad(c_o, c_m, bins)
+    w, items = _item_weights(pairs, n_boot, seed)
+    boot = mad_resamples(o[is_self], m[is_self], w[:, is_self], bins) - mad_resamples(
+        o[~is_self], m[~is_self], w[:, ~is_self], bins)
+    boot = boot[~np.isnan(boot)]
+    s, c = mad(o[is_self], m[is_self], bins), mad(o[~is_self], m[~is_self], bins)
     return {"mad_self": s, "mad_cross": c, "difference": s - c, "low": float(np.quantile(boot, 0.025)),
-            "high": float(np.quantile(boot, 0.975)), "p_self_lower": float(np.mean(np.asarray(boot) < 0)),
-            "items": len(uniq), "n_boot": n_boot}
+            "high": float(np.quantile(boot, 0.975)), "p_self_lower": float(np.mean(boot < 0)),
+            "items": items, "n_boot": n_boot}
 
 
 def calibration_tables(cal: pd.DataFrame, n_boot: int, seed: int) -> tuple[dict, dict, pd.DataFrame]:

@@ -245,13 +245,15 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                           if "tree_depth_max_share" in d else "n/a"),
                   "draws x chains": f"{d['draws']} x {d['chains']}"}
                  for name, d in _diagnostics(metrics).items()]
+    depth = next((d["max_tree_depth"] for d in _diagnostics(metrics).values() if "max_tree_depth" in d), None)
+    depth_text = f" of {depth} ({2**depth - 1:,} steps)" if depth else ""
     out["diagnostics"] = _md_table(pd.DataFrame(diag_rows),
                                    "Sampler diagnostics of every Bayesian model, over every free variable (the "
                                    "stage refuses to publish a fit with r_hat > 1.01, bulk or tail ESS < 400, "
                                    "E-BFMI < 0.3 in a chain, or any divergence; a fit that missed only on "
                                    "r_hat or ESS was sampled once more with twice the draws and tuning steps, "
                                    "as its draws show). Steps / draw: mean leapfrog steps per draw; 'at max tree depth': the share of "
-                                   "draws whose trajectory stopped at NUTS's maximum depth of 10 (1,023 steps), "
+                                   f"draws whose trajectory stopped at NUTS's maximum depth{depth_text}, "
                                    "an efficiency warning that the gate does not act on.", "tbl-diagnostics")
 
     out["comparison"] = _md_table(_comparison(acc, metrics, reference),

@@ -341,7 +341,7 @@ def test_the_gate_reads_the_diagnostics_az_summary_shows(recovery):
     steps = idata.sample_stats["n_steps"].values  # reported, not gated: the trajectory length per draw
     assert d["leapfrog_steps_mean"] == pytest.approx(steps.mean(), abs=0.05)
     assert d["tree_depth_max_share"] == pytest.approx(np.mean(steps == 1023), abs=1e-3)
-    assert steps.max() <= 1023  # the tree depth is capped at 10
+    assert steps.max() <= 1023 and d["max_tree_depth"] == 10  # the tree depth is capped at 10, and recorded
 
 
 @pytest.mark.slow

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from analysis import tidy
-from analysis.stage import calibration_curve, calibration_tables, mad, mad_bins, mad_difference_bootstrap
+from analysis.stage import (calibration_curve, calibration_tables, mad, mad_bins, mad_difference_bootstrap,
+                            mad_resamples)
 
 
 def test_mad_by_hand_on_heavily_tied_probabilities():
@@ -69,6 +70,28 @@ def _cal_row(**kw):
            "object_probs": [0.6, 0.3, 0.1], "meta_probs": [0.5, 0.25, 0.25], "p_outside": 0.2}
     row.update(kw)
     return row
+
+
+def test_the_bootstraps_mad_of_many_resamples_equals_mad_of_each_repeated_sample():
+    # what the bootstraps compute at once (edges, ties, empty bins, resamples of one repeated value, too few
+    # points) against mad() of each resample written out point by point
+    from analysis.frequentist import cluster_weights
+
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        n, k = int(rng.integers(5, 60)), int(rng.choice([2, 4, 20, 1000]))
+        o, m = rng.integers(0, k + 1, n) / k, rng.random(n)
+        if trial % 6 == 0:
+            o[:] = o[0]  # every point tied
+        w = cluster_weights(n, 40, trial).astype(int)
+        got = mad_resamples(o, m, w)
+        for b in range(len(w)):
+            idx = np.repeat(np.arange(n), w[b])
+            if len(idx) < 10:
+                assert np.isnan(got[b])
+            else:
+                assert got[b] == pytest.approx(mad(o[idx], m[idx]), abs=1e-9)  # up to the order of float sums
+    assert mad_resamples(o, m, np.ones((3, n), int)) == pytest.approx([mad(o, m)] * 3, abs=1e-9)
 
 
 def test_the_meta_distribution_keeps_the_outside_mass_and_the_object_one_counts_compliant_samples():
