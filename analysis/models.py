@@ -733,13 +733,16 @@ def _sample_numpyro(model, settings: SamplerSettings):
     starts = [[np.asarray(fn(int(seed))[n]) for n in names] for fn, seed in zip(fns, seeds)]
     unravel = ravel_pytree(starts[0])[1]
     init = np.stack([np.asarray(ravel_pytree(p)[0]) for p in starts])
+
+    def potential(q):
+        return minus_logp(unravel(q))
+
     # one compiled call for every chain (the log density run eagerly compiles each of its operations apart)
-    start_logp = np.asarray(jax.jit(jax.vmap(lambda q: minus_logp(unravel(q))))(init))
-    bad = [c for c, v in enumerate(start_logp) if not np.isfinite(v)]
+    bad = [c for c, v in enumerate(np.asarray(jax.jit(jax.vmap(potential))(init))) if not np.isfinite(v)]
     if bad:
         raise RuntimeError(f"chains {bad} start where the log density is not finite; check the model's data")
     parallel = jax.local_device_count() >= settings.chains
-    mcmc = MCMC(NUTS(potential_fn=lambda q: minus_logp(unravel(q)), target_accept_prob=settings.target_accept,
+    mcmc = MCMC(NUTS(potential_fn=potential, target_accept_prob=settings.target_accept,
                      max_tree_depth=MAX_TREE_DEPTH),
                 num_warmup=settings.tune, num_samples=settings.draws, num_chains=settings.chains,
                 chain_method="parallel" if parallel else "sequential", progress_bar=settings.progressbar)
@@ -789,19 +792,17 @@ def diagnostics(idata) -> dict:
     from .convergence import rank_diagnostics
 
     post = idata.posterior[free_variables(idata)].transpose("chain", "draw", ...)
-    arrays = {v: da.to_numpy() for v, da in post.data_vars.items()}
-    stacked = np.concatenate([a.reshape(a.shape[0], a.shape[1], -1) for a in arrays.values()], axis=2)
-    per_element = rank_diagnostics(stacked.astype(float))
-    bounds = np.cumsum([0] + [int(np.prod(a.shape[2:])) for a in arrays.values()])
+    shapes = {v: da.shape[2:] for v, da in post.data_vars.items()}
+    # (r_hat, bulk ESS, tail ESS) of every element of each variable
+    per_variable = {v: rank_diagnostics(da.to_numpy().reshape(da.shape[0], da.shape[1], -1))
+                    for v, da in post.data_vars.items()}
 
-    def dataset(values: np.ndarray, decimals: int):
+    def dataset(which: int, decimals: int):
         """The posterior's variables without chain and draw, holding one diagnostic per element."""
-        return post.isel(chain=0, draw=0, drop=True).copy(data={
-            v: values[bounds[j]:bounds[j + 1]].reshape(a.shape[2:]) for j, (v, a) in enumerate(arrays.items())}
-        ).round(decimals)
+        return post.isel(chain=0, draw=0, drop=True).copy(
+            data={v: d[which].reshape(shapes[v]) for v, d in per_variable.items()}).round(decimals)
 
-    r_hat, ess = _worst(dataset(per_element[0], 2), max), _worst(dataset(per_element[1], 0), min)
-    tail = _worst(dataset(per_element[2], 0), min)
+    r_hat, ess, tail = _worst(dataset(0, 2), max), _worst(dataset(1, 0), min), _worst(dataset(2, 0), min)
     div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
     bfmi = float(np.min(az.bfmi(idata))) if "energy" in idata.sample_stats else float("nan")
     saturated = steps_mean = float("nan")

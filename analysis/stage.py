@@ -109,8 +109,9 @@ def mad_resamples(object_prob, meta_prob, weights, bins: int = MAD_BINS) -> np.n
     b, i.e. the sample ``np.repeat(arange(n), weights[b])``; the result equals :func:`mad` of that sample up to
     the order of float sums (the edges are ``np.quantile``'s, by its own formula, at the levels qcut asks for;
     ``tests/test_calibration_mad.py`` compares the two). NaN for a resample of fewer than ``bins`` points."""
-    order = np.argsort(np.asarray(object_prob, float), kind="stable")
-    o, m = np.asarray(object_prob, float)[order], np.asarray(meta_prob, float)[order]
+    o = np.asarray(object_prob, float)
+    order = np.argsort(o, kind="stable")
+    o, m = o[order], np.asarray(meta_prob, float)[order]
     w = np.asarray(weights).astype(np.int64)[:, order]
     out = np.full(len(w), np.nan)
     q = _qcut_quantiles(bins)
@@ -125,10 +126,11 @@ def mad_resamples(object_prob, meta_prob, weights, bins: int = MAD_BINS) -> np.n
         # np.quantile's linear method on the sorted resample: virtual index (N - 1) q between positions
         # floor and floor + 1 (both N - 1 at the top), and its lerp (exact where the two values are equal)
         virtual = (total[:, None] - 1) * q[None, :]
+        floor = np.floor(virtual)
         top = virtual >= (total[:, None] - 1)
-        below = np.where(top, total[:, None] - 1, np.floor(virtual)).astype(np.int64)
+        below = np.where(top, total[:, None] - 1, floor).astype(np.int64)
         above = np.where(top, total[:, None] - 1, below + 1)
-        gamma = virtual - np.floor(virtual)
+        gamma = virtual - floor
         # the point at sorted position k of resample b: the number of cumulative multiplicities <= k, found in
         # one search over the rows laid end to end (row b shifted by b * span, span above any row's total)
         cum, span = np.cumsum(mult, axis=1), int(total.max()) + 1

@@ -236,6 +236,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             "prediction matches neither behaviour; 'compliant' is the share of compliant predictions after and "
             "before the change. 'Before': the prediction of M1' before the change.", "tbl-behaviour")
 
+    diagnostics = _diagnostics(metrics)
     diag_rows = [{"model": name, "max r_hat": f"{d['r_hat_max']:.2f}", "min bulk ESS": _count(d["ess_bulk_min"]),
                   "min tail ESS": _count(d["ess_tail_min"]) if "ess_tail_min" in d else "n/a",
                   "min E-BFMI": f"{d['bfmi_min']:.2f}" if d.get("bfmi_min") is not None else "n/a",
@@ -244,8 +245,8 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                   "at max tree depth %": (f"{100 * d['tree_depth_max_share']:.0f}"
                                           if "tree_depth_max_share" in d else "n/a"),
                   "draws x chains": f"{d['draws']} x {d['chains']}"}
-                 for name, d in _diagnostics(metrics).items()]
-    depth = next((d["max_tree_depth"] for d in _diagnostics(metrics).values() if "max_tree_depth" in d), None)
+                 for name, d in diagnostics.items()]
+    depth = next((d["max_tree_depth"] for d in diagnostics.values() if "max_tree_depth" in d), None)
     depth_text = f" of {depth} ({2**depth - 1:,} steps)" if depth else ""
     out["diagnostics"] = _md_table(pd.DataFrame(diag_rows),
                                    "Sampler diagnostics of every Bayesian model, over every free variable (the "
