@@ -59,6 +59,8 @@ class SamplerSettings:
     target_accept: float = 0.98
     seed: int = 0
     progressbar: bool = False
+    #: a fit with divergent transitions is sampled once more at this target acceptance (None: it stops)
+    target_accept_retry: float | None = None
 
 
 def _sigmoid(x):
@@ -854,38 +856,61 @@ def check_convergence(idata, name: str, rhat_max: float = RHAT_MAX, ess_min: flo
         raise ConvergenceError(
             f"the {name} model failed the convergence gate: {'; '.join(problems)} "
             f"({d['chains']} chains x {d['draws']} draws). Its results are not published. Raise analysis.draws "
-            "and analysis.tune, or analysis.target_accept (e.g. 0.99), in params.yaml and re-run the stage.",
+            "and analysis.tune, or analysis.target_accept_retry (e.g. 0.995), in params.yaml and re-run the stage.",
             "; ".join(problems), length_only=len(problems) == length)
     return d
 
 
 def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
-    """:func:`sample` through the gate (:func:`check_convergence`): ``(idata, diagnostics)``. A fit that
-    misses the gate on r_hat or ESS alone is sampled once more, from the same seed, with twice the draws and
-    tuning steps (an ESS grows with the chains' length, and r_hat settles); the longer fit must pass the same
-    gate, or the :class:`ConvergenceError` names both fits. Its diagnostics then record ``refit``: what the
-    first fit missed. Divergences or a low E-BFMI are not cured by longer chains: they stop at once."""
-    idata = sample(model, settings)
-    try:
-        return idata, check_convergence(idata, name)
-    except ConvergenceError as first:
-        if not first.length_only:
-            raise
-        longer = replace(settings, draws=2 * settings.draws, tune=2 * settings.tune)
-        missed = first.problems
-        print(f"the {name} model missed the convergence gate ({missed}); sampling it again with "
-              f"{longer.draws} draws and {longer.tune} tuning steps", file=sys.stderr)
-        idata = sample(model, longer)
+    """:func:`sample` through the gate (:func:`check_convergence`): ``(idata, diagnostics)``, whose
+    ``target_accept`` is the target acceptance of the fit that passed.
+
+    A fit that misses the gate is sampled again, from the same seed, at most twice, and the last fit must pass
+    the whole gate, or the :class:`ConvergenceError` names every fit:
+
+    - with divergent transitions, once at ``settings.target_accept_retry`` when that is higher (smaller steps,
+      the usual cure for a divergence); the diagnostics then record ``diverged``: what the first fit missed;
+    - on r_hat or ESS alone, once with twice the draws and tuning steps (an ESS grows with the chains' length,
+      and r_hat settles); the diagnostics then record ``refit``: what the shorter fit missed.
+
+    A low E-BFMI, or divergences with no higher target acceptance left, stop at once: neither longer chains
+    nor smaller steps are known to cure them."""
+    current, missed, diverged = settings, [], None
+    while True:
+        idata = sample(model, current)
         try:
             diag = check_convergence(idata, name)
-        except ConvergenceError as second:
-            raise ConvergenceError(
-                f"the {name} model failed the convergence gate twice: with {settings.draws} draws ({missed}), "
-                f"then from the same seed with {longer.draws} draws and {longer.tune} tuning steps "
-                f"({second.problems}). Its results are not published. Set analysis.draws and analysis.tune above "
-                f"{longer.draws} and {longer.tune}, or raise analysis.target_accept (e.g. 0.99), in params.yaml "
-                "and re-run the stage.", second.problems, second.length_only) from second
-        return idata, {**diag, "refit": missed}
+        except ConvergenceError as err:
+            divergent = "divergent" in err.problems and "E-BFMI" not in err.problems
+            retry = current.target_accept_retry
+            if divergent and diverged is None and retry is not None and retry > current.target_accept:
+                diverged = f"{err.problems} at target acceptance {current.target_accept:g}"
+                missed.append((current, err.problems))
+                current = replace(current, target_accept=retry)
+            elif err.length_only and current.draws == settings.draws:
+                missed.append((current, err.problems))
+                current = replace(current, draws=2 * settings.draws, tune=2 * settings.tune)
+            elif not missed:
+                raise
+            else:
+                fits = ", then ".join(f"with {s.draws} draws at target acceptance {s.target_accept:g} ({p})"
+                                      for s, p in missed + [(current, err.problems)])
+                times = {2: "twice", 3: "three times"}[len(missed) + 1]
+                raise ConvergenceError(
+                    f"the {name} model failed the convergence gate {times}, from the same seed: "
+                    f"{fits}. Its results are not published. Set analysis.draws and analysis.tune above "
+                    f"{current.draws} and {current.tune}, or analysis.target_accept_retry closer to 1, in "
+                    "params.yaml and re-run the stage.", err.problems, err.length_only) from err
+            print(f"the {name} model missed the convergence gate ({err.problems}); sampling it again with "
+                  f"{current.draws} draws and {current.tune} tuning steps at target acceptance "
+                  f"{current.target_accept:g}", file=sys.stderr)
+            continue
+        diag = {**diag, "target_accept": current.target_accept}
+        if diverged:
+            diag["diverged"] = diverged
+        if current.draws != settings.draws:
+            diag["refit"] = missed[-1][1]
+        return idata, diag
 
 
 def prior_predictive_accuracy(model, data: ContrastData, samples: int = 500, seed: int = 0) -> dict:

@@ -242,10 +242,19 @@ def calibration_tables(cal: pd.DataFrame, n_boot: int, seed: int) -> tuple[dict,
 
 
 # ------------------------------------------------------------------------------------------------ stage
-def _settings(profile: Profile, seed_offset: int) -> M.SamplerSettings:
+#: the fits that start at ``analysis.target_accept_retry``: their hierarchical funnels diverged at 0.9 on the
+#: ``default`` tables (62 and 5-8 divergent transitions), so a first sampling at target_accept would only be
+#: thrown away
+CAREFUL = ("training effect", "calibration log-score")
+
+
+def _settings(profile: Profile, seed_offset: int, careful: bool = False) -> M.SamplerSettings:
+    """The profile's NUTS settings, seeded ``profile.seed + seed_offset``; ``careful``: starting at the
+    retry's target acceptance (:data:`CAREFUL`)."""
     a = profile.analysis
     return M.SamplerSettings(sampler=a.sampler, draws=a.draws, tune=a.tune, chains=a.chains,
-                             target_accept=a.target_accept, seed=profile.seed + seed_offset)
+                             target_accept=a.target_accept_retry if careful else a.target_accept,
+                             target_accept_retry=a.target_accept_retry, seed=profile.seed + seed_offset)
 
 
 def _fit(data: M.ContrastData, model, name: str, profile: Profile, seed_offset: int, by: list[list[str]],
@@ -254,7 +263,7 @@ def _fit(data: M.ContrastData, model, name: str, profile: Profile, seed_offset: 
     the cell probabilities ``probabilities(idata, data)`` returns beside any other quantities of the fit
     (``quantities``); with the prior- and posterior-predictive checks."""
     prior = M.prior_predictive_accuracy(model, data, seed=profile.seed)
-    idata, diag = M.sample_gated(model, _settings(profile, seed_offset), name)
+    idata, diag = M.sample_gated(model, _settings(profile, seed_offset, name in CAREFUL), name)
     probs, quantities = probabilities(idata, data)
     effects = [M.marginal_effects(idata, data, probs=probs).assign(by="overall")]
     effects += [M.marginal_effects(idata, data, b, probs=probs).assign(by="+".join(b)) for b in by]
@@ -389,7 +398,8 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
              **{f"new_task_{k}": new[k] for k in ("mean", "low", "high", "p_positive")},
              "p_every_direction": p_every, "verdict": verdict(delta["low"], delta["high"], rope),
              "r_hat_max": diag["r_hat_max"], "divergences": diag["divergences"], "draws": diag["draws"],
-             "sampled_twice": "refit" in diag}
+             "sampled_twice": "refit" in diag, "target_accept": diag["target_accept"],
+             "diverged": "diverged" in diag}
         if gamma:
             r.update({f"gamma_{k}": gamma[k] for k in ("mean", "low", "high", "p_positive")})
         return r
@@ -664,7 +674,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         terr = tidy.with_cell(terr)
         ldata = M.ContrastData(terr.assign(n=1), "self", GROUPS + [CELL], "unit")
         lmodel, scale = M.log_score_model(terr, GROUPS + [CELL])
-        lidata, metrics["calibration"]["diagnostics"] = M.sample_gated(lmodel, _settings(profile, 2),
+        lidata, metrics["calibration"]["diagnostics"] = M.sample_gated(lmodel, _settings(profile, 2, True),
                                                                        "calibration log-score")
         leff = M.log_score_effects(lidata, ldata, scale, [[], ["target"]])
         posteriors["calibration"] = lidata

@@ -106,12 +106,17 @@ def fig_id(name: str) -> str:
 
 def gate_sentence(diagnostics: list[dict]) -> str:
     """The sentence that every fit of a stage passed the gate, for its ``diagnostics`` list (``{"model", "fit",
-    "diagnostics"}``), naming the fits that passed only at the longer second sampling of
-    :func:`analysis.models.sample_gated`."""
+    "diagnostics"}``), naming the fits that passed only at the longer sampling, or only at the higher target
+    acceptance, of :func:`analysis.models.sample_gated`."""
     refits = [f"{d['fit']} ({d['model']})" if d["model"] != "all" else d["fit"]
               for d in diagnostics if "refit" in d["diagnostics"]]
-    again = (f"; {len(refits)} of them at a second sampling with twice the draws, after missing it at the "
-             f"first: {', '.join(refits)}") if refits else ""
+    again = (f"; {len(refits)} of them at a sampling with twice the draws, after missing it at a shorter "
+             f"one: {', '.join(refits)}") if refits else ""
+    diverged = [f"{d['fit']} ({d['model']})" if d["model"] != "all" else d["fit"]
+                for d in diagnostics if "diverged" in d["diagnostics"]]
+    if diverged:
+        again += (f"; {len(diverged)} of them at a higher target acceptance, after divergent transitions at the "
+                  f"first sampling: {', '.join(diverged)}")
     n = len(diagnostics)
     return f"Every fit passed the convergence gate ({n} fit{'' if n == 1 else 's'}{again})."
 

@@ -24,6 +24,19 @@ def _diagnostics(metrics: dict) -> dict[str, dict]:
     return out
 
 
+def _first_sampling(diag: dict[str, dict], profile: Profile) -> str:
+    """"first sampling", with a parenthesis on the fits sampled at the retry's target acceptance from their
+    first sampling (their diagnostics: that target acceptance, and no divergences that led to it) if any."""
+    a = profile.analysis
+    names = [n for n, d in diag.items() if a.target_accept_retry > a.target_accept
+             and d.get("target_accept") == a.target_accept_retry and "diverged" not in d]
+    if not names:
+        return "first sampling"
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return (f"first sampling ({a.target_accept_retry:g} from the start for the {listed} model{'s' if len(names) > 1 else ''}, "
+            "whose hierarchical funnels gave divergent transitions at the lower setting on the default profile's tables)")
+
+
 def _verdict(low: float, high: float, rope: float, positive: str, negative: str, null: str,
              inconclusive: str) -> str:
     """One of four phrases, chosen by :func:`analysis.verdicts.verdict` from the interval and the ROPE."""
@@ -292,6 +305,9 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "tune": str(profile.analysis.tune),
         "chains": str(profile.analysis.chains),
         "target_accept": f"{profile.analysis.target_accept:g}",
+        "target_accept_retry": f"{profile.analysis.target_accept_retry:g}",
+        # the fits that started at the retry's target acceptance (analysis.stage.CAREFUL), read from the run
+        "first_sampling": _first_sampling(diag, profile),
         "bootstrap": f"{profile.analysis.bootstrap:,}",
         "sampler": profile.analysis.sampler,
         "r_hat_max": f"{max(d['r_hat_max'] for d in diag.values()):.2f}" if diag else "n/a",

@@ -152,11 +152,14 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             row["P(every direction)"] = fmt_prob(r.p_every_direction)
             if "draws" in ps:  # tables of older runs lack it
                 row["draws per chain"] = f"{r.draws}" + (" (sampled twice)" if r.sampled_twice else "")
+            if "target_accept" in ps:  # tables of older runs lack it
+                row["target acceptance"] = f"{r.target_accept:g}" + (" (after divergences)" if r.diverged else "")
             rows_ps.append(row)
         out["prior_sensitivity"] = _md_table(pd.DataFrame(rows_ps),
             "Prior sensitivity of the advantage model: the main fit and refits with every prior scale multiplied "
             "by the factor shown (posterior means and 94% intervals; each fit passed the same gate, at its first "
-            "sampling or, where 'sampled twice', at a second with twice the draws).",
+            "sampling or, where 'sampled twice', at one with twice the draws, and where 'after divergences', at "
+            "a higher target acceptance after divergent transitions at the first).",
             "tbl-prior-sensitivity")
     else:  # the refits were not run: the sentence says so, and there is no table to show
         out["prior_sensitivity"] = "\n"
@@ -244,7 +247,9 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                   "steps / draw": f"{d['leapfrog_steps_mean']:.0f}" if "leapfrog_steps_mean" in d else "n/a",
                   "at max tree depth %": (f"{100 * d['tree_depth_max_share']:.0f}"
                                           if "tree_depth_max_share" in d else "n/a"),
-                  "draws x chains": f"{d['draws']} x {d['chains']}"}
+                  "draws x chains": f"{d['draws']} x {d['chains']}",
+                  "target acceptance": (f"{d['target_accept']:g}" + (" (after divergences)" if "diverged" in d else "")
+                                        if "target_accept" in d else "n/a")}
                  for name, d in diagnostics.items()]
     depth = next((d["max_tree_depth"] for d in diagnostics.values() if "max_tree_depth" in d), None)
     depth_text = f" of {depth} ({2**depth - 1:,} steps)" if depth else ""
@@ -253,7 +258,8 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                    "stage refuses to publish a fit with r_hat > 1.01, bulk or tail ESS < 400, "
                                    "E-BFMI < 0.3 in a chain, or any divergence; a fit that missed only on "
                                    "r_hat or ESS was sampled once more with twice the draws and tuning steps, "
-                                   "as its draws show). Steps / draw: mean leapfrog steps per draw; 'at max tree depth': the share of "
+                                   "as its draws show, and a fit with divergent transitions once more at a "
+                                   "higher target acceptance, as its target acceptance shows). Steps / draw: mean leapfrog steps per draw; 'at max tree depth': the share of "
                                    f"draws whose trajectory stopped at NUTS's maximum depth{depth_text}, "
                                    "an efficiency warning that the gate does not act on.", "tbl-diagnostics")
 

@@ -145,7 +145,13 @@ class Analysis(_Strict):
     draws: int = Field(default=1000, ge=100)
     tune: int = Field(default=1000, ge=100)
     chains: int = Field(default=4, ge=2, description="at least 2, for r_hat")
-    target_accept: float = Field(default=0.98, gt=0.5, lt=1)
+    target_accept: float = Field(default=0.9, gt=0.5, lt=1, description=(
+        "NUTS's target acceptance rate at a fit's first sampling (a higher one takes smaller steps: longer "
+        "trajectories, fewer divergences)"))
+    target_accept_retry: float = Field(default=0.99, gt=0.5, lt=1, description=(
+        "a fit with divergent transitions is sampled once more, from the same seed, at this target acceptance, "
+        "and must then pass the whole convergence gate; the fits whose geometry needs it (the training-effect "
+        "and calibration log-score models) start at it. Equal to target_accept: a divergence stops the stage"))
     bootstrap: int = Field(default=2000, ge=2000, description="cluster-bootstrap resamples")
     rope: float = Field(default=2.0, ge=0, description=(
         "region of practical equivalence, +/- this many accuracy points: a verdict is 'advantage' when the 94% "
@@ -155,6 +161,14 @@ class Analysis(_Strict):
     prior_sensitivity: list[float] = Field(default=[0.5, 2.0], description=(
         "refit the advantage model with every prior scale multiplied by each of these factors and report delta, "
         "gamma and the verdicts beside the main fit ([] skips it; each refit costs about as much as the main one)"))
+
+    @model_validator(mode="after")
+    def _retry_not_below_first(self):
+        if self.target_accept_retry < self.target_accept:
+            raise ValueError(f"analysis.target_accept_retry ({self.target_accept_retry}) is below "
+                             f"analysis.target_accept ({self.target_accept}): a fit that diverged would be "
+                             "sampled again with larger steps; set it at or above target_accept")
+        return self
 
 
 class FreeText(_Strict):

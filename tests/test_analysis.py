@@ -182,8 +182,8 @@ def test_the_gate_trips_on_a_deliberately_bad_fit(monkeypatch):
     monkeypatch.setattr(M, "sample", lambda model, settings: sampled.append(settings.draws) or sample(model, settings))
     # too short and badly tuned: it misses on r_hat and ESS alone, so it is sampled once more with twice the
     # draws, misses again, and the error names both fits and settings beyond the longer one
-    with pytest.raises(M.ConvergenceError, match="failed the convergence gate twice: with 100 draws .*bulk ESS"
-                       ) as err:
+    with pytest.raises(M.ConvergenceError, match="failed the convergence gate twice, from the same seed: with 100 "
+                       "draws at target acceptance 0.6 .*bulk ESS") as err:
         M.sample_gated(M.contrast_model(data), M.SamplerSettings(draws=100, tune=100, chains=2, seed=0,
                                                                  target_accept=0.6), "advantage")
     assert sampled == [100, 200]
@@ -205,14 +205,58 @@ def test_a_fit_that_misses_the_gate_is_sampled_once_more_with_twice_the_draws(mo
     monkeypatch.setattr(M, "check_convergence", gate)
     idata, diag = M.sample_gated("model", M.SamplerSettings(draws=1000, tune=500, seed=7), "m")
     assert idata == 2000 and [(s.draws, s.tune, s.seed) for s in seen] == [(1000, 500, 7), (2000, 1000, 7)]
-    assert diag == {"draws": 2000, "refit": "tail ESS 392 < 400 (worst: s)"}
+    assert diag == {"draws": 2000, "refit": "tail ESS 392 < 400 (worst: s)", "target_accept": 0.98}
     seen.clear()  # a fit that passes is sampled once and its diagnostics say nothing of a refit
-    assert M.sample_gated("model", M.SamplerSettings(draws=1600), "m") == (1600, {"draws": 1600})
+    assert M.sample_gated("model", M.SamplerSettings(draws=1600), "m") == (1600, {"draws": 1600,
+                                                                                  "target_accept": 0.98})
     assert len(seen) == 1
-    seen.clear()  # divergences are not cured by longer chains: no second sampling
+    seen.clear()  # divergences are not cured by longer chains, and with no retry's target acceptance they stop
     with pytest.raises(M.ConvergenceError, match="divergent"):
         M.sample_gated("model", M.SamplerSettings(draws=5000), "m")
     assert len(seen) == 1
+    seen.clear()  # nor with a retry's target acceptance no higher than the first
+    with pytest.raises(M.ConvergenceError, match="divergent"):
+        M.sample_gated("model", M.SamplerSettings(draws=5000, target_accept=0.99, target_accept_retry=0.99), "m")
+    assert len(seen) == 1
+
+
+def test_a_fit_with_divergences_is_sampled_once_more_at_the_retrys_target_acceptance(monkeypatch):
+    seen = []
+    monkeypatch.setattr(M, "sample", lambda model, settings: seen.append(settings) or settings)
+
+    def gate(fit, name):  # divergences below target acceptance 0.99; too short below 2000 draws if `short`
+        problems = []
+        if fit.target_accept < 0.99:
+            problems.append("5 divergent transitions")
+        if short and fit.draws < 2000:
+            problems.insert(0, "bulk ESS 300 < 400 (worst: z)")
+        if problems:
+            raise M.ConvergenceError("the m model failed ...", "; ".join(problems),
+                                     length_only=problems == ["bulk ESS 300 < 400 (worst: z)"])
+        return {"draws": fit.draws}
+    monkeypatch.setattr(M, "check_convergence", gate)
+    first = M.SamplerSettings(draws=1000, tune=500, seed=3, target_accept=0.9, target_accept_retry=0.99)
+    short = False
+    idata, diag = M.sample_gated("model", first, "m")
+    assert [(s.target_accept, s.draws, s.seed) for s in seen] == [(0.9, 1000, 3), (0.99, 1000, 3)]
+    assert diag == {"draws": 1000, "target_accept": 0.99, "diverged": "5 divergent transitions at target acceptance 0.9"}
+    # divergent and too short: the smaller steps first, then the longer chains, each once
+    seen.clear()
+    short = True
+    idata, diag = M.sample_gated("model", first, "m")
+    assert [(s.target_accept, s.draws, s.tune) for s in seen] == [(0.9, 1000, 500), (0.99, 1000, 500),
+                                                                   (0.99, 2000, 1000)]
+    assert diag == {"draws": 2000, "target_accept": 0.99, "refit": "bulk ESS 300 < 400 (worst: z)",
+                    "diverged": "bulk ESS 300 < 400 (worst: z); 5 divergent transitions at target acceptance 0.9"}
+    # a fit that still diverges at the retry's target acceptance stops, naming both fits
+    monkeypatch.setattr(M, "check_convergence", lambda fit, name: (_ for _ in ()).throw(
+        M.ConvergenceError("...", "2 divergent transitions", False)))
+    seen.clear()
+    with pytest.raises(M.ConvergenceError, match=r"twice, from the same seed: with 1000 draws at target acceptance "
+                       r"0.9 \(2 divergent transitions\), then with 1000 draws at target acceptance 0.99 "
+                       r"\(2 divergent transitions\).*analysis.target_accept_retry closer to 1"):
+        M.sample_gated("model", first, "m")
+    assert len(seen) == 2
 
 
 def test_the_gate_says_whether_longer_chains_could_pass():

@@ -41,6 +41,8 @@ def _write(tmp_path, mutate):
     (lambda r: r.update(models=["a", "a"]), "models must be distinct"),
     (lambda r: r["sampling"].update(n_samples=0), r"sampling\.n_samples"),
     (lambda r: r.update(profiles={"default": {}}), "old layout"),
+    (lambda r: r["analysis"].update(target_accept_retry=0.8), r"target_accept_retry \(0.8\) is below "
+                                                               r"analysis.target_accept \(0.9\)"),
 ])
 def test_bad_params_are_clear_errors(tmp_path, mutate, match):
     path = _write(tmp_path, mutate)

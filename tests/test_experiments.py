@@ -280,6 +280,7 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
         isinstance(v, (int, float)) for v in head.values())
     adv = metrics["advantage"]
     assert adv["diagnostics"]["r_hat_max"] <= 1.01 and adv["diagnostics"]["divergences"] == 0
+    assert adv["diagnostics"]["target_accept"] == 0.99  # the fixture's target acceptance, which the retry's equals
     assert -100 < adv["overall"]["low"] < adv["overall"]["mean"] < adv["overall"]["high"] < 100
     assert set(adv["by_target"]) == set(MODELS)
     # raw accuracies in the tables are the stage table's own

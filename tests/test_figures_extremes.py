@@ -99,3 +99,11 @@ def test_intervals_that_exclude_their_estimate_are_drawn_as_they_are(extreme_out
     assert (pytest.approx(100 * m["low"]), pytest.approx(100 * m["high"])) in spans
     plt.close(fig)
     assert json.loads((tmp_path / "figures" / "index.json").read_text()).keys() == {"advantage_forest", "calibration"}
+
+
+@pytest.mark.slowest
+def test_the_prior_sensitivity_rows_record_each_fits_sampler_settings(extreme_outputs):
+    ps = pd.read_parquet(extreme_outputs["out"] / "tables" / "prior_sensitivity.parquet")
+    assert list(ps["prior_scale"]) == [1.0, 2.0]
+    # the profile's first target acceptance (0.9, the default), no retry: the gate is bypassed here
+    assert list(ps["target_accept"]) == [0.9, 0.9] and not ps["diverged"].any() and not ps["sampled_twice"].any()

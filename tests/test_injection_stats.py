@@ -15,7 +15,8 @@ from analysis import injection as I
 from analysis import models as M
 from reproduce.errors import DataError
 
-FIT = M.SamplerSettings(draws=1000, tune=500, chains=4, target_accept=0.98, seed=0)  # the default profile's chains
+FIT = M.SamplerSettings(draws=1000, tune=500, chains=4, target_accept=0.9, target_accept_retry=0.99,
+                          seed=0)  # the default profile's chains
 COVERAGE = 0.8  # the share of cells whose 95% interval must contain the truth
 CELL = ["condition", "layer_fraction", "strength"]
 

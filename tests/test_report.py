@@ -228,7 +228,7 @@ def test_text_a_model_wrote_is_printed_as_written_and_not_checked_as_markup(tmp_
     assert any("??" in p for p in check_html(tmp_path / "bad.html", []))
 
 
-def test_the_gate_sentence_names_the_fits_that_passed_only_at_their_second_sampling():
+def test_the_gate_sentence_names_the_fits_that_passed_only_at_a_longer_or_more_careful_sampling():
     from report.formatting import gate_sentence
 
     ok = {"draws": 1000, "r_hat_max": 1.0}
@@ -236,6 +236,24 @@ def test_the_gate_sentence_names_the_fits_that_passed_only_at_their_second_sampl
              {"model": "gemma3-270m", "fit": "yes_bias", "diagnostics": {**ok, "draws": 2000, "refit": "tail ESS 392"}},
              {"model": "all", "fit": "noticing", "diagnostics": {**ok, "draws": 2000, "refit": "bulk ESS 380"}}]
     assert gate_sentence(diags[:1]) == "Every fit passed the convergence gate (1 fit)."
-    assert gate_sentence(diags) == ("Every fit passed the convergence gate (3 fits; 2 of them at a second sampling "
-                                    "with twice the draws, after missing it at the first: yes_bias (gemma3-270m), "
+    assert gate_sentence(diags) == ("Every fit passed the convergence gate (3 fits; 2 of them at a sampling with "
+                                    "twice the draws, after missing it at a shorter one: yes_bias (gemma3-270m), "
                                     "noticing).")
+    diags.append({"model": "smollm2-135m", "fit": "intention",
+                  "diagnostics": {**ok, "target_accept": 0.99, "diverged": "3 divergent transitions at target "
+                                  "acceptance 0.9"}})
+    assert gate_sentence(diags).endswith("noticing; 1 of them at a higher target acceptance, after divergent "
+                                         "transitions at the first sampling: intention (smollm2-135m)).")
+
+
+def test_the_methods_name_the_fits_that_started_at_the_retrys_target_acceptance():
+    from reproduce.config import load_params
+    from report.numbers import _first_sampling
+
+    _, profile = load_params(profile="default")  # target acceptance 0.9, retry 0.99
+    diag = {"advantage": {"target_accept": 0.9}, "training effect": {"target_accept": 0.99},
+            "calibration log-score": {"target_accept": 0.99},
+            "behaviour tracking": {"target_accept": 0.99, "diverged": "2 divergent transitions at target acceptance 0.9"}}
+    assert _first_sampling(diag, profile).startswith(
+        "first sampling (0.99 from the start for the training effect and calibration log-score models, whose")
+    assert _first_sampling({"advantage": {"target_accept": 0.9}, "old run": {}}, profile) == "first sampling"
