@@ -44,10 +44,11 @@ Q_LOW, Q_HIGH = (1 - INTERVAL) / 2, 1 - (1 - INTERVAL) / 2
 class ConvergenceError(ProjectError, RuntimeError):
     """A posterior that fails the convergence gate: not published. ``problems``: what it missed."""
 
-    def __init__(self, message: str, problems: str = "", length_only: bool = False):
+    def __init__(self, message: str, problems: str = "", length_only: bool = False, divergent: bool = False):
         super().__init__(message)
         self.problems = problems
         self.length_only = length_only  # only r_hat or ESS missed: longer chains can pass
+        self.divergent = divergent  # divergent transitions and an E-BFMI that passed: smaller steps can pass
 
 
 @dataclass(frozen=True)
@@ -794,7 +795,6 @@ def diagnostics(idata) -> dict:
     from .convergence import rank_diagnostics
 
     post = idata.posterior[free_variables(idata)].transpose("chain", "draw", ...)
-    shapes = {v: da.shape[2:] for v, da in post.data_vars.items()}
     # (r_hat, bulk ESS, tail ESS) of every element of each variable
     per_variable = {v: rank_diagnostics(da.to_numpy().reshape(da.shape[0], da.shape[1], -1))
                     for v, da in post.data_vars.items()}
@@ -802,7 +802,7 @@ def diagnostics(idata) -> dict:
     def dataset(which: int, decimals: int):
         """The posterior's variables without chain and draw, holding one diagnostic per element."""
         return post.isel(chain=0, draw=0, drop=True).copy(
-            data={v: d[which].reshape(shapes[v]) for v, d in per_variable.items()}).round(decimals)
+            data={v: d[which].reshape(post[v].shape[2:]) for v, d in per_variable.items()}).round(decimals)
 
     r_hat, ess, tail = _worst(dataset(0, 2), max), _worst(dataset(1, 0), min), _worst(dataset(2, 0), min)
     div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
@@ -848,7 +848,8 @@ def check_convergence(idata, name: str, rhat_max: float = RHAT_MAX, ess_min: flo
     if not d["ess_tail_min"] >= ess_min:
         problems.append(f"tail ESS {d['ess_tail_min']:.0f} < {ess_min} (worst: {d['worst_ess_tail']})")
     length = len(problems)
-    if d["bfmi_min"] < BFMI_MIN:  # NaN (no energy recorded) passes: nothing to check
+    low_bfmi = d["bfmi_min"] < BFMI_MIN  # NaN (no energy recorded) passes: nothing to check
+    if low_bfmi:
         problems.append(f"E-BFMI {d['bfmi_min']:.2f} < {BFMI_MIN} in at least one chain")
     if d["divergences"]:
         problems.append(f"{d['divergences']} divergent transitions")
@@ -857,7 +858,8 @@ def check_convergence(idata, name: str, rhat_max: float = RHAT_MAX, ess_min: flo
             f"the {name} model failed the convergence gate: {'; '.join(problems)} "
             f"({d['chains']} chains x {d['draws']} draws). Its results are not published. Raise analysis.draws "
             "and analysis.tune, or analysis.target_accept_retry (e.g. 0.995), in params.yaml and re-run the stage.",
-            "; ".join(problems), length_only=len(problems) == length)
+            "; ".join(problems), length_only=len(problems) == length,
+            divergent=bool(d["divergences"]) and not low_bfmi)
     return d
 
 
@@ -881,9 +883,8 @@ def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
         try:
             diag = check_convergence(idata, name)
         except ConvergenceError as err:
-            divergent = "divergent" in err.problems and "E-BFMI" not in err.problems
             retry = current.target_accept_retry
-            if divergent and diverged is None and retry is not None and retry > current.target_accept:
+            if err.divergent and retry is not None and retry > current.target_accept:
                 diverged = f"{err.problems} at target acceptance {current.target_accept:g}"
                 missed.append((current, err.problems))
                 current = replace(current, target_accept=retry)
@@ -900,7 +901,7 @@ def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
                     f"the {name} model failed the convergence gate {times}, from the same seed: "
                     f"{fits}. Its results are not published. Set analysis.draws and analysis.tune above "
                     f"{current.draws} and {current.tune}, or analysis.target_accept_retry closer to 1, in "
-                    "params.yaml and re-run the stage.", err.problems, err.length_only) from err
+                    "params.yaml and re-run the stage.", err.problems, err.length_only, err.divergent) from err
             print(f"the {name} model missed the convergence gate ({err.problems}); sampling it again with "
                   f"{current.draws} draws and {current.tune} tuning steps at target acceptance "
                   f"{current.target_accept:g}", file=sys.stderr)

@@ -248,12 +248,12 @@ def calibration_tables(cal: pd.DataFrame, n_boot: int, seed: int) -> tuple[dict,
 CAREFUL = ("training effect", "calibration log-score")
 
 
-def _settings(profile: Profile, seed_offset: int, careful: bool = False) -> M.SamplerSettings:
-    """The profile's NUTS settings, seeded ``profile.seed + seed_offset``; ``careful``: starting at the
-    retry's target acceptance (:data:`CAREFUL`)."""
+def _settings(profile: Profile, seed_offset: int, name: str | None = None) -> M.SamplerSettings:
+    """The profile's NUTS settings for the fit ``name``, seeded ``profile.seed + seed_offset``: starting at the
+    retry's target acceptance for the fits in :data:`CAREFUL`."""
     a = profile.analysis
     return M.SamplerSettings(sampler=a.sampler, draws=a.draws, tune=a.tune, chains=a.chains,
-                             target_accept=a.target_accept_retry if careful else a.target_accept,
+                             target_accept=a.target_accept_retry if name in CAREFUL else a.target_accept,
                              target_accept_retry=a.target_accept_retry, seed=profile.seed + seed_offset)
 
 
@@ -263,7 +263,7 @@ def _fit(data: M.ContrastData, model, name: str, profile: Profile, seed_offset: 
     the cell probabilities ``probabilities(idata, data)`` returns beside any other quantities of the fit
     (``quantities``); with the prior- and posterior-predictive checks."""
     prior = M.prior_predictive_accuracy(model, data, seed=profile.seed)
-    idata, diag = M.sample_gated(model, _settings(profile, seed_offset, name in CAREFUL), name)
+    idata, diag = M.sample_gated(model, _settings(profile, seed_offset, name), name)
     probs, quantities = probabilities(idata, data)
     effects = [M.marginal_effects(idata, data, probs=probs).assign(by="overall")]
     effects += [M.marginal_effects(idata, data, b, probs=probs).assign(by="+".join(b)) for b in by]
@@ -674,8 +674,8 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
         terr = tidy.with_cell(terr)
         ldata = M.ContrastData(terr.assign(n=1), "self", GROUPS + [CELL], "unit")
         lmodel, scale = M.log_score_model(terr, GROUPS + [CELL])
-        lidata, metrics["calibration"]["diagnostics"] = M.sample_gated(lmodel, _settings(profile, 2, True),
-                                                                       "calibration log-score")
+        name = "calibration log-score"
+        lidata, metrics["calibration"]["diagnostics"] = M.sample_gated(lmodel, _settings(profile, 2, name), name)
         leff = M.log_score_effects(lidata, ldata, scale, [[], ["target"]])
         posteriors["calibration"] = lidata
         tables["calibration_log_score"] = leff

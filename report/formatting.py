@@ -108,15 +108,15 @@ def gate_sentence(diagnostics: list[dict]) -> str:
     """The sentence that every fit of a stage passed the gate, for its ``diagnostics`` list (``{"model", "fit",
     "diagnostics"}``), naming the fits that passed only at the longer sampling, or only at the higher target
     acceptance, of :func:`analysis.models.sample_gated`."""
-    refits = [f"{d['fit']} ({d['model']})" if d["model"] != "all" else d["fit"]
-              for d in diagnostics if "refit" in d["diagnostics"]]
-    again = (f"; {len(refits)} of them at a sampling with twice the draws, after missing it at a shorter "
-             f"one: {', '.join(refits)}") if refits else ""
-    diverged = [f"{d['fit']} ({d['model']})" if d["model"] != "all" else d["fit"]
-                for d in diagnostics if "diverged" in d["diagnostics"]]
-    if diverged:
-        again += (f"; {len(diverged)} of them at a higher target acceptance, after divergent transitions at the "
-                  f"first sampling: {', '.join(diverged)}")
+    def fits(key: str) -> list[str]:  # the fits whose diagnostics record ``key``
+        return [f"{d['fit']} ({d['model']})" if d["model"] != "all" else d["fit"]
+                for d in diagnostics if key in d["diagnostics"]]
+
+    again = ""
+    for key, how in (("refit", "at a sampling with twice the draws, after missing it at a shorter one"),
+                     ("diverged", "at a higher target acceptance, after divergent transitions at the first sampling")):
+        if named := fits(key):
+            again += f"; {len(named)} of them {how}: {', '.join(named)}"
     n = len(diagnostics)
     return f"Every fit passed the convergence gate ({n} fit{'' if n == 1 else 's'}{again})."
 

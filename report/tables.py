@@ -24,6 +24,11 @@ def _md_table(df: pd.DataFrame, caption: str, label: str) -> str:
     return "\n".join(lines) + f"\n\n: {caption} {{#{label}}}\n"
 
 
+def _target_acceptance(value: float, diverged: bool) -> str:
+    """A fit's target acceptance, marked where the fit had diverged at a lower one first."""
+    return f"{value:g}" + (" (after divergences)" if diverged else "")
+
+
 def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference: dict) -> dict[str, str]:
     """The manuscript's tables as markdown, each from an analysis table or the dataset manifests."""
     t = lambda name: pd.read_parquet(Path(analysis) / "tables" / f"{name}.parquet")  # noqa: E731
@@ -153,7 +158,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             if "draws" in ps:  # tables of older runs lack it
                 row["draws per chain"] = f"{r.draws}" + (" (sampled twice)" if r.sampled_twice else "")
             if "target_accept" in ps:  # tables of older runs lack it
-                row["target acceptance"] = f"{r.target_accept:g}" + (" (after divergences)" if r.diverged else "")
+                row["target acceptance"] = _target_acceptance(r.target_accept, r.diverged)
             rows_ps.append(row)
         out["prior_sensitivity"] = _md_table(pd.DataFrame(rows_ps),
             "Prior sensitivity of the advantage model: the main fit and refits with every prior scale multiplied "
@@ -248,7 +253,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                   "at max tree depth %": (f"{100 * d['tree_depth_max_share']:.0f}"
                                           if "tree_depth_max_share" in d else "n/a"),
                   "draws x chains": f"{d['draws']} x {d['chains']}",
-                  "target acceptance": (f"{d['target_accept']:g}" + (" (after divergences)" if "diverged" in d else "")
+                  "target acceptance": (_target_acceptance(d["target_accept"], "diverged" in d)
                                         if "target_accept" in d else "n/a")}
                  for name, d in diagnostics.items()]
     depth = next((d["max_tree_depth"] for d in diagnostics.values() if "max_tree_depth" in d), None)
@@ -259,7 +264,8 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                    "E-BFMI < 0.3 in a chain, or any divergence; a fit that missed only on "
                                    "r_hat or ESS was sampled once more with twice the draws and tuning steps, "
                                    "as its draws show, and a fit with divergent transitions once more at a "
-                                   "higher target acceptance, as its target acceptance shows). Steps / draw: mean leapfrog steps per draw; 'at max tree depth': the share of "
+                                   "higher target acceptance, as its target acceptance shows). Steps / draw: "
+                                   "mean leapfrog steps per draw; 'at max tree depth': the share of "
                                    f"draws whose trajectory stopped at NUTS's maximum depth{depth_text}, "
                                    "an efficiency warning that the gate does not act on.", "tbl-diagnostics")
 

@@ -197,7 +197,7 @@ def test_a_fit_that_misses_the_gate_is_sampled_once_more_with_twice_the_draws(mo
 
     def gate(idata, name):  # fits of fewer than 1500 draws miss the gate on ESS; of 5000, on divergences
         if idata == 5000:
-            raise M.ConvergenceError("... 3 divergent transitions ...", "3 divergent transitions", False)
+            raise M.ConvergenceError("... 3 divergent transitions ...", "3 divergent transitions", False, True)
         if idata < 1500:
             raise M.ConvergenceError("the m model failed the convergence gate: tail ESS 392 < 400 (worst: s) ...",
                                      "tail ESS 392 < 400 (worst: s)", True)
@@ -232,7 +232,8 @@ def test_a_fit_with_divergences_is_sampled_once_more_at_the_retrys_target_accept
             problems.insert(0, "bulk ESS 300 < 400 (worst: z)")
         if problems:
             raise M.ConvergenceError("the m model failed ...", "; ".join(problems),
-                                     length_only=problems == ["bulk ESS 300 < 400 (worst: z)"])
+                                     length_only=problems == ["bulk ESS 300 < 400 (worst: z)"],
+                                     divergent=fit.target_accept < 0.99)
         return {"draws": fit.draws}
     monkeypatch.setattr(M, "check_convergence", gate)
     first = M.SamplerSettings(draws=1000, tune=500, seed=3, target_accept=0.9, target_accept_retry=0.99)
@@ -250,7 +251,7 @@ def test_a_fit_with_divergences_is_sampled_once_more_at_the_retrys_target_accept
                     "diverged": "bulk ESS 300 < 400 (worst: z); 5 divergent transitions at target acceptance 0.9"}
     # a fit that still diverges at the retry's target acceptance stops, naming both fits
     monkeypatch.setattr(M, "check_convergence", lambda fit, name: (_ for _ in ()).throw(
-        M.ConvergenceError("...", "2 divergent transitions", False)))
+        M.ConvergenceError("...", "2 divergent transitions", False, True)))
     seen.clear()
     with pytest.raises(M.ConvergenceError, match=r"twice, from the same seed: with 1000 draws at target acceptance "
                        r"0.9 \(2 divergent transitions\), then with 1000 draws at target acceptance 0.99 "
@@ -267,12 +268,19 @@ def test_the_gate_says_whether_longer_chains_could_pass():
                          sample_stats={"diverging": np.zeros((4, 50), dtype=bool)})
     with pytest.raises(M.ConvergenceError) as err:
         M.check_convergence(stuck, "stuck")
-    assert err.value.length_only and "r_hat" in err.value.problems
+    assert err.value.length_only and "r_hat" in err.value.problems and not err.value.divergent
     diverging = az.from_dict(posterior={"mu": rng.normal(size=(4, 500))},
                              sample_stats={"diverging": np.eye(4, 500, dtype=bool)})
     with pytest.raises(M.ConvergenceError, match="4 divergent") as err:
         M.check_convergence(diverging, "diverging")
-    assert not err.value.length_only
+    assert not err.value.length_only and err.value.divergent
+    # divergences beside a low E-BFMI (an energy that wanders like a random walk): smaller steps are no cure
+    wandering = az.from_dict(posterior={"mu": rng.normal(size=(4, 500))},
+                             sample_stats={"diverging": np.eye(4, 500, dtype=bool),
+                                           "energy": np.cumsum(rng.normal(size=(4, 500)), axis=1)})
+    with pytest.raises(M.ConvergenceError, match="E-BFMI .* 4 divergent") as err:
+        M.check_convergence(wandering, "wandering")
+    assert not err.value.length_only and not err.value.divergent
 
 
 @pytest.mark.slow
