@@ -34,9 +34,9 @@ padded positions, and whether every answer is identical.
     python benchmarks/bench_inference.py --attention                                   # SDPA vs eager attention
     python benchmarks/bench_inference.py --split --items 2 --repeats 5                 # split cache vs one cache
 
-``--split`` times, side by side and alternated, the engine (sampling on the split key-value cache, blocked
-inverse-CDF draw), the engine on one cache per row, and the engine with neither (one cache, the whole
-vocabulary's cumulative sum), on the meta level, calibration sampling and 48-token free-text answers, with how
+``--split`` times, side by side and alternated, sampling on the split key-value cache with the blocked
+inverse-CDF draw (the engine's default on a CPU), on one cache per row with the blocked draw, and with neither
+(one cache, the whole vocabulary's cumulative sum: the engine's default on a GPU), on the meta level, calibration sampling and 48-token free-text answers, with how
 many outputs equal the one-cache engine's and in how many batches the split cache served.
 
 ``--attention`` times attention alone at the model's head shapes and dtype, on random tensors: SDPA as the
@@ -53,7 +53,7 @@ import time
 import torch
 
 from reproduce.datasets import load_task
-from reproduce.engine import Engine
+from reproduce.engine import Engine, full_cdf, inverse_cdf
 from reproduce.hardware import describe, matmul_gflops, resolve_dtype, timed_rate, usable_cpus
 from reproduce.models import load
 from reproduce.properties import get_property
@@ -337,20 +337,14 @@ def bench_chunks(spec: str, dtype: str, items: int, batch_size: int, repeats: in
               f"for {seen['chunks'][2]} real; answers identical: {same}")
 
 
-def full_cdf(logits: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Inverse CDF over a float64 cumulative sum of the whole softmax: the draw ``Engine.draw`` replaced."""
-    cdf = torch.softmax(logits, dim=-1).double().cumsum(-1)
-    nxt = torch.searchsorted(cdf, (u.to(cdf.device) * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
-    return nxt.clamp_max(logits.shape[-1] - 1)
-
-
 def bench_split(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_size: int,
                 repeats: int) -> None:
-    """Decoding on the split cache (``reproduce.split_cache``, the engine's default where it serves) against
-    decoding on one growing cache, side by side on the `default` calls: the meta level, calibration sampling,
-    and free-text greedy answers of 48 tokens (as the mirror and concept-injection stages decode). A third
-    engine, "neither", also draws samples by the whole vocabulary's cumulative sum (:func:`full_cdf`) instead
-    of ``reproduce.engine.inverse_cdf``'s blocks: the engine as it was before both."""
+    """Decoding on the split cache (``reproduce.split_cache``, the engine's default on a CPU where it serves)
+    against decoding on one growing cache, side by side on the `default` calls: the meta level, calibration
+    sampling, and free-text greedy answers of 48 tokens (as the mirror and concept-injection stages decode). A
+    third engine, "neither", also draws samples by the whole vocabulary's cumulative sum
+    (``reproduce.engine.full_cdf``) instead of ``reproduce.engine.inverse_cdf``'s blocks: the engine's default
+    on a GPU, and on a CPU the engine as it was before both."""
     import statistics
 
     lm = load(spec, dtype=dtype)
@@ -362,9 +356,10 @@ def bench_split(spec: str, dtype: str, items: int, sample_items: int, n: int, ba
         f"sampling (n={n})": (objs, dict(sampled, n=n, temperature=1.0, seed=0)),
         "free text (48)": (obj[0], dict(max_new_tokens=48, stop_at_newline=False)),
     }
-    engines = {"split": Engine(lm, batch_size=batch_size),
+    engines = {"split": Engine(lm, batch_size=batch_size, split_decode=True),
                "one cache": Engine(lm, batch_size=batch_size, split_decode=False),
                "neither": Engine(lm, batch_size=batch_size, split_decode=False)}
+    engines["split"].draw = engines["one cache"].draw = inverse_cdf
     engines["neither"].draw = full_cdf
     for name, (prompts, kw) in calls.items():
         times: dict[str, list[float]] = {k: [] for k in engines}

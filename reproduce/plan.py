@@ -105,17 +105,22 @@ def training_bytes(s: Shape, base_dtype: str, rank: int, tokens: int, batch: int
 
 
 def _lengths(lm_tok, fmt, prompts: list[str]) -> list[int]:
+    if not prompts:
+        return []  # a fast tokenizer's batch call fails on an empty list
     rendered = [fmt.render(p) for p in prompts]
     return [len(x) for x in lm_tok(rendered, add_special_tokens=fmt.add_special_tokens)["input_ids"]]
 
 
 def workloads(plan, ref) -> dict[str, dict]:
     """Per model stage: ``prompts``, ``tokens`` (prompt tokens without sharing), ``longest`` prompt, ``new``
-    tokens at most, ``rows`` per batch; for the finetunes ``pairs`` and the longest padded pair."""
+    tokens at most, ``rows`` per batch; for the finetunes ``pairs`` and the longest padded pair. Empty for a
+    plan without task datasets (the concept-injection and mirror stages)."""
     from .models import PromptFormat
     from .stages.meta_level import META_MAX_NEW_TOKENS
 
     p = plan.profile
+    if not plan.tasks:
+        return {}
     tok = load_tokenizer(ref)
     fmt = PromptFormat("chat" if getattr(tok, "chat_template", None) else "plain", tok, p.system_prompt)
     obj, cal, meta = [], [], []
@@ -145,7 +150,10 @@ def workloads(plan, ref) -> dict[str, dict]:
 
 
 def estimate(plan, device: str | None = None) -> list[dict]:
-    """One row per model x stage kind: work and estimated peak (GiB) on ``device`` (the profile's by default)."""
+    """One row per model x stage kind: work and estimated peak (GiB) on ``device`` (the profile's by default).
+    A plan without task datasets (the concept-injection and mirror stages, whose prompts are built as they
+    run) gets one row per model for its weights alone: a model that cannot even be loaded still stops the
+    stage before it loads anything."""
     from .hardware import resolve_base_dtype, resolve_dtype, resolve_gradient_checkpointing
     from .models import pick_device
 
@@ -156,6 +164,11 @@ def estimate(plan, device: str | None = None) -> list[dict]:
     for ref in plan.refs:
         s = shape_of(ref)
         work = workloads(plan, ref)
+        if not work:
+            rows.append(dict(model=ref.name, stages="weights (no task prompts)", training=False, dtype=inf_dtype,
+                             params=s.params, prompts=0, tokens=0, longest=0, new=0, rows=0,
+                             peak_gib=MARGIN * s.params * BYTES[inf_dtype] / GIB))
+            continue
         for kind, stages in (("object_level", "answer (object level)"), ("meta", "predict (meta level)")):
             w = work[kind]
             rows.append(dict(model=ref.name, stages=stages, training=False, dtype=inf_dtype, params=s.params, **w,

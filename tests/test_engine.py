@@ -323,10 +323,11 @@ def test_option_position_falls_back_to_the_first_step_without_content(models):
 
 def test_inverse_cdf_draws_as_the_whole_vocabulary_cumulative_sum_and_never_an_excluded_token():
     """Blocks of the vocabulary (several, and a vocabulary that is not a multiple of the block) give the
-    token that a float64 cumulative sum of the whole softmax gives, for the same uniforms; uniforms at 0 and
-    just below 1 never land on an excluded (-inf) token, at either end of the vocabulary or of a block."""
+    token that a float64 cumulative sum of the whole softmax gives, for the same uniforms, and so does
+    :func:`full_cdf` (the GPU's draw); uniforms at 0 and just below 1 never land on an excluded (-inf) token,
+    at either end of the vocabulary or of a block."""
     import torch
-    from reproduce.engine import inverse_cdf
+    from reproduce.engine import full_cdf, inverse_cdf
 
     g = torch.Generator().manual_seed(0)
     for vocab, block in ((1000, 64), (5000, 4096), (4096, 4096), (300, 512)):
@@ -337,12 +338,36 @@ def test_inverse_cdf_draws_as_the_whole_vocabulary_cumulative_sum_and_never_an_e
         cdf = torch.softmax(logits, -1).double().cumsum(-1)
         ref = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
         assert torch.equal(inverse_cdf(logits, u, block=block), ref)
+        assert torch.equal(full_cdf(logits, u), ref)
         for edge in (0.0, 1 - 2 ** -53):
             t = inverse_cdf(logits, torch.full((400,), edge, dtype=torch.float64), block=block)
+            assert torch.isfinite(logits[torch.arange(400), t]).all()
+            t = full_cdf(logits, torch.full((400,), edge, dtype=torch.float64))
             assert torch.isfinite(logits[torch.arange(400), t]).all()
     one = torch.full((2, 10), float("-inf"))
     one[:, 7] = 0.0
     assert inverse_cdf(one, torch.tensor([0.0, 0.999]), block=4).tolist() == [7, 7]
+    assert full_cdf(one, torch.tensor([0.0, 0.999])).tolist() == [7, 7]
+
+
+def test_decoding_defaults_follow_the_device():
+    """On a CPU the engine samples on the split cache with the blocked draw; on a GPU, where both were
+    measured slower, on one cache with the whole-vocabulary draw; ``split_decode`` given wins."""
+    import dataclasses
+
+    import torch
+    from reproduce.engine import Engine, full_cdf, inverse_cdf
+    from reproduce.models import load
+
+    lm = load("random:tiny", dtype="float32")
+    cpu = Engine(lm)
+    assert cpu.split_decode and cpu.draw is inverse_cdf and cpu.chunk_cost == Engine.CPU_CHUNK_COST
+    # any device but the CPU decides as a GPU; PyTorch's meta device stands in for one here (nothing runs)
+    other = dataclasses.replace(lm, device=torch.device("meta"))
+    gpu = Engine(other)
+    assert not gpu.split_decode and gpu.draw is full_cdf and gpu.chunk_cost is None
+    assert not Engine(lm, split_decode=False).split_decode
+    assert Engine(other, split_decode=True).split_decode
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

@@ -10,7 +10,7 @@ from conftest import tiny_profile
 
 from reproduce.config import REPO_ROOT
 from reproduce.models import resolve
-from reproduce.plan import GIB, PlanError, check, estimate, shape_of, training_bytes, workloads
+from reproduce.plan import BYTES, GIB, PlanError, check, estimate, shape_of, training_bytes, workloads
 from reproduce.stages import Plan
 
 
@@ -83,3 +83,20 @@ def test_every_gpu_stage_checks_the_plan_before_loading(monkeypatch):
     monkeypatch.setattr(stages, "pick_device", lambda d: torch.device("cpu"))
     stages._setup(plan)
     assert calls == [plan]
+
+
+@pytest.mark.slow
+def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights():
+    """The concept-injection and mirror stages plan without tasks (``Plan(tasks=False)``): no task prompts to
+    count, so each model's row is its weights, and a model whose weights cannot fit still stops the stage."""
+    from reproduce.plan import fits_device
+
+    plan = Plan(tiny_profile(), tasks=False)
+    rows = estimate(plan, "cuda")
+    assert [r["model"] for r in rows] == ["smollm2-135m", "gemma3-270m"]
+    assert all(r["stages"] == "weights (no task prompts)" and r["prompts"] == 0 for r in rows)
+    gemma = shape_of(plan.refs[1]).params
+    assert rows[1]["peak_gib"] == pytest.approx(1.10 * gemma * BYTES[rows[1]["dtype"]] / GIB)  # with the margin
+    assert fits_device(plan, "cuda", memory_gib=64) == []
+    with pytest.raises(PlanError, match="gemma3-270m needs about .* GiB for weights"):
+        fits_device(plan, "cuda", memory_gib=0.4)
