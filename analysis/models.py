@@ -877,7 +877,7 @@ def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
 
     A low E-BFMI, or divergences with no higher target acceptance left, stop at once: neither longer chains
     nor smaller steps are known to cure them."""
-    current, missed, diverged = settings, [], None
+    current, missed, again = settings, [], {}  # again: what each second sampling answered ("diverged", "refit")
     while True:
         idata = sample(model, current)
         try:
@@ -885,10 +885,11 @@ def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
         except ConvergenceError as err:
             retry = current.target_accept_retry
             if err.divergent and retry is not None and retry > current.target_accept:
-                diverged = f"{err.problems} at target acceptance {current.target_accept:g}"
+                again["diverged"] = f"{err.problems} at target acceptance {current.target_accept:g}"
                 missed.append((current, err.problems))
                 current = replace(current, target_accept=retry)
             elif err.length_only and current.draws == settings.draws:
+                again["refit"] = err.problems
                 missed.append((current, err.problems))
                 current = replace(current, draws=2 * settings.draws, tune=2 * settings.tune)
             elif not missed:
@@ -906,12 +907,7 @@ def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
                   f"{current.draws} draws and {current.tune} tuning steps at target acceptance "
                   f"{current.target_accept:g}", file=sys.stderr)
             continue
-        diag = {**diag, "target_accept": current.target_accept}
-        if diverged:
-            diag["diverged"] = diverged
-        if current.draws != settings.draws:
-            diag["refit"] = missed[-1][1]
-        return idata, diag
+        return idata, {**diag, "target_accept": current.target_accept, **again}
 
 
 def prior_predictive_accuracy(model, data: ContrastData, samples: int = 500, seed: int = 0) -> dict:

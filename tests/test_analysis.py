@@ -249,6 +249,15 @@ def test_a_fit_with_divergences_is_sampled_once_more_at_the_retrys_target_accept
                                                                    (0.99, 2000, 1000)]
     assert diag == {"draws": 2000, "target_accept": 0.99, "refit": "bulk ESS 300 < 400 (worst: z)",
                     "diverged": "bulk ESS 300 < 400 (worst: z); 5 divergent transitions at target acceptance 0.9"}
+    # too short first, then divergent at the longer chains: each second sampling records what it answered
+    monkeypatch.setattr(M, "check_convergence", lambda fit, name: gate(fit, name) if fit.draws >= 2000 else (
+        _ for _ in ()).throw(M.ConvergenceError("...", "bulk ESS 300 < 400 (worst: z)", length_only=True)))
+    seen.clear()
+    short = False
+    idata, diag = M.sample_gated("model", first, "m")
+    assert [(s.target_accept, s.draws) for s in seen] == [(0.9, 1000), (0.9, 2000), (0.99, 2000)]
+    assert diag == {"draws": 2000, "target_accept": 0.99, "refit": "bulk ESS 300 < 400 (worst: z)",
+                    "diverged": "5 divergent transitions at target acceptance 0.9"}
     # a fit that still diverges at the retry's target acceptance stops, naming both fits
     monkeypatch.setattr(M, "check_convergence", lambda fit, name: (_ for _ in ()).throw(
         M.ConvergenceError("...", "2 divergent transitions", False, True)))
