@@ -114,7 +114,7 @@ def gate_sentence(diagnostics: list[dict]) -> str:
 
     again = ""
     for key, how in (("refit", "at a sampling with twice the draws, after missing it at a shorter one"),
-                     ("diverged", "at a higher target acceptance, after divergent transitions at the first sampling")):
+                     ("diverged", "at a higher target acceptance, after divergent transitions at a lower one")):
         if named := fits(key):
             again += f"; {len(named)} of them {how}: {', '.join(named)}"
     n = len(diagnostics)

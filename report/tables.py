@@ -164,7 +164,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             "Prior sensitivity of the advantage model: the main fit and refits with every prior scale multiplied "
             "by the factor shown (posterior means and 94% intervals; each fit passed the same gate, at its first "
             "sampling or, where 'sampled twice', at one with twice the draws, and where 'after divergences', at "
-            "a higher target acceptance after divergent transitions at the first).",
+            "a higher target acceptance after divergent transitions at a lower one).",
             "tbl-prior-sensitivity")
     else:  # the refits were not run: the sentence says so, and there is no table to show
         out["prior_sensitivity"] = "\n"

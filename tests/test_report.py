@@ -243,7 +243,7 @@ def test_the_gate_sentence_names_the_fits_that_passed_only_at_a_longer_or_more_c
                   "diagnostics": {**ok, "target_accept": 0.99, "diverged": "3 divergent transitions at target "
                                   "acceptance 0.9"}})
     assert gate_sentence(diags).endswith("noticing; 1 of them at a higher target acceptance, after divergent "
-                                         "transitions at the first sampling: intention (smollm2-135m)).")
+                                         "transitions at a lower one: intention (smollm2-135m)).")
 
 
 def test_the_methods_name_the_fits_that_started_at_the_retrys_target_acceptance():
