@@ -64,6 +64,7 @@ import copy
 import functools
 import hashlib
 import time
+import weakref
 from collections.abc import Sequence
 from types import SimpleNamespace
 from dataclasses import dataclass, field
@@ -304,6 +305,25 @@ def merge_rows(caches: Sequence, widths: Sequence[int]):
     return out
 
 
+#: per tokenizer object (every model loaded from one directory shares it, :func:`reproduce.models.load`): what
+#: :func:`_token_classes` found, so that a stage building an engine per finetuned run decodes the vocabulary once
+_TOKEN_CLASSES: dict[int, tuple] = {}
+
+
+def _token_classes(tok, n_out: int) -> tuple[int, list[bool], list[bool], list[bool]]:
+    """The vocabulary's size (the larger of the tokenizer's and the output layer's) and, for every token id, whether
+    its text holds a newline, has content, and is an opening (:func:`is_opening`). Decoding a 262k vocabulary takes
+    seconds, so the result is kept for the tokenizer object it was computed from (and its length)."""
+    n = max(len(tok), n_out)
+    kept = _TOKEN_CLASSES.get(id(tok))
+    if kept is not None and kept[0]() is tok and kept[1] == n:
+        return kept[2]
+    vocab = tok.batch_decode([[i] for i in range(n)])
+    out = (n, ["\n" in t for t in vocab], [bool(t.strip()) for t in vocab], [is_opening(t) for t in vocab])
+    _TOKEN_CLASSES[id(tok)] = (weakref.ref(tok), n, out)
+    return out
+
+
 @dataclass
 class EngineStats:
     """Work done by :meth:`Engine.generate` since the engine was made (or :meth:`reset`)."""
@@ -355,11 +375,8 @@ class Engine:
         special = set(tok.all_special_ids)
         special |= {i for i, t in tok.added_tokens_decoder.items() if getattr(t, "special", False)}
         self.suppress_ids = sorted(special - set(self.eos_ids) - {tok.pad_token_id})
-        vocab = self.vocab_texts()
-        self.vocab_size = len(vocab)
-        self._newline = ["\n" in t for t in vocab]
-        self._content = [bool(t.strip()) for t in vocab]
-        self._opening = [is_opening(t) for t in vocab]
+        self.vocab_size, self._newline, self._content, self._opening = _token_classes(
+            tok, self.lm.model.get_output_embeddings().weight.shape[0])
         self._eos = set(self.eos_ids)
         self._suppress = torch.tensor(self.suppress_ids, dtype=torch.long, device=lm.device)
         self._option_cache: dict[tuple[str, ...], list[list[int]]] = {}
@@ -374,11 +391,6 @@ class Engine:
     def _empty_cache(self):
         """An empty cache of the model's layer types, never written: what a cache of this model would be."""
         return self._new_cache()
-
-    def vocab_texts(self) -> list[str]:
-        tok = self.lm.tokenizer
-        n = max(len(tok), self.lm.model.get_output_embeddings().weight.shape[0])
-        return tok.batch_decode([[i] for i in range(n)])
 
     # ------------------------------------------------------------------ options
     def option_token_ids(self, options: Sequence[str]) -> list[list[int]]:

@@ -145,11 +145,30 @@ def random_config(ref: ModelRef, tok):
                                                if k not in ("architectures", "transformers_version", "torch_dtype", "dtype")})
 
 
+#: tokenizers already read in this process, by directory and the state of its files (see :func:`_tokenizer`)
+_TOKENIZERS: dict = {}
+
+
+def _tokenizer(path: Path):
+    """The tokenizer in ``path``, read once per process: Gemma's takes about 3 s to read, and a stage loads its
+    base model once per finetuned run. Every model loaded from one directory shares the object; :func:`load` sets
+    the same padding side and pad token on it each time, and nothing else changes it. A directory whose files
+    changed since (size or modification time) is read again."""
+    from transformers import AutoTokenizer
+
+    path = Path(path)
+    state = tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in path.iterdir() if f.is_file()))
+    key = (str(path.resolve()), state)
+    if key not in _TOKENIZERS:
+        _TOKENIZERS[key] = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return _TOKENIZERS[key]
+
+
 def _load_random(ref: ModelRef, dtype: torch.dtype, dev: torch.device):
     """Build a ``random:`` model from its config on ``dev`` at ``dtype``, seeded; the tokenizer from its source."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    tok = AutoTokenizer.from_pretrained(tokenizer_dir(ref), local_files_only=True)
+    tok = _tokenizer(tokenizer_dir(ref))
     cfg = random_config(ref, tok)
     with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
         torch.manual_seed(RANDOM_SEED)
@@ -406,7 +425,7 @@ def load(spec: str | ModelRef, dtype: str = "float32", device: str = "auto",
     "200GiB"}``), for a model that does not fit one GPU; inputs then go to the device of the first layer.
     For inference only: training needs the whole model on one device. A ``random:`` model is built on the
     CPU first and then dispatched, which takes a while for large shapes."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     ref = resolve(spec) if isinstance(spec, str) else spec
     if dtype != "auto" and dtype not in DTYPES:
@@ -423,7 +442,7 @@ def load(spec: str | ModelRef, dtype: str = "float32", device: str = "auto",
             if device_map:
                 model = _dispatch(model, max_memory)
         else:
-            tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            tok = _tokenizer(path)
             extra = {"device_map": "auto", "max_memory": max_memory} if device_map else {}
             model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True, **extra)
     except OSError as exc:

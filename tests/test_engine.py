@@ -60,6 +60,26 @@ def test_sampling_is_seeded(models):
     assert len({g.response for x in a for g in x}) > 1  # temperature 1 gives varied answers
 
 
+def test_a_second_load_shares_the_tokenizer_and_the_vocabularys_token_classes(models):
+    """The tokenizer and the per-token classes (newline, content, opening) are read once per process; what is
+    kept equals what a fresh tokenizer and a fresh decode of the vocabulary give."""
+    from transformers import AutoTokenizer
+
+    from reproduce import engine as E
+    from reproduce.models import load, tokenizer_dir
+
+    lm, engine = models["smollm2-135m"]
+    again = load("smollm2-135m", dtype="float32", device="cpu")
+    assert again.tokenizer is lm.tokenizer
+    fresh = AutoTokenizer.from_pretrained(tokenizer_dir(lm.ref), local_files_only=True)
+    n = lm.model.get_output_embeddings().weight.shape[0]
+    kept = E._token_classes(lm.tokenizer, n)
+    assert kept is E._token_classes(again.tokenizer, n)  # not decoded again
+    assert kept == E._token_classes(fresh, n) and fresh is not lm.tokenizer  # computed anew for another object
+    assert (engine.vocab_size, engine._newline, engine._content, engine._opening) == kept
+    assert sum(kept[1]) > 0 and sum(kept[3]) > 0
+
+
 def test_engine_rejects_bad_arguments(models):
     _, engine = models["smollm2-135m"]
     with pytest.raises(ValueError, match="max_new_tokens"):
