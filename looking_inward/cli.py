@@ -432,9 +432,29 @@ def cmd_plan(args) -> None:
     from reproduce.stages.common import Plan
 
     profile = _profile(args)
-    print(main_plan(Plan(profile), args.device, args.memory_gib))
+    print(main_plan(Plan(profile), args.device, args.memory_gib, extra=_experiments_plan(profile)))
     print()
     print(_time_estimate(profile, args.device))
+
+
+def _experiments_plan(profile):
+    """A plan without task datasets carrying the concept-injection and mirror stages' bounds, for the sections the
+    profile sets (None without either)."""
+    from reproduce import injection, mirror
+    from reproduce.injection_data import load_injection_dataset
+    from reproduce.mirror_data import load_mirror_dataset
+    from reproduce.stages.common import Plan
+
+    if profile.injection is None and profile.mirror is None:
+        return None
+    plan = Plan(profile, tasks=False)
+    if profile.injection is not None:
+        inj = load_injection_dataset(plan.data_raw)
+        plan.bounds["injection"] = lambda tok, fmt: injection.plan_bound(plan, inj, tok, fmt)
+    if profile.mirror is not None:
+        mir = load_mirror_dataset(plan.data_raw)
+        plan.bounds["mirror"] = lambda tok, fmt: mirror.plan_bound(plan, mir, tok, fmt)
+    return plan
 
 
 def _time_estimate(profile, device: str | None) -> str:

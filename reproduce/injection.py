@@ -409,6 +409,20 @@ def judge_freetext(profile: Profile, freetext: pd.DataFrame) -> pd.DataFrame:
     return freetext.assign(judge_claims=p[:n], judge_names=p[n:])
 
 
+def plan_bound(plan, data: InjectionData, tok, fmt) -> dict:
+    """The memory plan's workload of this stage for one model (:mod:`reproduce.plan`): its longest sequence bounded
+    from above by a trial whose question holds every prompt text of the dataset (but the preamble and the
+    acknowledgement, which the trial holds already) and the longest prefill and intention sentences, and at most
+    the free text's new tokens (8 for the answers scored)."""
+    from .plan import _lengths
+
+    texts = [v for k, v in data.prompts.items() if isinstance(v, str) and k not in ("preamble", "acknowledgement")]
+    texts += [max((x["sentence"] for x in rows), key=len, default="") for rows in (data.prefill, data.intention)]
+    longest = _lengths(tok, fmt, [trial_conversation(data, " ".join(texts))])[0]
+    return dict(prompts="-", tokens="-", longest=longest,
+                new=max(plan.profile.injection.free_text.max_new_tokens, 8), rows=plan.profile.batch_size)
+
+
 def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     """Every model's concept-injection tables, written atomically to ``out_dir/<part>.parquet``; each model's
     parts are resumable shards under ``work/concept_injection/<model>``."""
@@ -425,6 +439,7 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         from .models import resolve
 
         resolve(profile.injection.judge)  # so does a judge whose weights are not on disk
+    plan.bounds["injection"] = lambda tok, fmt: plan_bound(plan, data, tok, fmt)
     _setup(plan)
     tables: dict[str, list[pd.DataFrame]] = {p: [] for p in PARTS}
     run = {"hardware": None, "models": {}}

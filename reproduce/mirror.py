@@ -214,6 +214,32 @@ class MirrorRunner:
         return {"conversations": conv, "turns": turns, "surprise": surprise}
 
 
+def plan_bound(plan, data, tok, fmt) -> dict:
+    """The memory plan's workload of this stage for one model (:mod:`reproduce.plan`), before any reply exists:
+    its longest sequence bounded from above by a conversation up to the script's last measured turn with every
+    earlier reply at ``mirror.max_new_tokens`` tokens, then the longer of its last user turn and the recognition
+    question; ``prompts`` counts the altered-history prompts (reply and recognition per condition, script and
+    measured turn)."""
+    from .plan import _lengths
+
+    cfg = plan.profile.mirror
+    scripts = list(data.scripts)[:cfg.scripts] if cfg.scripts is not None else list(data.scripts)
+    question = data.prompts["recognition_question"]
+    longest, count = 0, 0
+    for s in scripts:
+        users = s["turns"]
+        turns = [t for t in (cfg.turns or range(2, len(users) + 1)) if 2 <= t <= len(users)]
+        if not turns:
+            continue
+        last = max(turns)
+        convs = [messages(users, [""] * (last - 1), last, final) for final in (None, question)]
+        longest = max(longest, max(_lengths(tok, fmt, convs)) + (last - 1) * cfg.max_new_tokens)
+        count += 2 * len(turns)
+    n_conditions = 1 + len(cfg.kinds) * len(cfg.levels) + (1 if cfg.other_model and len(plan.refs) > 1 else 0)
+    return dict(prompts=count * n_conditions, tokens="-", longest=longest, new=cfg.max_new_tokens,
+                rows=plan.profile.batch_size)
+
+
 def judge_turns(profile, turns: pd.DataFrame) -> pd.DataFrame:
     """The optional judge's P(yes) that each reply of (a) remarks on typos, errors or oddities in the model's own
     earlier messages (``judge_notices``; NaN throughout when ``mirror.judge`` is null). The judge sees the reply
@@ -243,6 +269,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         from .models import resolve
 
         resolve(cfg.judge)  # a judge whose weights are not on disk fails now, not after the conversations
+    plan.bounds["mirror"] = lambda tok, fmt: plan_bound(plan, data, tok, fmt)
     _setup(plan)
     names = [r.name for r in plan.refs]
     loaded = {}

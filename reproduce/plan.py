@@ -113,16 +113,17 @@ def _lengths(lm_tok, fmt, prompts: list[str]) -> list[int]:
 
 def workloads(plan, ref) -> dict[str, dict]:
     """Per model stage: ``prompts``, ``tokens`` (prompt tokens without sharing), ``longest`` prompt, ``new``
-    tokens at most, ``rows`` per batch; for the finetunes ``pairs`` and the longest padded pair. Empty for a
-    plan without task datasets (the concept-injection and mirror stages)."""
+    tokens at most, ``rows`` per batch; for the finetunes ``pairs`` and the longest padded pair. For a plan
+    without task datasets, the workloads of ``plan.bounds`` (the concept-injection and mirror stages set theirs:
+    :func:`reproduce.mirror.plan_bound`, :func:`reproduce.injection.plan_bound`)."""
     from .models import PromptFormat
     from .stages.meta_level import META_MAX_NEW_TOKENS
 
     p = plan.profile
-    if not plan.tasks:
-        return {}
     tok = load_tokenizer(ref)
     fmt = PromptFormat("chat" if getattr(tok, "chat_template", None) else "plain", tok, p.system_prompt)
+    if not plan.tasks:  # the stage's own bound on its sequences (reproduce.mirror, reproduce.injection)
+        return {kind: bound(tok, fmt) for kind, bound in plan.bounds.items()}
     obj, cal, meta = [], [], []
     for task in plan.tasks.values():
         items = plan.items(task)
@@ -152,8 +153,8 @@ def workloads(plan, ref) -> dict[str, dict]:
 def estimate(plan, device: str | None = None) -> list[dict]:
     """One row per model x stage kind: work and estimated peak (GiB) on ``device`` (the profile's by default).
     A plan without task datasets (the concept-injection and mirror stages, whose prompts are built as they
-    run) gets one row per model for its weights alone: a model that cannot even be loaded still stops the
-    stage before it loads anything."""
+    run) gets a row per model for each bound in ``plan.bounds``, at the stage's longest sequence bounded from
+    above, or for the weights alone without one."""
     from .hardware import resolve_base_dtype, resolve_dtype, resolve_gradient_checkpointing
     from .models import pick_device
 
@@ -164,12 +165,15 @@ def estimate(plan, device: str | None = None) -> list[dict]:
     for ref in plan.refs:
         s = shape_of(ref)
         work = workloads(plan, ref)
-        if not work:
+        if not plan.tasks and not work:
             rows.append(dict(model=ref.name, stages="weights (no task prompts)", training=False, dtype=inf_dtype,
                              params=s.params, prompts=0, tokens=0, longest=0, new=0, rows=0,
                              peak_gib=MARGIN * s.params * BYTES[inf_dtype] / GIB))
             continue
-        for kind, stages in (("object_level", "answer (object level)"), ("meta", "predict (meta level)")):
+        for kind, stages in (("object_level", "answer (object level)"), ("meta", "predict (meta level)"),
+                             ("injection", "concept injection"), ("mirror", "mirror conversations")):
+            if kind not in work:
+                continue
             w = work[kind]
             rows.append(dict(model=ref.name, stages=stages, training=False, dtype=inf_dtype, params=s.params, **w,
                              peak_gib=inference_bytes(s, inf_dtype, w["rows"], w["longest"], w["new"]) / GIB))
@@ -219,7 +223,9 @@ def format_rows(rows: list[dict]) -> str:
     lines += ["", "answer: object_level, object_level_trained and behaviour_change (T=1 samples included);",
               "predict: meta_untrained, meta_trained and behaviour_change; LoRA training: finetune_self,",
               "finetune_cross and behaviour_change (prompts = training pairs, longest = padded pair).",
-              "tokens: prompt tokens without prefix sharing, summed; rows: sequences per batch."]
+              "tokens: prompt tokens without prefix sharing, summed; rows: sequences per batch.",
+              "concept injection, mirror conversations: their longest sequence bounded from above (their prompts",
+              "are built as the stages run; mirror prompts: the altered-history prompts of one model)."]
     return "\n".join(lines)
 
 
@@ -229,10 +235,11 @@ def fits_device(plan, device: str | None = None, memory_gib: float | None = None
     return _checked(plan, device, memory_gib)[1]
 
 
-def _checked(plan, device: str | None, memory_gib: float | None) -> tuple[list[dict], list[str], float, str]:
+def _checked(plan, device: str | None, memory_gib: float | None,
+             extra=None) -> tuple[list[dict], list[str], float, str]:
     from .models import pick_device
 
-    rows = estimate(plan, device)
+    rows = estimate(plan, device) + (estimate(extra, device) if extra is not None else [])
     dev = torch.device(device) if device else pick_device(plan.profile.device)
     if memory_gib is not None:
         capacity, where = memory_gib, f"the stated {dev.type} memory"
@@ -251,10 +258,11 @@ def _checked(plan, device: str | None, memory_gib: float | None) -> tuple[list[d
     return rows, warnings, capacity, where
 
 
-def main_plan(plan, device: str | None, memory_gib: float | None) -> str:
+def main_plan(plan, device: str | None, memory_gib: float | None, extra=None) -> str:
     """The plan as text; ``memory_gib`` is one device's memory. With ``device_map: auto`` inference may use
-    every visible GPU together, training still one."""
-    rows, warnings, capacity, where = _checked(plan, device, memory_gib)
+    every visible GPU together, training still one. ``extra``: a plan without task datasets whose rows follow
+    (the concept-injection and mirror stages' bounds)."""
+    rows, warnings, capacity, where = _checked(plan, device, memory_gib, extra)
     text = format_rows(rows)
     text += f"\n\nfits {where} ({capacity:.1f} GiB) with the {MARGIN - 1:.0%} margin included"
     return text + "".join(f"\nwarning: tight: {w}" for w in warnings)

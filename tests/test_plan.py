@@ -86,10 +86,14 @@ def test_every_gpu_stage_checks_the_plan_before_loading(monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights():
-    """The concept-injection and mirror stages plan without tasks (``Plan(tasks=False)``): no task prompts to
-    count, so each model's row is its weights, and a model whose weights cannot fit still stops the stage."""
-    from reproduce.plan import fits_device
+def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights(monkeypatch, tmp_path):
+    """The concept-injection and mirror stages plan without tasks (``Plan(tasks=False)``): each model gets a row
+    per experiment the profile sets, at the longest sequence bounded from above, or its weights alone when it sets
+    neither; a model that cannot fit still stops the stage."""
+    from reproduce.config import Injection, Mirror
+    from reproduce.mirror import messages
+    from reproduce.mirror_data import load_mirror_dataset
+    from reproduce.plan import fits_device, format_rows, inference_bytes, load_tokenizer
 
     plan = Plan(tiny_profile(), tasks=False)
     rows = estimate(plan, "cuda")
@@ -100,3 +104,56 @@ def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights():
     assert fits_device(plan, "cuda", memory_gib=64) == []
     with pytest.raises(PlanError, match="gemma3-270m needs about .* GiB for weights"):
         fits_device(plan, "cuda", memory_gib=0.4)
+
+    # the stages' own bounds, as the command line sets them (and each stage before its memory check)
+    from looking_inward.cli import _experiments_plan
+
+    mirror = Mirror(scripts=2, kinds=["insertion"], levels=[0.3], turns=[2, 3], max_new_tokens=40)
+    plan = _experiments_plan(tiny_profile(mirror=mirror, injection=Injection(concepts=4)))
+    rows = {(r["model"], r["stages"]): r for r in estimate(plan, "cuda")}
+    assert set(rows) == {(m, s) for m in ("smollm2-135m", "gemma3-270m")
+                         for s in ("concept injection", "mirror conversations")}
+    m = rows[("smollm2-135m", "mirror conversations")]
+    # control, one corrupted cell, the other model's replies; 2 scripts x 2 turns x (reply, recognition)
+    assert m["prompts"] == 3 * 2 * 2 * 2 and m["new"] == 40
+    # by hand: the longest script's conversation to turn 3 with two replies of 40 tokens, then its longer last turn
+    lm_tok = load_tokenizer(plan.refs[0])
+    data = load_mirror_dataset()
+    lengths = []
+    for sc in data.scripts[:2]:
+        for last in (None, data.prompts["recognition_question"]):
+            text = lm_tok.apply_chat_template(messages(sc["turns"], ["", ""], 3, last), tokenize=False,
+                                              add_generation_prompt=True)
+            lengths.append(len(lm_tok(text, add_special_tokens=False)["input_ids"]) + 2 * 40)
+    assert m["longest"] == max(lengths)
+    s = shape_of(plan.refs[0])
+    assert m["peak_gib"] == pytest.approx(inference_bytes(s, m["dtype"], m["rows"], m["longest"], 40) / GIB)
+    inj = rows[("gemma3-270m", "concept injection")]
+    assert inj["longest"] > 100 and inj["new"] == plan.profile.injection.free_text.max_new_tokens
+    # a batch of long conversations does not fit where the weights alone would
+    weights = 1.10 * shape_of(plan.refs[1]).params * BYTES[inj["dtype"]] / GIB
+    assert inj["peak_gib"] > 1.5 * weights
+    with pytest.raises(PlanError, match="for (concept injection|mirror conversations)"):
+        fits_device(plan, "cuda", memory_gib=1.2 * weights)
+    assert "mirror conversations" in format_rows(list(rows.values()))
+    # each stage sets the same bound before its memory check
+    import reproduce.stages.common as stages
+    from reproduce.injection import run_concept_injection
+    from reproduce.mirror import run_mirror
+
+    class Stop(Exception):
+        pass
+
+    seen = {}
+
+    def setup(p):
+        seen.update(p.bounds)
+        raise Stop
+
+    monkeypatch.setattr(stages, "_setup", setup)
+    for stage in (run_mirror, run_concept_injection):
+        with pytest.raises(Stop):
+            stage(Plan(plan.profile, tasks=False), tmp_path / "out", tmp_path / "work")
+    again = Plan(plan.profile, tasks=False)
+    again.bounds.update(seen)
+    assert set(seen) == {"mirror", "injection"} and estimate(again, "cuda") == estimate(plan, "cuda")

@@ -53,6 +53,9 @@ class Plan:
         """``tasks=False``: no task datasets (the concept-injection and mirror stages, which use none of them,
         so their outputs do not depend on ``tasks``, ``properties`` or ``items_per_task``)."""
         self.profile, self.data_raw = profile, Path(data_raw)
+        #: for a stage without task datasets, its bounds on its own sequences for the memory plan: kind ->
+        #: (tokenizer, prompt format) -> workload (see :func:`reproduce.plan.workloads`)
+        self.bounds: dict = {}
         self.tasks: dict[str, TaskData] = {}
         self.properties: dict[str, list[str]] = {}
         for split in ("train", "test") if tasks else ():
