@@ -78,14 +78,13 @@ def shape_of(ref) -> Shape:
 
 
 def load_tokenizer(ref):
-    """The tokenizer of ``ref`` (of its tokenizer source for a ``random:`` model), offline."""
-    from transformers import AutoTokenizer
-
-    from .models import ModelError, tokenizer_dir
+    """The tokenizer of ``ref`` (of its tokenizer source for a ``random:`` model), offline: the one the stage's
+    load will share (read once per process)."""
+    from .models import ModelError, _tokenizer, tokenizer_dir
 
     path = tokenizer_dir(ref)
     try:
-        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+        return _tokenizer(path)
     except OSError as exc:
         raise ModelError(f"could not load the tokenizer of {ref.spec!r} from {path} offline: {exc}") from exc
 
@@ -120,6 +119,8 @@ def workloads(plan, ref) -> dict[str, dict]:
     from .stages.meta_level import META_MAX_NEW_TOKENS
 
     p = plan.profile
+    if not plan.tasks and not plan.bounds:
+        return {}
     tok = load_tokenizer(ref)
     fmt = PromptFormat("chat" if getattr(tok, "chat_template", None) else "plain", tok, p.system_prompt)
     if not plan.tasks:  # the stage's own bound on its sequences (reproduce.mirror, reproduce.injection)
