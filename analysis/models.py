@@ -867,8 +867,9 @@ def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
     """:func:`sample` through the gate (:func:`check_convergence`): ``(idata, diagnostics)``, whose
     ``target_accept`` is the target acceptance of the fit that passed.
 
-    A fit that misses the gate is sampled again, from the same seed, at most twice, and the last fit must pass
-    the whole gate, or the :class:`ConvergenceError` names every fit:
+    A fit that misses the gate is sampled again, from the same seed, with each cure below tried at most once (so
+    at most three samplings: a divergence cured, then longer chains, or the other way round), and the last fit
+    must pass the whole gate, or the :class:`ConvergenceError` names every fit:
 
     - with divergent transitions, once at ``settings.target_accept_retry`` when that is higher (smaller steps,
       the usual cure for a divergence); the diagnostics then record ``diverged``: what the first fit missed;

@@ -215,9 +215,12 @@ def meta_distribution(meta_probs, p_outside, variant: str = "raw") -> np.ndarray
 
 def calibration_pairs(cal: pd.DataFrame, top: int = TOP_BEHAVIOURS, variant: str = "raw") -> pd.DataFrame:
     """The paper's calibration points: for every predictor x item x property, the ``top`` most frequent
-    object-level values among the temperature-1 samples (values that were sampled at least once; ties by
-    option order), each with its object-level probability and the predictor's meta-level probability
-    (:func:`meta_distribution` ``variant``).
+    object-level values among the temperature-1 samples (values that were sampled at least once), each with its
+    object-level probability and the predictor's meta-level probability (:func:`meta_distribution`
+    ``variant``). Equally frequent values rank in the order they were first sampled (``object_first``), as in
+    the original, whose stable sort of the sampled values keeps them in the order they came; a table without
+    ``object_first`` ranks them in option order. Ties across the third place are common with 20 samples, and
+    which value takes it moves the MAD by a few tenths of a point.
 
     The object-level probability is the value's count over the *compliant* samples (``n_compliant``), as in
     the original (``side_experiments/19_sep_calibration_main_fig.py``: a sample whose property cannot be
@@ -228,12 +231,14 @@ def calibration_pairs(cal: pd.DataFrame, top: int = TOP_BEHAVIOURS, variant: str
     value, object_prob, meta_prob``. Rows with no compliant sample have no distribution and give no points."""
     cal = _with_calibration_schema(cal)
     rows = []
+    if "object_first" not in cal:
+        cal = cal.assign(object_first=[list(range(len(c))) for c in cal["object_counts"]])
     for r in cal[cal["n_compliant"] > 0].itertuples(index=False):
         counts = np.asarray(r.object_counts, dtype=float)
         if len(r.meta_probs) != len(counts):
             continue
         meta = meta_distribution(r.meta_probs, r.p_outside, variant)
-        order = [i for i in np.argsort(-counts, kind="stable")[:top] if counts[i] > 0]
+        order = [i for i in np.lexsort((np.asarray(r.object_first), -counts))[:top] if counts[i] > 0]
         for rank, i in enumerate(order, start=1):
             rows.append((r.condition, r.predictor, r.target, r.object_model, r.seed, r.kind, r.task, r.property,
                          r.item_id, rank, r.options[i], counts[i] / r.n_compliant, meta[i]))
@@ -301,9 +306,12 @@ def behaviour_outcomes(bc: pd.DataFrame) -> pd.DataFrame:
       (``evals/analysis/james/james_analysis.py``, ``calculate_evidence_1`` with ``shifting="only_shifted"``
       and ``recalculate_mode``): ``mode_new`` / ``mode_old``, the most common new / old value among the
       changed items of the item's model x task x property (ties by sort order), and ``mode_new_correct`` /
-      ``mode_old_correct`` whether the item's new / old value equals it. The original recomputes the mode per
-      response property pooled over tasks; per task and property, as experiment 1's baseline, is at least as
-      high, so the comparison is the stricter one;
+      ``mode_old_correct`` whether the item's new / old value equals it. Two differences from the original,
+      whose own computation :func:`behaviour_original` keeps as a labelled variant: the original recomputes
+      the mode per response property pooled over tasks (per task and property, as experiment 1's baseline, is
+      at least as high, so the comparison is the stricter one), and it drops the items whose prediction is
+      non-compliant, where here such an item stays and matches neither behaviour (so the rates do not
+      condition on the changed model complying);
     * ``unit`` (``model/task/item_id``: an item's properties share one answer) and ``match_new``,
       ``match_old``, ``before_new``, ``before_old`` (0/1: the prediction after / before the change equals
       the new / old value; a non-compliant prediction matches nothing), ``compliant_after`` and
@@ -324,6 +332,42 @@ def behaviour_outcomes(bc: pd.DataFrame) -> pd.DataFrame:
         ch = ch.merge(modes.reset_index(), on=BEHAVIOUR_CELL, how="left", validate="many_to_one")
         ch[f"mode_{side}_correct"] = (ch[f"{side}_value"] == ch[f"mode_{side}"]).astype(int)
     return ch.reset_index(drop=True)
+
+
+def behaviour_original(out: pd.DataFrame) -> pd.DataFrame:
+    """Experiment 3 computed as the original computes it (a labelled variant beside :func:`behaviour_tracking`):
+    the original reads its tables with ``exclude_noncompliant=True``, which drops a non-compliant prediction
+    before anything is computed (``evals/analysis/james/james_analysis.py``, ``calculate_evidence_1``, as run by
+    ``experiments/31_7_gpt_4o_double_ft.py``), and recomputes the mode per response property pooled over tasks
+    (``recalculate_mode`` on each response property x meta model x object model). So: the changed items whose
+    prediction after the change is compliant, P(prediction = new) and P(prediction = old) on them, and the mode
+    baselines of the new and of the old values recomputed on those same items per model x property (ties by sort
+    order). ``out`` is :func:`behaviour_outcomes`'s table. Per model and pooled (``model = "pooled"``, each
+    item's baseline still from its own model's mode); Wilson 95% intervals for the two match rates. Columns:
+    ``model, n, k_new, p_new, low_new, high_new, baseline_new, k_old, p_old, low_old, high_old,
+    baseline_old``; with no compliant prediction a model's rates are NaN."""
+    from .frequentist import wilson
+
+    ok = out[out["compliant_after"].astype(bool)].copy()
+    for side in ("new", "old"):
+        if len(ok):
+            mode = ok.groupby(["model", "property"])[f"{side}_value"].transform(lambda v: _mode(v)[0])
+            ok[f"orig_mode_{side}_correct"] = (ok[f"{side}_value"] == mode).astype(int)
+        else:
+            ok[f"orig_mode_{side}_correct"] = pd.Series(dtype=int)
+    rows = []
+    for model in [*sorted(out["model"].unique()), "pooled"]:
+        g = ok if model == "pooled" else ok[ok["model"] == model]
+        n = len(g)
+        row = {"model": model, "n": n}
+        for side in ("new", "old"):
+            k = int(g[f"match_{side}"].sum())
+            lo, hi = wilson(k, n) if n else (np.nan, np.nan)
+            row.update({f"k_{side}": k, f"p_{side}": k / n if n else np.nan, f"low_{side}": float(lo),
+                        f"high_{side}": float(hi),
+                        f"baseline_{side}": g[f"orig_mode_{side}_correct"].mean() if n else np.nan})
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def behaviour_tracking(out: pd.DataFrame) -> pd.DataFrame:

@@ -441,19 +441,15 @@ def _experiments_plan(profile):
     """A plan without task datasets carrying the concept-injection and mirror stages' bounds, for the sections the
     profile sets (None without either)."""
     from reproduce import injection, mirror
-    from reproduce.injection_data import load_injection_dataset
-    from reproduce.mirror_data import load_mirror_dataset
     from reproduce.stages.common import Plan
 
     if profile.injection is None and profile.mirror is None:
         return None
     plan = Plan(profile, tasks=False)
     if profile.injection is not None:
-        inj = load_injection_dataset(plan.data_raw)
-        plan.bounds["injection"] = lambda tok, fmt: injection.plan_bound(plan, inj, tok, fmt)
+        injection.register_bound(plan)
     if profile.mirror is not None:
-        mir = load_mirror_dataset(plan.data_raw)
-        plan.bounds["mirror"] = lambda tok, fmt: mirror.plan_bound(plan, mir, tok, fmt)
+        mirror.register_bound(plan)
     return plan
 
 

@@ -35,7 +35,7 @@ def _first_sampling(diag: dict[str, dict], profile: Profile) -> str:
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     models = "models" if len(names) > 1 else "model"
     return (f"first sampling ({a.target_accept_retry:g} from the start for the {listed} {models}, whose "
-            "hierarchical funnels gave divergent transitions at the lower setting on the default profile's tables)")
+            "funnel-shaped posteriors the package always samples with the smaller steps, `analysis.stage.CAREFUL`)")
 
 
 def _verdict(low: float, high: float, rope: float, positive: str, negative: str, null: str,

@@ -244,6 +244,20 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             "prediction matches neither behaviour; 'compliant' is the share of compliant predictions after and "
             "before the change. 'Before': the prediction of M1' before the change.", "tbl-behaviour")
 
+    orig_path = Path(analysis) / "tables" / "behaviour_original.parquet"
+    if orig_path.exists():
+        og = pd.read_parquet(orig_path)
+        out["behaviour_original"] = _md_table(pd.DataFrame([{
+            "model": r.model, "changed items, compliant prediction": _count(r.n),
+            "P(pred = new) %": _ci(r.p_new, r.low_new, r.high_new, scale=100),
+            "mode baseline (new) %": fmt(100 * r.baseline_new),
+            "P(pred = old) %": _ci(r.p_old, r.low_old, r.high_old, scale=100),
+            "mode baseline (old) %": fmt(100 * r.baseline_old)} for r in og.itertuples()]),
+            "Behaviour change as the original computes it (a labelled variant of the table above): the changed items "
+            "whose prediction is compliant (the original drops non-compliant answers before computing anything), "
+            "the match rates on them with Wilson 95% intervals, and the mode baselines recomputed on those items "
+            "per model and property, pooled over tasks.", "tbl-behaviour-original")
+
     diagnostics = _diagnostics(metrics)
     diag_rows = [{"model": name, "max r_hat": f"{d['r_hat_max']:.2f}", "min bulk ESS": _count(d["ess_bulk_min"]),
                   "min tail ESS": _count(d["ess_tail_min"]) if "ess_tail_min" in d else "n/a",

@@ -423,6 +423,13 @@ def plan_bound(plan, data: InjectionData, tok, fmt) -> dict:
                 new=max(plan.profile.injection.free_text.max_new_tokens, 8), rows=plan.profile.batch_size)
 
 
+def register_bound(plan, data: InjectionData | None = None) -> None:
+    """Give ``plan`` this stage's bound (:func:`plan_bound`), reading the dataset when ``data`` is not given: the one
+    place the stage and ``looking-inward plan`` set it."""
+    data = load_injection_dataset(plan.data_raw) if data is None else data
+    plan.bounds["injection"] = lambda tok, fmt: plan_bound(plan, data, tok, fmt)
+
+
 def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     """Every model's concept-injection tables, written atomically to ``out_dir/<part>.parquet``; each model's
     parts are resumable shards under ``work/concept_injection/<model>``."""
@@ -439,7 +446,7 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         from .models import resolve
 
         resolve(profile.injection.judge)  # so does a judge whose weights are not on disk
-    plan.bounds["injection"] = lambda tok, fmt: plan_bound(plan, data, tok, fmt)
+    register_bound(plan, data)
     _setup(plan)
     tables: dict[str, list[pd.DataFrame]] = {p: [] for p in PARTS}
     run = {"hardware": None, "models": {}}

@@ -240,6 +240,15 @@ def plan_bound(plan, data, tok, fmt) -> dict:
                 rows=plan.profile.batch_size)
 
 
+def register_bound(plan, data=None) -> None:
+    """Give ``plan`` this stage's bound (:func:`plan_bound`), reading the dataset when ``data`` is not given: the one
+    place the stage and ``looking-inward plan`` set it."""
+    from .mirror_data import load_mirror_dataset
+
+    data = load_mirror_dataset(plan.data_raw) if data is None else data
+    plan.bounds["mirror"] = lambda tok, fmt: plan_bound(plan, data, tok, fmt)
+
+
 def judge_turns(profile, turns: pd.DataFrame) -> pd.DataFrame:
     """The optional judge's P(yes) that each reply of (a) remarks on typos, errors or oddities in the model's own
     earlier messages (``judge_notices``; NaN throughout when ``mirror.judge`` is null). The judge sees the reply
@@ -269,7 +278,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         from .models import resolve
 
         resolve(cfg.judge)  # a judge whose weights are not on disk fails now, not after the conversations
-    plan.bounds["mirror"] = lambda tok, fmt: plan_bound(plan, data, tok, fmt)
+    register_bound(plan, data)
     _setup(plan)
     names = [r.name for r in plan.refs]
     loaded = {}

@@ -77,7 +77,9 @@ CALIBRATION = Schema("calibration", [
     Col("options", "list", null=False), Col("n_samples", "int", null=False, range=(1, float("inf"))),
     Col("n_compliant", "int", null=False, range=(0, float("inf"))),
     Col("n_other", "int", null=False, range=(0, float("inf"))), Col("object_counts", "list", null=False),
-    Col("object_probs", "list", null=False, range=PROB), Col("object_value", "str"), Col("meta_value", "str"),
+    Col("object_probs", "list", null=False, range=PROB),
+    # each option's first compliant sample (-1: never sampled), the original's tie-break; optional for older tables
+    Col("object_first", "list", optional=True), Col("object_value", "str"), Col("meta_value", "str"),
     Col("meta_probs", "list", null=False, range=PROB), Col("p_outside", "float", range=PROB),
 ], key=["condition", "run", "predictor", "target", "task", "item_id", "property"])
 

@@ -182,3 +182,33 @@ def test_the_manuscript_says_when_the_null_cannot_test_and_where_the_matches_lie
     assert text["behaviour_new_concentration"] == ("Of the 67 predictions that equal the new behaviour, 58 are on "
                                                    "one property, first_word (3 properties have any)")
 
+
+
+def test_the_originals_computation_drops_non_compliant_predictions_and_pools_the_mode_over_tasks():
+    """The labelled variant, counted by hand. Model m, one property, two tasks of 10 changed items each; 2
+    predictions of each task are non-compliant, so 16 remain, 15 of them equal to the new value and 1 to the
+    old. Their new values are 11 "a" and 5 "b" across both tasks: the mode pooled over tasks is "a", right on
+    11/16 (a mode per task would be right on 5/8 + 8/8 = 13/16). Their old values are 11 "b" and 5 "a": 11/16.
+    The main computation keeps all 20 items (15/20) with a mode per task ("b" 7/10 in k1, "a" 8/10 in k2:
+    15/20). Model m2 has 4 items, all "x" -> "y", all predicted "y", with its own mode; the pooled row keeps each
+    model's own baseline, 15/20, where one mode over both models ("a") would give 11/20. Model m3's only
+    predictions are non-compliant: its rates are NaN and it adds nothing to the pooled row."""
+    k1 = _bc([None, None, "b", "b", "b", "b", "b", "b", "a", "a"], ["a"] * 7 + ["b"] * 3, ["b"] * 7 + ["a"] * 3,
+             task="k1")
+    k2 = _bc(["a"] * 8 + [None, None], ["b"] * 8 + ["a"] * 2, ["a"] * 8 + ["b"] * 2, task="k2")
+    m2 = _bc(["y"] * 4, ["x"] * 4, ["y"] * 4, model="m2")
+    m3 = _bc([None, None], ["x", "x"], ["y", "y"], model="m3")
+    out = tidy.behaviour_outcomes(pd.concat([k1, k2, m2, m3], ignore_index=True))
+    o = tidy.behaviour_original(out).set_index("model")
+    m = o.loc["m"]
+    assert (m["n"], m["k_new"], m["k_old"]) == (16, 15, 1)
+    assert m["p_new"] == pytest.approx(15 / 16) and m["p_old"] == pytest.approx(1 / 16)
+    assert m["baseline_new"] == pytest.approx(11 / 16) and m["baseline_old"] == pytest.approx(11 / 16)
+    assert m["low_new"] < m["p_new"] < m["high_new"]
+    main = tidy.behaviour_tracking(out).set_index("model").loc["m"]
+    assert main["p_new"] == pytest.approx(15 / 20) and main["baseline_new"] == pytest.approx(15 / 20)
+    assert o.loc["m2", "baseline_new"] == 1.0 and o.loc["m2", "p_new"] == 1.0
+    assert o.loc["m3", "n"] == 0 and np.isnan(o.loc["m3", "p_new"]) and np.isnan(o.loc["m3", "baseline_old"])
+    pooled = o.loc["pooled"]
+    assert (pooled["n"], pooled["k_new"]) == (20, 19)
+    assert pooled["baseline_new"] == pytest.approx(15 / 20)

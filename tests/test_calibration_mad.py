@@ -109,6 +109,30 @@ def test_the_meta_distribution_keeps_the_outside_mass_and_the_object_one_counts_
     assert tidy.calibration_errors(cal, "renormalised")["error"].iloc[0] == pytest.approx(0.5 * (0.1 + 0.05 + 0.15))
 
 
+def test_values_tied_across_the_third_place_rank_in_the_order_they_were_first_sampled():
+    """The original sums each sampled value's probability into a dict in sample order and sorts it stably, so of
+    two equally frequent values the one sampled first ranks first. Samples, in order: d c b b a c d (one
+    non-compliant sample between): b 2, c 2, d 2, a 1. First appearances: d at 0, c at 1, b at 2, a at 5. The
+    top three are d, c, b, in that order; option order would have taken b, c, d."""
+    from reproduce.stages import object_distribution
+
+    values = ["d", "c", "b", "b", None, "a", "c", "d"]
+    samples = pd.DataFrame([dict(model="m+self-s0", task="k", item_id="i", sample=k, property="first_character",
+                                 value=v, compliant=v is not None) for k, v in enumerate(values)])
+    d = object_distribution(samples).iloc[0]
+    options = list(d["options"])
+    first = dict(zip(options, d["object_first"]))
+    assert (first["d"], first["c"], first["b"], first["a"], first["e"]) == (0, 1, 2, 5, -1)
+    meta = [1 / len(options)] * len(options)
+    cal = pd.DataFrame([_cal_row(options=options, n_compliant=d["n_compliant"], object_counts=list(d["object_counts"]),
+                                 object_probs=list(d["object_probs"]), object_first=list(d["object_first"]),
+                                 meta_probs=meta, p_outside=0.0, property="first_character")])
+    pairs = tidy.calibration_pairs(cal)
+    assert list(pairs["value"]) == ["d", "c", "b"] and list(pairs["object_prob"]) == pytest.approx([2 / 7] * 3)
+    # a table written before object_first existed ranks tied values in option order
+    assert list(tidy.calibration_pairs(cal.drop(columns="object_first"))["value"]) == ["b", "c", "d"]
+
+
 def _pairs(seed=0, items=60, noise=(0.05, 0.15)):
     """Self and cross points on the same items (same object probabilities), the self-predictor closer."""
     rng = np.random.default_rng(seed)

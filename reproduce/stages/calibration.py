@@ -17,19 +17,25 @@ from .common import DATA, Plan, _finetune_params, atomic_write_parquet, trained_
 def object_distribution(samples: pd.DataFrame) -> pd.DataFrame:
     """The object-level temperature-1 distribution of every closed property, one row per model x item x
     property: ``model, task, item_id, property, options, n_samples, n_compliant, n_other, object_counts,
-    object_probs``. Counts are over the compliant samples; ``n_other`` counts compliant values outside the
-    options; ``object_probs`` is ``object_counts / n_compliant`` (empty when no sample complied)."""
+    object_probs, object_first``. Counts are over the compliant samples; ``n_other`` counts compliant values
+    outside the options; ``object_probs`` is ``object_counts / n_compliant`` (empty when no sample complied);
+    ``object_first`` the number of each option's first compliant sample (-1 for an option never sampled), which
+    breaks ties between equally frequent values as the original's sort of its samples does (the value sampled
+    first ranks first)."""
     closed = samples[[get_property(p).closed for p in samples["property"]]]
     rows = []
     for (model, task, item_id, p), g in closed.groupby(["model", "task", "item_id", "property"], sort=True):
         options = list(get_property(p).options)
-        values = g.loc[g["compliant"].astype(bool), "value"]
+        ok = g[g["compliant"].astype(bool)].sort_values("sample", kind="stable")
+        values = ok["value"]
         counts = [int((values == o).sum()) for o in options]
+        first = [int(ok.loc[values == o, "sample"].iloc[0]) if c else -1 for o, c in zip(options, counts)]
         n_compliant = len(values)
         rows.append({"model": model, "task": task, "item_id": item_id, "property": p, "options": options,
                      "n_samples": int(g["sample"].nunique()), "n_compliant": n_compliant,
                      "n_other": n_compliant - sum(counts), "object_counts": counts,
-                     "object_probs": [c / n_compliant for c in counts] if n_compliant else []})
+                     "object_probs": [c / n_compliant for c in counts] if n_compliant else [],
+                     "object_first": first})
     return pd.DataFrame(rows)
 
 
@@ -45,7 +51,8 @@ def run_calibration(plan: Plan, samples_dir: Path = DATA / "object_samples",
 
     One row per condition x predictor x target x seed x item x property: ``condition (untrained|trained), run,
     seed, predictor, target, object_model, kind, task, split, family, item_id, property, options, n_samples,
-    n_compliant, n_other, object_counts, object_probs, object_value, meta_value, meta_probs, p_outside``.
+    n_compliant, n_other, object_counts, object_probs, object_first, object_value, meta_value, meta_probs,
+    p_outside``.
     ``meta_probs`` is the option distribution renormalised over the options and ``p_outside`` the mass the
     predictor put elsewhere. Open-set properties (words) have no option distribution and are not part of it."""
     untrained = read_stage_table(meta_untrained, "meta_untrained", META_UNTRAINED).assign(condition="untrained", run=None)
@@ -69,7 +76,7 @@ def run_calibration(plan: Plan, samples_dir: Path = DATA / "object_samples",
         ascending=[False, True, True, True, True, True, True], kind="stable")
     cols = ["condition", "run", "seed", "predictor", "target", "object_model", "kind", "task", "split", "family",
             "item_id", "property", "options", "n_samples", "n_compliant", "n_other", "object_counts", "object_probs",
-            "object_value", "meta_value", "meta_probs", "p_outside"]
+            "object_first", "object_value", "meta_value", "meta_probs", "p_outside"]
     table = table[cols].reset_index(drop=True)
     table["seed"] = table["seed"].astype("Int64")
     atomic_write_parquet(out, table, schema=CALIBRATION)
