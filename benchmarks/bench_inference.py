@@ -2,9 +2,11 @@
 
 1. Meta level: every property's hypothetical prompt for the first items of each test task (as the meta_untrained
    stage asks them), greedy with option distributions: the engine against a naive loop that calls
-   ``model.generate`` on one prompt at a time (greedy, same token limits, EOS stop). Target >= 10x.
+   ``model.generate`` on one prompt at a time (greedy, same token limits, and the engine's stopping rule: EOS,
+   or the first newline after content), whose answers must equal the engine's. Target >= 10x.
 2. Calibration sampling, n = 20 samples per object-level prompt at temperature 1: the engine (one prefill per
-   prompt, the samples decoded together) against a naive loop of one ``model.generate`` call per sample.
+   prompt, the samples decoded together) against a naive loop of one ``model.generate`` call per sample (the
+   same stopping rule; the tokens each side generated are printed, so that the two did the same work).
    Beside it, one ``generate(num_return_sequences=20)`` call per prompt (batched, but the prompt computed 20
    times). Target >= 20x over the naive loop.
 3. Exact option scoring (one forward pass) against estimating the same distribution from 20 samples. Target
@@ -12,7 +14,8 @@
 4. The engine's achieved rate on (1) and (2): 2 x parameters x positions computed per second (body
    parameters for every position, the output layer only where logits are taken), as a fraction of a plain
    matmul of the model's own projection shape at the same dtype and thread count, measured in this run.
-   Target >= 50%. Beside it, the share of prompt tokens that prefix sharing did not need to compute.
+   Target >= 50%. Beside it, the share of prompt tokens not computed: for the meta level the prompts' shared
+   prefixes, for sampling mostly the n samples of a prompt sharing its one prefill.
 
 Beside every ratio it prints its ceiling on this machine: every forward pass the faster side made (recorded by a
 hook on the model) priced by a roofline model, the larger of its arithmetic at the measured matmul rate and its
@@ -81,24 +84,53 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
-def naive(lm, prompts: list[str], limits: list[int], sample: bool = False, n: int = 1) -> int:
+class NewlineStop:
+    """The engine's stopping rule for ``model.generate`` (a stopping criterion, row by row): a row ends at the
+    first newline token that follows a token with content (EOS and the token limit end it as they do anyway)."""
+
+    def __init__(self, engine, start: int):
+        self.newline, self.content, self.start = engine._newline, engine._content, start
+
+    def __call__(self, input_ids, scores, **kwargs):
+        done = []
+        for row in input_ids[:, self.start:].tolist():
+            seen = any(self.content[t] for t in row[:-1])
+            done.append(bool(row) and self.newline[row[-1]] and seen)
+        return torch.tensor(done, device=input_ids.device)
+
+
+def naive(engine, prompts: list[str], limits: list[int], sample: bool = False, n: int = 1) -> tuple[int, int, list[str]]:
     """``model.generate`` on one prompt at a time (``n`` times when sampling, or once with
-    ``num_return_sequences=n`` when ``n`` is negative); returns the number of sequences."""
-    tok, seqs = lm.tokenizer, 0
-    with torch.inference_mode():
+    ``num_return_sequences=n`` when ``n`` is negative), under the engine's stopping rule and attention kernels;
+    returns the number of sequences, the tokens generated and, greedy, each prompt's answer (cut as the engine
+    cuts it)."""
+    from transformers import StoppingCriteriaList
+
+    from reproduce.engine import cut_response
+
+    lm = engine.lm
+    tok, seqs, generated, answers = lm.tokenizer, 0, 0, []
+    eos = set(engine._eos)
+    with torch.inference_mode(), engine.attention_backends():
         for p, m in zip(prompts, limits):
             enc = tok(lm.format.render(p), return_tensors="pt", add_special_tokens=lm.format.add_special_tokens)
-            kw = dict(max_new_tokens=m, pad_token_id=tok.pad_token_id, do_sample=sample)
+            start = enc["input_ids"].shape[1]
+            kw = dict(max_new_tokens=m, pad_token_id=tok.pad_token_id, do_sample=sample,
+                      stopping_criteria=StoppingCriteriaList([NewlineStop(engine, start)]))
             if sample:
                 kw.update(temperature=1.0, top_k=0, top_p=1.0)
-            if n < 0:
-                lm.model.generate(**enc.to(lm.device), num_return_sequences=-n, **kw)
-                seqs += -n
-                continue
-            for _ in range(n):
-                lm.model.generate(**enc.to(lm.device), **kw)
-                seqs += 1
-    return seqs
+            runs = [(-n, 1)] if n < 0 else [(1, n)]
+            for rows, times in runs:
+                for _ in range(times):
+                    out = lm.model.generate(**enc.to(lm.device), num_return_sequences=rows, **kw)[:, start:]
+                    for r in out.tolist():
+                        new = [t for t in r if t != tok.pad_token_id or t in eos]
+                        cut = next((i for i, t in enumerate(new) if t in eos), len(new))
+                        generated += cut
+                        if not sample:
+                            answers.append(cut_response(tok.decode(new[:cut]))[0])
+                    seqs += rows
+    return seqs, generated, answers
 
 
 def weights(lm) -> tuple[int, int]:
@@ -244,18 +276,22 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
     _, t_cold = timed(lambda: engine.generate(prompts, limits, options=options))
     engine.stats.reset()
     with recorded(lm) as meta_passes:
-        _, t_engine = timed(lambda: engine.generate(prompts, limits, options=options))
+        engine_out, t_engine = timed(lambda: engine.generate(prompts, limits, options=options))
     meta_stats = engine.stats
     if profile:
         profiled(lm, engine, "meta level", lambda: engine.generate(prompts, limits, options=options), t_engine)
     engine.stats = type(meta_stats)()
-    _, t_naive = timed(lambda: naive(lm, prompts, limits))
+    naive(engine, prompts[:1], limits[:1])  # warm, as the engine's timed call is warm
+    (_, naive_tokens, naive_answers), t_naive = timed(lambda: naive(engine, prompts, limits))
+    same = sum(a == g[0].response for a, g in zip(naive_answers, engine_out))
     print(f"meta level      {len(prompts)} prompts ({items} items x every property of {len(TEST_TASKS)} test tasks)")
     print(f"  engine          {len(prompts) / t_engine:8.2f} prompts/s   prompt tokens computed "
           f"{meta_stats.computed_tokens}/{meta_stats.prompt_tokens} (prefix sharing saved {100 * meta_stats.saved_fraction:.0f}%)")
     print(f"  engine, cold    {len(prompts) / t_cold:8.2f} prompts/s   (first call on these shapes)")
     print(f"  naive loop      {len(prompts) / t_naive:8.2f} prompts/s   | engine speed-up {t_naive / t_engine:6.1f}x "
           f"(target >= 10x); {ceiling(meta_passes, t_naive)}")
+    print(f"  answers         {same}/{len(prompts)} identical to the engine's; tokens generated: engine "
+          f"{sum(g[0].n_new_tokens for g in engine_out)}, naive {naive_tokens}")
     if check:
         check_sharing(lm, prompts, limits, options, batch_size)
 
@@ -265,22 +301,26 @@ def bench(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_si
     _, t_sample_cold = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
     engine.stats = type(meta_stats)()
     with recorded(lm) as sample_passes:
-        _, t_sample = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
+        sample_out, t_sample = timed(lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0))
     sample_stats = engine.stats
     if profile:
         profiled(lm, engine, "sampling", lambda: engine.generate(sp, sl, n=n, temperature=1.0, seed=0), t_sample)
     engine.stats = type(meta_stats)()
-    _, t_naive_s = timed(lambda: naive(lm, sp, sl, sample=True, n=n))
-    _, t_nrs = timed(lambda: naive(lm, sp, sl, sample=True, n=-n))
+    naive(engine, sp[:1], sl[:1], sample=True, n=1)
+    (_, naive_s_tokens, _), t_naive_s = timed(lambda: naive(engine, sp, sl, sample=True, n=n))
+    (_, nrs_tokens, _), t_nrs = timed(lambda: naive(engine, sp, sl, sample=True, n=-n))
     seqs = len(sp) * n
     print(f"sampling        {len(sp)} prompts x {n} samples (temperature 1)")
     print(f"  engine          {seqs / t_sample:8.2f} samples/s   prompt tokens computed "
-          f"{sample_stats.computed_tokens}/{sample_stats.prompt_tokens} (saved {100 * sample_stats.saved_fraction:.0f}%)")
+          f"{sample_stats.computed_tokens}/{sample_stats.prompt_tokens} (saved {100 * sample_stats.saved_fraction:.0f}%: one "
+          f"prefill per prompt for its {n} samples, and shared prefixes)")
     print(f"  engine, cold    {seqs / t_sample_cold:8.2f} samples/s   (first call on these shapes)")
     print(f"  naive loop      {seqs / t_naive_s:8.2f} samples/s   | engine speed-up {t_naive_s / t_sample:6.1f}x "
           f"(target >= 20x); {ceiling(sample_passes, t_naive_s)}")
     print(f"  generate(num_return_sequences={n}) {seqs / t_nrs:8.2f} samples/s | engine speed-up {t_nrs / t_sample:6.1f}x; "
           f"{ceiling(sample_passes, t_nrs)}")
+    print(f"  tokens generated per sample: engine {sum(x.n_new_tokens for g in sample_out for x in g) / seqs:.2f}, "
+          f"naive loop {naive_s_tokens / seqs:.2f}, num_return_sequences {nrs_tokens / seqs:.2f}")
 
     # 3. option scoring against sampling the same distribution
     meta = [it["hypothetical_prompts"]["starts_with_vowel"] for it in load_task("animals").items[:sample_items * 6]]

@@ -430,11 +430,23 @@ def register_bound(plan, data: InjectionData | None = None) -> None:
     plan.bounds["injection"] = lambda tok, fmt: plan_bound(plan, data, tok, fmt)
 
 
+def shard_fingerprint(profile, lm, data: InjectionData) -> dict:
+    """What decides whether a model's finished shards are reused: the shared fingerprint
+    (:func:`reproduce.stages.common._fingerprint`), the dataset, the injection settings, the code that steers,
+    and the seed (it draws the random control vectors and the free text's samples). The judge is left out: the
+    analysis regrades."""
+    from .stages.common import _fingerprint
+
+    return _fingerprint("concept_injection", profile, lm, dataset=data.release_sha256, seed=profile.seed,
+                        injection=profile.injection.model_dump(exclude={"judge"}),
+                        steering=code_version("reproduce.steering", "reproduce.injection"))
+
+
 def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     """Every model's concept-injection tables, written atomically to ``out_dir/<part>.parquet``; each model's
     parts are resumable shards under ``work/concept_injection/<model>``."""
     from .adapters import release_memory
-    from .stages.common import _fingerprint, _load, _setup
+    from .stages.common import _load, _setup
 
     profile = plan.profile
     if profile.injection is None:
@@ -454,10 +466,7 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         t0 = time.perf_counter()
         lm, engine = _load(profile, ref)
         run["hardware"] = describe(lm.device)
-        fp = _fingerprint("concept_injection", profile, lm, dataset=data.release_sha256,
-                          injection=profile.injection.model_dump(exclude={"judge"}),
-                          steering=code_version("reproduce.steering", "reproduce.injection"))  # the analysis regrades
-        store = ShardStore(work / "concept_injection" / lm.name, fp)
+        store = ShardStore(work / "concept_injection" / lm.name, shard_fingerprint(profile, lm, data))
         runner = Runner(profile, data, lm, engine, store)
         print(f"{lm.name}: {runner.n_layers} blocks; injecting at {runner.layers}", file=sys.stderr)
         for part, df in runner.run().items():

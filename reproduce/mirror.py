@@ -260,13 +260,26 @@ def judge_turns(profile, turns: pd.DataFrame) -> pd.DataFrame:
     return turns.assign(judge_notices=p)
 
 
+def shard_fingerprint(profile, lm, data, refs) -> dict:
+    """What decides whether a model's finished shards are reused: the shared fingerprint
+    (:func:`reproduce.stages.common._fingerprint`), the dataset, the mirror settings, the code that corrupts, the
+    seed (it draws every corruption), and every model of the run by name, spec and weights (the ``other``
+    condition shows another model's replies, so a change of that model changes this one's rows)."""
+    from .stages.common import _fingerprint
+
+    return _fingerprint("mirror", profile, lm, dataset=data.release_sha256, seed=profile.seed,
+                        mirror=profile.mirror.model_dump(exclude={"judge"}),
+                        models=[[r.name, r.spec, r.fingerprint] for r in refs],
+                        code_mirror=code_version("reproduce.mirror", "reproduce.corrupt"))
+
+
 def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     """Every model's mirror-test tables, written atomically to ``out_dir/<part>.parquet`` (resumable shards
     under ``work/mirror/<model>``). Clean conversations of every model come first: the ``other`` condition
     shows one model's replies as another's."""
     from .adapters import release_memory
     from .mirror_data import load_mirror_dataset
-    from .stages.common import _fingerprint, _load, _setup
+    from .stages.common import _load, _setup
 
     profile = plan.profile
     cfg = profile.mirror
@@ -285,8 +298,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
 
     def runner(ref):
         lm, engine = _load(profile, ref)
-        fp = _fingerprint("mirror", profile, lm, dataset=data.release_sha256, mirror=cfg.model_dump(exclude={"judge"}),
-                          models=names, code_mirror=code_version("reproduce.mirror", "reproduce.corrupt"))
+        fp = shard_fingerprint(profile, lm, data, plan.refs)
         return MirrorRunner(profile, data, lm, engine, ShardStore(work / "mirror" / lm.name, fp), names)
 
     run_info = {"hardware": None, "models": {}}

@@ -93,3 +93,19 @@ def test_split_benchmark_compares_three_engines_on_the_default_calls(bench, caps
             assert used == batches >= 1
         else:
             assert used == 0 and same == total
+
+
+@pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
+def test_the_naive_baseline_stops_where_the_engine_stops_and_answers_the_same(bench, models, spec):
+    """The naive loop is ``model.generate`` one prompt at a time under the engine's stopping rule (EOS, or the
+    first newline after content): greedy, it must give the engine's answers with the engine's token counts, or
+    the speed-ups would compare different work (a base model that never emits EOS would otherwise run every
+    answer to its limit)."""
+    lm, engine = models[spec]
+    prompts = [f"What is the first letter of the word '{w}'? Answer with the letter only." for w in ("apple", "zebra")]
+    prompts += ["Name an animal.", "Write a number between 1 and 9."]
+    limits = [12] * len(prompts)
+    out = engine.generate(prompts, limits)
+    seqs, tokens, answers = bench.naive(engine, prompts, limits)
+    assert seqs == len(prompts) and answers == [g[0].response for g in out]
+    assert tokens == sum(g[0].n_new_tokens for g in out)
