@@ -57,7 +57,7 @@ import torch
 
 from reproduce.datasets import load_task
 from reproduce.engine import Engine, full_cdf, inverse_cdf
-from reproduce.hardware import describe, matmul_gflops, resolve_dtype, timed_rate, usable_cpus
+from reproduce.hardware import describe, matmul_gflops, measure_bf16, resolve_dtype, timed_rate, usable_cpus
 from reproduce.models import load
 from reproduce.properties import get_property
 
@@ -490,7 +490,11 @@ def main() -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     print(describe(device))
     probe = resolve_dtype("auto", device)
-    print(f"dtype auto -> {probe.dtype} ({probe.reason})")
+    print(f"dtype auto -> {probe.dtype} ({probe.reason}; the rule's probe, measured once per machine and kept "
+          "in the package cache's hardware.json)")
+    fp32, bf16 = measure_bf16(device)
+    print(f"float32 vs bf16 matmul measured in this run: {fp32:.0f} vs {bf16:.0f} GFLOP/s ({torch.get_num_threads()} "
+          f"threads, {device})")
     for spec in args.models:
         if args.chunks:
             bench_chunks(spec, args.dtype, args.items, args.batch_size, args.repeats)
