@@ -350,11 +350,8 @@ def behaviour_original(out: pd.DataFrame) -> pd.DataFrame:
 
     ok = out[out["compliant_after"].astype(bool)].copy()
     for side in ("new", "old"):
-        if len(ok):
-            mode = ok.groupby(["model", "property"])[f"{side}_value"].transform(lambda v: _mode(v)[0])
-            ok[f"orig_mode_{side}_correct"] = (ok[f"{side}_value"] == mode).astype(int)
-        else:
-            ok[f"orig_mode_{side}_correct"] = pd.Series(dtype=int)
+        mode = ok.groupby(["model", "property"])[f"{side}_value"].transform(lambda v: _mode(v)[0])
+        ok[f"orig_mode_{side}_correct"] = (ok[f"{side}_value"] == mode).astype(int)
     rows = []
     for model in [*sorted(out["model"].unique()), "pooled"]:
         g = ok if model == "pooled" else ok[ok["model"] == model]

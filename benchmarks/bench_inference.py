@@ -110,7 +110,7 @@ def naive(engine, prompts: list[str], limits: list[int], sample: bool = False, n
 
     lm = engine.lm
     tok, seqs, generated, answers = lm.tokenizer, 0, 0, []
-    eos = set(engine._eos)
+    ends = engine._eos | {tok.pad_token_id}  # a row that stopped is padded to the batch's length
     with torch.inference_mode(), engine.attention_backends():
         for p, m in zip(prompts, limits):
             enc = tok(lm.format.render(p), return_tensors="pt", add_special_tokens=lm.format.add_special_tokens)
@@ -119,17 +119,15 @@ def naive(engine, prompts: list[str], limits: list[int], sample: bool = False, n
                       stopping_criteria=StoppingCriteriaList([NewlineStop(engine, start)]))
             if sample:
                 kw.update(temperature=1.0, top_k=0, top_p=1.0)
-            runs = [(-n, 1)] if n < 0 else [(1, n)]
-            for rows, times in runs:
-                for _ in range(times):
-                    out = lm.model.generate(**enc.to(lm.device), num_return_sequences=rows, **kw)[:, start:]
-                    for r in out.tolist():
-                        new = [t for t in r if t != tok.pad_token_id or t in eos]
-                        cut = next((i for i, t in enumerate(new) if t in eos), len(new))
-                        generated += cut
-                        if not sample:
-                            answers.append(cut_response(tok.decode(new[:cut]))[0])
-                    seqs += rows
+            rows, times = (-n, 1) if n < 0 else (1, n)
+            for _ in range(times):
+                out = lm.model.generate(**enc.to(lm.device), num_return_sequences=rows, **kw)[:, start:]
+                for r in out.tolist():
+                    cut = next((i for i, t in enumerate(r) if t in ends), len(r))
+                    generated += cut
+                    if not sample:
+                        answers.append(cut_response(tok.decode(r[:cut]))[0])
+                seqs += rows
     return seqs, generated, answers
 
 

@@ -183,7 +183,6 @@ def test_the_manuscript_says_when_the_null_cannot_test_and_where_the_matches_lie
                                                    "one property, first_word (3 properties have any)")
 
 
-
 def test_the_originals_computation_drops_non_compliant_predictions_and_pools_the_mode_over_tasks():
     """The labelled variant, counted by hand. Model m, one property, two tasks of 10 changed items each; 2
     predictions of each task are non-compliant, so 16 remain, 15 of them equal to the new value and 1 to the

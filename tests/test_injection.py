@@ -163,3 +163,14 @@ def test_the_optional_judge_grades_free_text_with_a_local_model(models, monkeypa
     out = judge_freetext(profile, ft)
     assert out["judge_claims"].between(0, 1).all() and out["judge_names"].between(0, 1).all()
     assert judge_freetext(tiny_profile(injection=SMALL), ft)["judge_claims"].isna().all()
+
+
+def test_the_shards_key_holds_the_seed(models):
+    """The seed draws the random control vectors and the free text's samples: a changed seed must give fresh
+    shards, not reuse rows of the old one."""
+    from reproduce.injection import shard_fingerprint
+
+    lm, data = models["smollm2-135m"][0], load_injection_dataset()
+    fp = shard_fingerprint(tiny_profile(injection=SMALL), lm, data)
+    assert fp == shard_fingerprint(tiny_profile(injection=SMALL), lm, data)
+    assert fp != shard_fingerprint(tiny_profile(injection=SMALL, seed=1), lm, data)
