@@ -85,17 +85,17 @@ def timed(fn):
 
 
 class NewlineStop:
-    """The engine's stopping rule for ``model.generate`` (a stopping criterion, row by row): a row ends at the
-    first newline token that follows a token with content (EOS and the token limit end it as they do anyway)."""
+    """The engine's stopping rule (:meth:`~reproduce.engine.Engine.ends_line`) for ``model.generate``, as a
+    stopping criterion row by row (EOS and the token limit end a row as they do anyway)."""
 
     def __init__(self, engine, start: int):
-        self.newline, self.content, self.start = engine._newline, engine._content, start
+        self.engine, self.start = engine, start
 
     def __call__(self, input_ids, scores, **kwargs):
         done = []
         for row in input_ids[:, self.start:].tolist():
-            seen = any(self.content[t] for t in row[:-1])
-            done.append(bool(row) and self.newline[row[-1]] and seen)
+            seen = any(self.engine.has_content(t) for t in row[:-1])
+            done.append(bool(row) and self.engine.ends_line(row[-1], seen))
         return torch.tensor(done, device=input_ids.device)
 
 
@@ -110,7 +110,7 @@ def naive(engine, prompts: list[str], limits: list[int], sample: bool = False, n
 
     lm = engine.lm
     tok, seqs, generated, answers = lm.tokenizer, 0, 0, []
-    ends = engine._eos | {tok.pad_token_id}  # a row that stopped is padded to the batch's length
+    ends = set(engine.eos_ids) | {tok.pad_token_id}  # a row that stopped is padded to the batch's length
     with torch.inference_mode(), engine.attention_backends():
         for p, m in zip(prompts, limits):
             enc = tok(lm.format.render(p), return_tensors="pt", add_special_tokens=lm.format.add_special_tokens)

@@ -2,7 +2,7 @@
 
 The prompt's forward pass dominates on a CPU, so the engine computes every shared prompt prefix once:
 
-- Prompts are rendered with the model's :class:`~reproduce.models.PromptFormat` and tokenised once. Each
+- Prompts are rendered with the model's :class:`~reproduce.formats.PromptFormat` and tokenised once. Each
   row (a prompt, or one of its ``n`` samples) is laid out as ``[call prefix | group prefix | suffix]``.
 - Call prefix: the tokens every prompt of a call begins with (the chat template's system turn, the task's
   instructions, the meta level's "Previously, you were asked ..."), computed once per call.
@@ -381,6 +381,14 @@ class Engine:
         self._suppress = torch.tensor(self.suppress_ids, dtype=torch.long, device=lm.device)
         self._option_cache: dict[tuple[str, ...], list[list[int]]] = {}
         self.stats = EngineStats()
+
+    def ends_line(self, token: int, seen_content: bool) -> bool:
+        """The newline rule: a row stops at a newline token once a token with content came before it."""
+        return bool(self._newline[token]) and seen_content
+
+    def has_content(self, token: int) -> bool:
+        """Whether ``token``'s text holds anything but whitespace (it arms the newline rule)."""
+        return bool(self._content[token])
 
     def _new_cache(self):
         from transformers.cache_utils import DynamicCache
@@ -890,8 +898,8 @@ class Engine:
                     finish[r] = "eos"
                     continue
                 new[r].append(t)
-                stop = stop_at_newline and self._newline[t] and seen_content[r]
-                seen_content[r] = seen_content[r] or self._content[t]
+                stop = stop_at_newline and self.ends_line(t, seen_content[r])
+                seen_content[r] = seen_content[r] or self.has_content(t)
                 if not stop and len(new[r]) < limits[rows[r][0]]:
                     keep.append(row)
             if not keep:

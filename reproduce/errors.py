@@ -23,3 +23,7 @@ class DataError(ProjectError, ValueError):
 
 class UsageError(ProjectError, ValueError):
     """A command-line argument that names something the project does not have (a figure, an engine)."""
+
+
+class ModelError(ProjectError, RuntimeError):
+    """A model that cannot be resolved or loaded offline, with what to do about it."""

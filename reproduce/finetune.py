@@ -188,11 +188,13 @@ TRAINING_PARAMS = ("lora_rank", "lora_alpha", "lora_dropout", "learning_rate", "
 
 
 def fingerprint_fields(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, seed: int) -> dict:
-    """Everything that determines a run's adapter: the model and how its prompts are rendered, the examples
-    in order, the seed, the training parameters, the resolved mixed precision, the dtype the base weights
-    were loaded at, the device type, the code of this module (so a change to the loss retrains) and the
-    library versions. Gradient checkpointing is left out: it recomputes the same operations and changes
-    memory, not the adapter."""
+    """Everything that determines a run's adapter: the model (its weights by content) and how its prompts are
+    rendered, the examples in order, the seed, the training parameters, the resolved mixed precision, the dtype
+    the base weights were loaded at, the device type, the code of this module, of :mod:`reproduce.formats` and
+    of :mod:`reproduce.models` (so a change to the loss, the batching, the prompt rendering or the way the base
+    is loaded retrains) and the library versions. Gradient checkpointing is left out: it recomputes the same operations and changes
+    memory, not the adapter. So is the number of training processes: each step's gradient is the mean over its
+    answer tokens however they fall to the processes, the same up to the order of a sum."""
     return {
         "model": lm.ref.spec, "weights": lm.ref.fingerprint, "format": lm.format.kind,
         "system_prompt": lm.format.system_prompt, "chat_template": chat_template_hash(lm),
@@ -200,7 +202,7 @@ def fingerprint_fields(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, s
         "params": {k: getattr(cfg, k) for k in TRAINING_PARAMS},
         "precision": resolve_mixed_precision(cfg.mixed_precision, lm.device), "base_dtype": lm.dtype_name,
         "device": lm.device.type,
-        "code": code_version(__name__), "runtime": runtime_versions(),
+        "code": code_version(__name__, "reproduce.formats", "reproduce.models"), "runtime": runtime_versions(),
     }
 
 

@@ -51,7 +51,6 @@ from .schema import PROB, Col, Schema, cols
 from .shards import ShardStore
 from .steering import (ConceptVectors, Injection, Steer, concept_vectors, decoder_layers, layer_at, span_mean_residuals,
                        token_span)
-from .versioning import code_version
 
 PARTS = ("detection", "identification", "freetext", "prefill", "intention")
 _SITE = [Col("layer", "int", null=False), Col("layer_fraction", "float", range=PROB), Col("strength", "float")]
@@ -432,14 +431,14 @@ def register_bound(plan, data: InjectionData | None = None) -> None:
 
 def shard_fingerprint(profile, lm, data: InjectionData) -> dict:
     """What decides whether a model's finished shards are reused: the shared fingerprint
-    (:func:`reproduce.stages.common._fingerprint`), the dataset, the injection settings, the code that steers,
-    and the seed (it draws the random control vectors and the free text's samples). The judge is left out: the
-    analysis regrades."""
+    (:func:`reproduce.stages.common._fingerprint`), the dataset, the injection settings, the code that steers
+    and the rule grader the free-text shards apply, and the seed (it draws the random control vectors and the
+    free text's samples). The judge is left out: the analysis regrades."""
     from .stages.common import _fingerprint
 
-    return _fingerprint("concept_injection", profile, lm, dataset=data.release_sha256, seed=profile.seed,
-                        injection=profile.injection.model_dump(exclude={"judge"}),
-                        steering=code_version("reproduce.steering", "reproduce.injection"))
+    return _fingerprint("concept_injection", profile, lm, ("reproduce.steering", "reproduce.graders", __name__),
+                        dataset=data.release_sha256, seed=profile.seed,
+                        injection=profile.injection.model_dump(exclude={"judge"}))
 
 
 def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,8 +24,8 @@ os.umask(_UMASK)
 
 
 def cache_base() -> Path:
-    """The package's per-user cache (converted models, the hardware probe): ``$LOOKING_INWARD_CACHE``, else
-    ``$XDG_CACHE_HOME/looking-inward`` (``~/.cache/looking-inward``)."""
+    """The package's per-user cache (converted models, the hardware probe, the digests of model files):
+    ``$LOOKING_INWARD_CACHE``, else ``$XDG_CACHE_HOME/looking-inward`` (``~/.cache/looking-inward``)."""
     env = os.environ.get("LOOKING_INWARD_CACHE")
     return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "looking-inward"
 
@@ -138,6 +139,67 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+#: digests already taken in this process (see :func:`file_digest`)
+_DIGESTS: dict[str, str] = {}
+
+
+def _stat_key(p: Path) -> str:
+    st = p.stat()
+    return f"{p}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
+
+
+def file_digest(path: str | Path) -> str:
+    """The sha256 of a file, remembered by its resolved path, size and modification and change times, in this
+    process and in ``<cache>/digests.json``: a model's weights are keyed by their content, and a multi-gigabyte
+    file is read once rather than at every stage. A file rewritten in place gets a new change time (which no
+    tool can set back on Linux) and is read again.
+
+    Processes that start together (the ranks of a distributed run) hash a file once: the first takes the
+    cache's lock, the others wait and read its digest. A digest is stored only when the file was the same
+    before and after it was read, and it replaces the entries of earlier versions of that path. Where the cache
+    cannot be written, the file is hashed in each process, with a warning."""
+    p = Path(path).resolve()
+    key = _stat_key(p)
+    if key in _DIGESTS:
+        return _DIGESTS[key]
+    store = cache_base() / "digests.json"
+
+    def known() -> dict:
+        try:
+            return json.loads(store.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def take() -> str:
+        size = p.stat().st_size
+        if size > 1 << 30:
+            print(f"hashing {p} ({size / 2**30:.1f} GiB) once, to key results by the weights' content",
+                  file=sys.stderr)
+        return sha256_file(p)
+
+    digest = known().get(key)
+    if digest is None:
+        try:
+            store.parent.mkdir(parents=True, exist_ok=True)
+            writable = os.access(store.parent, os.W_OK)
+        except OSError:
+            writable = False
+        if not writable:
+            print(f"warning: cannot keep file digests in {store.parent} (not writable), so each process hashes "
+                  f"the weights again; set LOOKING_INWARD_CACHE to a writable folder", file=sys.stderr)
+            digest = take()
+        else:
+            with exclusive(store.with_name(".digests.json.lock")):
+                entries = known()
+                digest = entries.get(key) or take()
+                if key not in entries and _stat_key(p) == key:  # unchanged while it was read
+                    stale = [k for k in entries if k.rsplit("|", 3)[0] == str(p)]
+                    atomic_write_json(store, {**{k: v for k, v in entries.items() if k not in stale}, key: digest})
+    if _stat_key(p) == key:
+        _DIGESTS[key] = digest
+    return digest
 
 
 def short_hash(text: str, n: int = 16) -> str:

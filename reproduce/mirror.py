@@ -42,7 +42,6 @@ from .hardware import describe
 from .io import stack_frames, write_stage_tables
 from .schema import PROB, Col, Schema
 from .shards import ShardStore
-from .versioning import code_version
 
 PARTS = ("conversations", "turns", "surprise")
 _ARM = [Col("model", "str", null=False), Col("script_id", "str", null=False), Col("condition", "str", null=False),
@@ -267,10 +266,9 @@ def shard_fingerprint(profile, lm, data, refs) -> dict:
     condition shows another model's replies, so a change of that model changes this one's rows)."""
     from .stages.common import _fingerprint
 
-    return _fingerprint("mirror", profile, lm, dataset=data.release_sha256, seed=profile.seed,
-                        mirror=profile.mirror.model_dump(exclude={"judge"}),
-                        models=[[r.name, r.spec, r.fingerprint] for r in refs],
-                        code_mirror=code_version("reproduce.mirror", "reproduce.corrupt"))
+    return _fingerprint("mirror", profile, lm, (__name__, "reproduce.corrupt"), dataset=data.release_sha256,
+                        seed=profile.seed, mirror=profile.mirror.model_dump(exclude={"judge"}),
+                        models=[[r.name, r.spec, r.fingerprint] for r in refs])
 
 
 def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:

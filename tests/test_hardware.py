@@ -65,16 +65,17 @@ def test_load_auto_records_the_resolved_dtype_and_the_fingerprint_uses_it(measur
     from reproduce.models import load
     from reproduce.stages import _fingerprint
 
+    STAGE = ("reproduce.stages.object_level",)
     measured(66.0, 1.7)
     lm = load("smollm2-135m", dtype="auto", device="cpu")
     assert lm.dtype == torch.float32 and lm.dtype_name == "float32"
     assert lm.dtype_choice.requested == "auto" and lm.dtype_choice.fp32_gflops == 66.0
     assert next(lm.model.parameters()).dtype == torch.float32
-    assert _fingerprint("object_level", tiny_profile(dtype="auto"), lm)["dtype"] == "float32"
+    assert _fingerprint("object_level", tiny_profile(dtype="auto"), lm, STAGE)["dtype"] == "float32"
     measured(40.0, 145.0)
     lm = load("smollm2-135m", dtype="auto", device="cpu")
     assert next(lm.model.parameters()).dtype == torch.bfloat16
-    assert _fingerprint("object_level", tiny_profile(dtype="auto"), lm)["dtype"] == "bfloat16"
+    assert _fingerprint("object_level", tiny_profile(dtype="auto"), lm, STAGE)["dtype"] == "bfloat16"
 
 
 def test_the_measurement_is_kept_per_machine_so_every_stage_agrees(tmp_path, monkeypatch):

@@ -165,12 +165,18 @@ def test_the_optional_judge_grades_free_text_with_a_local_model(models, monkeypa
     assert judge_freetext(tiny_profile(injection=SMALL), ft)["judge_claims"].isna().all()
 
 
-def test_the_shards_key_holds_the_seed(models):
+def test_the_shards_key_holds_the_seed_and_the_code_that_steers_and_grades(models, monkeypatch):
     """The seed draws the random control vectors and the free text's samples: a changed seed must give fresh
-    shards, not reuse rows of the old one."""
+    shards, not reuse rows of the old one. So must an edit to the stage, the steering or the rule grader that
+    the free-text shards apply (simulated by another code version of that module)."""
+    import reproduce.stages.common as common
     from reproduce.injection import shard_fingerprint
 
     lm, data = models["smollm2-135m"][0], load_injection_dataset()
     fp = shard_fingerprint(tiny_profile(injection=SMALL), lm, data)
     assert fp == shard_fingerprint(tiny_profile(injection=SMALL), lm, data)
     assert fp != shard_fingerprint(tiny_profile(injection=SMALL, seed=1), lm, data)
+    real_version = common.code_version
+    for module in ("reproduce.injection", "reproduce.steering", "reproduce.graders"):
+        monkeypatch.setattr(common, "code_version", lambda *m: ("edited-" if module in m else "") + real_version(*m))
+        assert shard_fingerprint(tiny_profile(injection=SMALL), lm, data) != fp, module

@@ -150,9 +150,11 @@ def test_the_report_paragraph_states_the_judge_and_its_agreement_with_the_rules(
     assert "judge" not in model_paragraph("m", {"scripts": 6, "turns": [2], "noticing_observed": {"k": 0, "n": 4}})
 
 
-def test_the_shards_key_holds_the_seed_and_every_model_of_the_run(models):
+def test_the_shards_key_holds_the_seed_every_model_of_the_run_and_the_code(models, monkeypatch):
     """A changed seed draws other corruptions, and the ``other`` condition shows another model's replies: either
-    change must give fresh shards, not reuse rows of the old seed or the old model."""
+    change must give fresh shards, not reuse rows of the old seed or the old model. So must an edit to the stage
+    or to the corruptions (simulated by another code version of that module)."""
+    import reproduce.stages.common as common
     from reproduce import mirror
     from reproduce.models import resolve
 
@@ -165,3 +167,7 @@ def test_the_shards_key_holds_the_seed_and_every_model_of_the_run(models):
     other = [refs[0], resolve("gemma3-270m=smollm2-135m")]  # the same names, the second model's weights changed
     assert [r.name for r in other] == [r.name for r in refs]
     assert fp != mirror.shard_fingerprint(tiny_profile(mirror=SMALL), lm, data, other)
+    real_version = common.code_version
+    for module in ("reproduce.mirror", "reproduce.corrupt"):
+        monkeypatch.setattr(common, "code_version", lambda *m: ("edited-" if module in m else "") + real_version(*m))
+        assert mirror.shard_fingerprint(tiny_profile(mirror=SMALL), lm, data, refs) != fp, module

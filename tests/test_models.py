@@ -1,6 +1,7 @@
 """The model registry: offline resolution with clear errors, and the prompt format of each embedded model."""
 
 import contextlib
+import json
 
 import pytest
 
@@ -21,6 +22,53 @@ def test_unresolvable_specs_fail_fast_with_advice(spec, match):
 def test_local_directory_without_config(tmp_path):
     with pytest.raises(ModelError, match="has no config.json"):
         resolve(str(tmp_path))
+
+
+def test_weights_are_keyed_by_their_content_not_their_path(tmp_path, monkeypatch):
+    """A local model directory or GGUF file keeps its fingerprint when copied elsewhere and gets a new one when
+    a byte of a file changes at the same size and path; each digest is remembered in the cache by path, size
+    and times, and a file that changed is read again."""
+    import hashlib
+    import os
+    import shutil
+
+    from reproduce import io
+
+    monkeypatch.setenv("LOOKING_INWARD_CACHE", str(tmp_path / "cache"))
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "config.json").write_text('{"model_type": "llama"}')
+    weights = b"\x00" * 1000
+    (a / "model.safetensors").write_bytes(weights)
+    b = tmp_path / "elsewhere" / "b"
+    shutil.copytree(a, b)
+    fp = resolve(str(a)).fingerprint
+    assert resolve(str(b)).fingerprint == fp
+    stored = json.loads((tmp_path / "cache" / "digests.json").read_text())
+    assert hashlib.sha256(weights).hexdigest() in stored.values()
+
+    # another process finds the digests on disk and reads no weights
+    monkeypatch.setattr(io, "_DIGESTS", {})
+    with monkeypatch.context() as m:
+        m.setattr(io, "sha256_file", lambda p: pytest.fail(f"{p} was read again"))
+        assert resolve(str(a)).fingerprint == resolve(str(b)).fingerprint == fp
+
+    # one byte changed in place, the size and the modification time set back as they were
+    st = (b / "model.safetensors").stat()
+    (b / "model.safetensors").write_bytes(b"\x00" * 999 + b"\x01")
+    os.utime(b / "model.safetensors", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert resolve(str(b)).fingerprint != fp
+    assert resolve(str(a)).fingerprint == fp
+    (b / "model.safetensors").write_bytes(weights)
+    assert resolve(str(b)).fingerprint == fp
+    stored = json.loads((tmp_path / "cache" / "digests.json").read_text())
+    assert sum(k.startswith(f"{(b / 'model.safetensors').resolve()}|") for k in stored) == 1  # earlier versions dropped
+
+    g = tmp_path / "m.gguf"
+    g.write_bytes(b"GGUF" + weights)
+    (tmp_path / "copy").mkdir()
+    shutil.copy(g, tmp_path / "copy" / "m.gguf")
+    assert resolve(str(g)).fingerprint == resolve(str(tmp_path / "copy" / "m.gguf")).fingerprint != fp
 
 
 def test_embedded_specs_and_aliases_resolve_without_loading():

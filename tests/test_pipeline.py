@@ -121,6 +121,52 @@ def test_a_changed_item_selection_gets_its_own_rows_from_the_same_work_folder(mo
     pd.testing.assert_frame_equal(shifted, fresh)
 
 
+@pytest.mark.parametrize("module", ["reproduce.stages.object_level", "reproduce.formats", "reproduce.engine"])
+def test_an_edit_to_the_code_that_builds_the_rows_starts_fresh_shards(module, models, tmp_path, monkeypatch):
+    """The shard key hashes the source of the stage's own module, of the prompt rendering and of the engine:
+    finished shards are reused as long as none changed, and recomputed once one did (an edit simulated by
+    another code version of that module)."""
+    import reproduce.stages.common as common
+    from reproduce.stages import object_behaviour
+
+    lm, engine = models["smollm2-135m"]
+    plan = Plan(tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]}))
+    task = plan.tasks["animals"]
+    calls = []
+    real_generate = engine.generate
+    monkeypatch.setattr(engine, "generate", lambda *a, **k: calls.append(1) or real_generate(*a, **k))
+    first = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
+    again = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
+    assert len(calls) == 1
+    real_version = common.code_version
+    monkeypatch.setattr(common, "code_version", lambda *m: ("edited-" if module in m else "") + real_version(*m))
+    edited = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
+    assert len(calls) == 2
+    pd.testing.assert_frame_equal(first, again)
+    pd.testing.assert_frame_equal(first, edited)
+
+
+def test_an_edit_to_the_meta_level_stage_starts_fresh_shards(models, tmp_path, monkeypatch):
+    """The meta-level shards hash their stage's module too (an edit simulated by another code version)."""
+    import reproduce.stages.common as common
+    from reproduce.stages import meta_predictions
+
+    lm, engine = models["smollm2-135m"]
+    plan = Plan(tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]}))
+    calls = []
+    real_generate = engine.generate
+    monkeypatch.setattr(engine, "generate", lambda *a, **k: calls.append(1) or real_generate(*a, **k))
+    first = meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
+    meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
+    assert len(calls) == 1
+    real_version = common.code_version
+    monkeypatch.setattr(common, "code_version",
+                        lambda *m: ("edited-" if "reproduce.stages.meta_level" in m else "") + real_version(*m))
+    edited = meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
+    assert len(calls) == 2
+    pd.testing.assert_frame_equal(first, edited)
+
+
 @pytest.mark.parametrize("overrides,error,match", [
     ({"models": ["smollm2-135m", "no-org/no-model"]}, ModelError, "not in the local Hugging Face cache"),
     ({"properties": ["second_letter"]}, PropertyError, "unknown response property"),

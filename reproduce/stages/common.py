@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,17 +113,22 @@ def _load(profile: Profile, ref: ModelRef):
     return lm, _engine(profile, lm)
 
 
-def _fingerprint(stage: str, profile: Profile, lm, **extra) -> dict:
-    """What determines a shard's rows. The dtype is the resolved one (``auto`` may pick either); ``code`` hashes
-    the source of the modules that compute the rows, so editing any of them starts fresh shards; the chat
-    template is hashed because a tokenizer update can change the rendered prompts without any code change."""
+def _fingerprint(stage: str, profile: Profile, lm, uses: Sequence[str], **extra) -> dict:
+    """What determines a shard's rows. The dtype is the resolved one (``auto`` may pick either). ``code`` hashes
+    the source of the modules that compute the rows: the engine, model loading, prompt rendering, the tasks and
+    properties, and ``uses``, the modules of the stage itself (the one that builds the rows from the engine's
+    answers, and any it steers or corrupts with), so editing any of them starts fresh shards. The chat template
+    is hashed because a tokenizer update can change the rendered prompts without any change to the code or the
+    weights, which are keyed by content (``weights``)."""
+    if not uses or isinstance(uses, str):
+        raise ValueError("_fingerprint needs the stage's own modules in uses, as a sequence of module names")
     return {
         "stage": stage, "package": __version__, "engine": ENGINE_VERSION, "model": lm.ref.spec, "weights": lm.ref.fingerprint,
         "dtype": lm.dtype_name, "device": lm.device.type, "batch_size": profile.batch_size,
         "format": lm.format.kind, "system_prompt": profile.system_prompt,
         "chat_template": chat_template_hash(lm),
-        "code": code_version("reproduce.engine", "reproduce.split_cache", "reproduce.models", "reproduce.properties",
-                             "reproduce.tasks"),
+        "code": code_version("reproduce.engine", "reproduce.split_cache", "reproduce.models", "reproduce.formats",
+                             "reproduce.properties", "reproduce.tasks", *uses),
         "runtime": runtime_versions(), **({"device_map": profile.device_map} if profile.device_map else {}), **extra,
     }
 

@@ -33,7 +33,7 @@ def meta_predictions(plan: Plan, lm, engine: Engine, stage: str, work: Path = WO
         props = plan.properties[task.name]
         limits = {p: META_MAX_NEW_TOKENS["closed" if get_property(p).closed else "open"] for p in props}
         store = ShardStore(work / stage / lm.name, _fingerprint(
-            stage, profile, lm, task=task.name, task_sha256=task.manifest["sha256"], properties=props,
+            stage, profile, lm, (__name__,), task=task.name, task_sha256=task.manifest["sha256"], properties=props,
             max_new_tokens=limits))
 
         # one call for every property of a chunk's items: an item's hypothetical prompts differ only in their
