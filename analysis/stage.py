@@ -340,6 +340,7 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
         for key, new in (("new_run", ("object_model",)), ("new_task_and_run", ("task", "cell", "object_model"))):
             s = M.summarise_draws(M.new_task_delta(fit["idata"], data, new=new, seed=profile.seed))
             metrics[key] = {**s, "verdict": verdict(s["low"], s["high"], rope), "runs": runs}
+        metrics["run_scale"] = _run_scale(fit["idata"], data.priors)
     metrics["headline"] = headline(metrics["overall"]["verdict"], [d["verdict"] for d in directions])
     return {**fit, "effects": pd.concat(effects, ignore_index=True), "metrics": metrics,
             "directions": pd.DataFrame(directions), "prior_cells": prior_table}
@@ -386,10 +387,28 @@ def _arms(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
     return {"idata": idata, "effects": eff, "rows": rows, "vs_baseline": pd.DataFrame(vs), "metrics": metrics}
 
 
+def _run_scale(idata, priors: M.Priors) -> dict:
+    """The finetune-run factor's scales on the log-odds scale: the intercept scale ``sigma`` and the self-slope
+    scale ``tau`` of ``object_model``, each as posterior median, mean and 94% interval beside its HalfNormal
+    prior's scale and 95th percentile and the posterior share above that percentile. With two or three runs
+    per target the data say little about a scale, so whether the posterior sits inside the prior or in its
+    tail is worth reporting next to the new-run intervals that depend on it."""
+    from scipy.stats import halfnorm
+
+    out = {}
+    for name, scale in (("sigma", priors.sigma), ("tau", priors.tau)):
+        d = idata.posterior[name].sel(factor="object_model").to_numpy().ravel()
+        q95 = float(halfnorm.ppf(0.95, scale=scale))
+        out[name] = {**M.summarise_draws(d, 1.0), "median": float(np.median(d)), "prior_scale": float(scale),
+                     "prior_q95": q95, "p_above_prior_q95": float((d > q95).mean())}
+    return out
+
+
 def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]:
     """The advantage model refitted with every prior scale multiplied by each factor of
     ``analysis.prior_sensitivity`` (gated like the main fit): delta, the new-task advantage, gamma (two models),
-    P(every direction) and the verdicts per factor, the main fit as factor 1."""
+    P(every direction) and the verdicts per factor, the main fit as factor 1; with several finetune seeds also
+    the new-run advantage, whose interval rests on the run factor's scales and so on their priors."""
     from dataclasses import replace
 
     rope = profile.analysis.rope
@@ -406,7 +425,9 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
         return r
 
     a = adv["metrics"]  # the main fit, summarised once by _advantage
+    runs = "new_run" in a
     rows = [row(1.0, a["overall"], a["new_task"], a["p_every_direction"], a.get("gamma"), adv["diagnostics"])]
+    new_run = {1.0: a["new_run"]} if runs else {}
     for i, factor in enumerate(profile.analysis.prior_sensitivity):
         data = replace(adv["data"], priors=adv["data"].priors.scaled(factor))
         idata, diag = M.sample_gated(M.advantage_model(data), _settings(profile, 10 + i),
@@ -416,12 +437,17 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
                         M.summarise_draws(M.new_task_delta(idata, data, seed=profile.seed)),
                         float(np.all(np.stack(list(q["directions"].values())) > 0, axis=0).mean()),
                         M.summarise_draws(q["gamma"]) if "gamma" in q else None, diag))
+        if runs:
+            nr = M.summarise_draws(M.new_task_delta(idata, data, new=("object_model",), seed=profile.seed))
+            new_run[float(factor)] = {**nr, "verdict": verdict(nr["low"], nr["high"], rope)}
     table = pd.DataFrame(rows).sort_values("prior_scale").reset_index(drop=True)
     spread = float(table["delta_mean"].max() - table["delta_mean"].min())
+    by_factor = {f"{r.prior_scale:g}": {"delta": r.delta_mean, "low": r.delta_low, "high": r.delta_high,
+                                        "verdict": r.verdict} for r in table.itertuples()}
+    for f, nr in new_run.items():
+        by_factor[f"{f:g}"]["new_run"] = {k: nr[k] for k in ("mean", "low", "high", "verdict")}
     return table, {"factors": [float(f) for f in table["prior_scale"]], "delta_spread": spread,
-                   "verdicts_agree": bool(table["verdict"].nunique() == 1),
-                   "by_factor": {f"{r.prior_scale:g}": {"delta": r.delta_mean, "low": r.delta_low, "high": r.delta_high,
-                                                        "verdict": r.verdict} for r in table.itertuples()}}
+                   "verdicts_agree": bool(table["verdict"].nunique() == 1), "by_factor": by_factor}
 
 
 def _compliance(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:

@@ -98,6 +98,30 @@ def _sensitivity_text(metrics: dict) -> dict:
         f"M1' but {verdict(b)} against the base model")}
 
 
+def _run_scale_text(rs: dict | None, ps: dict | None, word: dict) -> str:
+    """Where the run factor's scales sit against their priors, and the new-run advantage under each prior
+    scale of the sensitivity refits (empty with one finetune seed, where there is no run factor)."""
+    if not rs:
+        return ""
+    parts = [f"{name} = {fmt(v['median'], 2)} [{fmt(v['low'], 2)}, {fmt(v['high'], 2)}] for the {what}, against "
+             f"a HalfNormal({fmt(v['prior_scale'], 2)}) prior whose 95th percentile is {fmt(v['prior_q95'], 2)}"
+             for name, what, v in (("sigma", "intercept", rs["sigma"]), ("tau", "self slope", rs["tau"]))]
+    tail = [name for name in ("sigma", "tau") if rs[name]["median"] > rs[name]["prior_q95"]]
+    out = (f"The run factor's scales are estimated (posterior median, 94% interval, log-odds) at {parts[0]}, and at "
+           f"{parts[1]}")
+    where = "their priors' upper tails" if len(tail) > 1 else "its prior's upper tail"
+    out += (f": the data place {' and '.join(tail)} in {where}, so the prior pulls {'them' if len(tail) > 1 else 'it'} "
+            f"down, and the new-run intervals, which widen with the scales, would be wider under a wider prior."
+            if tail else ".")
+    by = (ps or {}).get("by_factor", {})
+    runs = [(float(f), v["new_run"]) for f, v in by.items() if "new_run" in v and float(f) != 1.0]
+    if runs:
+        out += " The new-run advantage is " + "; ".join(
+            f"{_interval(v)} points ({word[v['verdict']]}) with every prior scale multiplied by {fmt(f, 1)}"
+            for f, v in sorted(runs)) + "."
+    return out
+
+
 def _seed_text(metrics: dict) -> dict:
     """Per target, the range of self and cross accuracy over finetune seeds."""
     by = metrics.get("seeds", {}).get("by_target", {})
@@ -208,6 +232,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         f"spread, estimated from {nr['runs']} runs, and delta's does not." if nr and ntr else
         "With one finetuning seed the variation between finetuning runs is not estimated: every interval here "
         "is conditional on the one run made.")
+    text["run_scale_sentence"] = _run_scale_text(a.get("run_scale"), metrics.get("prior_sensitivity"), word)
     g = a.get("gamma")
     text["gamma_sentence"] = (
         f"The two directions differ by gamma = {_interval(g)} points (the advantage predicting {g['first']} minus "

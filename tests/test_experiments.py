@@ -5,6 +5,7 @@ trained on that behaviour, held-out predictions scored against it, the calibrati
 import json
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -303,6 +304,23 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
     assert items < main.unit.nunique()  # several seeds and targets: an item has several answer units
     assert metrics["advantage_frequentist"]["bootstrap"]["clusters"] == items
     assert metrics["advantage_frequentist"]["glm_cluster"]["clusters"] <= items
+    # the run factor's scales, recomputed from the stored posterior, beside their HalfNormal priors; the new-run
+    # advantage under every prior of the sensitivity refits, the main fit's at factor 1
+    import arviz as az
+    from scipy.stats import halfnorm
+
+    from analysis.models import ADVANTAGE_PRIORS
+
+    post = az.from_netcdf(out / "posterior" / "advantage.nc").posterior
+    for name, scale in (("sigma", ADVANTAGE_PRIORS.sigma), ("tau", ADVANTAGE_PRIORS.tau)):
+        d = post[name].sel(factor="object_model").to_numpy().ravel()
+        rs = adv["run_scale"][name]
+        assert rs["median"] == pytest.approx(np.median(d)) and rs["low"] < rs["median"] < rs["high"]
+        assert rs["prior_q95"] == pytest.approx(halfnorm.ppf(0.95, scale=scale))
+        assert rs["p_above_prior_q95"] == pytest.approx((d > rs["prior_q95"]).mean())
+    by = metrics["prior_sensitivity"]["by_factor"]
+    assert by["1"]["new_run"]["mean"] == adv["new_run"]["mean"] and set(by) == {"1", "2"}
+    assert -100 < by["2"]["new_run"]["low"] < by["2"]["new_run"]["mean"] < by["2"]["new_run"]["high"] < 100
     numbers = json.loads((out / "numbers.json").read_text())
     assert numbers["advantage_overall_mean"] == pytest.approx(adv["overall"]["mean"])
     assert {p.name for p in (out / "posterior").iterdir()} >= {"advantage.nc", "training.nc"}
@@ -412,6 +430,12 @@ def test_report_quotes_the_metrics(analysed, rendered):
     tr = m["training_effect"]["overall"]
     got = re.search(r"by (\S+) points \(94% interval (\S+) to ([^\s;)]+)[;)]", html)
     assert [_number(g) for g in got.groups()] == pytest.approx([tr["mean"], tr["low"], tr["high"]], abs=0.051)
+    rs = m["advantage"]["run_scale"]
+    got = re.search(r"The run factor.s scales are estimated \(posterior median, 94% interval, log-odds\) at sigma = "
+                    r"(\S+) \[(\S+), (\S+)\] for the intercept, .* and at tau = (\S+) \[", html)
+    assert got, "the run-scale sentence is missing"
+    assert [_number(g) for g in got.groups()] == pytest.approx(
+        [rs["sigma"]["median"], rs["sigma"]["low"], rs["sigma"]["high"], rs["tau"]["median"]], abs=0.0051)
     b = m["behaviour"]
     got = re.search(r"changed the property on (\S+) of (\S+) evaluated", html)
     assert [_number(g) for g in got.groups()] == [b["changed"], b["evaluated"]]
