@@ -61,6 +61,15 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank[item.fspath.strpath])  # stable: files and tests keep their order within a rank
 
 
+def simulate_edit(monkeypatch, owner, module: str) -> None:
+    """Make ``owner``'s ``code_version`` answer as if the source of ``module`` had been edited, every other
+    module's version as it is: a key that holds ``module``'s code must then change. Each call replaces the
+    previous one (the real :func:`reproduce.versioning.code_version` is always the base)."""
+    from reproduce.versioning import code_version
+
+    monkeypatch.setattr(owner, "code_version", lambda *m: ("edited-" if module in m else "") + code_version(*m))
+
+
 def tiny_profile(**overrides) -> Profile:
     """A profile small enough to run the real embedded models in seconds."""
     base = dict(

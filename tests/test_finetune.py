@@ -8,6 +8,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
+from conftest import simulate_edit
 from reproduce import finetune as ft
 from reproduce.adapters import merged
 from reproduce.config import Finetune
@@ -177,7 +178,7 @@ def test_a_change_to_the_training_code_or_parameters_retrains(examples, tmp_path
     base = ft.fingerprint(lm, examples, cfg(epochs=1), 0)
     real_version = ft.code_version
     for module in ("reproduce.finetune", "reproduce.formats", "reproduce.models"):
-        monkeypatch.setattr(ft, "code_version", lambda *m: ("edited-" if module in m else "") + real_version(*m))
+        simulate_edit(monkeypatch, ft, module)
         assert ft.fingerprint(lm, examples, cfg(epochs=1), 0) != base, module
     monkeypatch.setattr(ft, "code_version", real_version)
     assert ft.fingerprint(lm, examples, cfg(epochs=1), 0) == base
@@ -189,7 +190,7 @@ def test_a_change_to_the_training_code_or_parameters_retrains(examples, tmp_path
     calls = _counting_loss(monkeypatch)
     first = ft.finetune(lm, examples, cfg(epochs=1), tmp_path, seed=0)
     assert calls["n"] == 3
-    monkeypatch.setattr(ft, "code_version", lambda *m: "edited-" + real_version(*m))
+    simulate_edit(monkeypatch, ft, "reproduce.finetune")
     second = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(epochs=1), tmp_path,
                          seed=0)
     assert calls["n"] == 6 and second["fingerprint"] != first["fingerprint"]

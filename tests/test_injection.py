@@ -11,7 +11,7 @@ from reproduce.datasets import DatasetError
 from reproduce.injection import Runner, assistant_span, run_concept_injection, trial_conversation
 from reproduce.injection_data import load_injection_dataset
 from reproduce.shards import ShardStore
-from tests.conftest import tiny_profile
+from tests.conftest import simulate_edit, tiny_profile
 
 SMALL = dict(layer_fractions=[0.6], strengths=[0.5], concepts=3, prefill_pairs=1, intention_sentences=2,
              controls=["random", "negated"], free_text=dict(concepts=1, samples=1, max_new_tokens=8))
@@ -176,7 +176,6 @@ def test_the_shards_key_holds_the_seed_and_the_code_that_steers_and_grades(model
     fp = shard_fingerprint(tiny_profile(injection=SMALL), lm, data)
     assert fp == shard_fingerprint(tiny_profile(injection=SMALL), lm, data)
     assert fp != shard_fingerprint(tiny_profile(injection=SMALL, seed=1), lm, data)
-    real_version = common.code_version
     for module in ("reproduce.injection", "reproduce.steering", "reproduce.graders"):
-        monkeypatch.setattr(common, "code_version", lambda *m: ("edited-" if module in m else "") + real_version(*m))
+        simulate_edit(monkeypatch, common, module)
         assert shard_fingerprint(tiny_profile(injection=SMALL), lm, data) != fp, module

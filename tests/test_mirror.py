@@ -11,7 +11,7 @@ from reproduce.engine import derive_seed
 from reproduce.mirror import SCHEMAS, MirrorRunner, altered, conditions, messages
 from reproduce.mirror_data import load_mirror_dataset
 from reproduce.shards import ShardStore
-from tests.conftest import tiny_profile
+from tests.conftest import simulate_edit, tiny_profile
 
 SMALL = dict(scripts=2, kinds=["insertion", "capitalisation"], levels=[0.6], turns=[2, 3], max_new_tokens=8)
 
@@ -167,7 +167,6 @@ def test_the_shards_key_holds_the_seed_every_model_of_the_run_and_the_code(model
     other = [refs[0], resolve("gemma3-270m=smollm2-135m")]  # the same names, the second model's weights changed
     assert [r.name for r in other] == [r.name for r in refs]
     assert fp != mirror.shard_fingerprint(tiny_profile(mirror=SMALL), lm, data, other)
-    real_version = common.code_version
     for module in ("reproduce.mirror", "reproduce.corrupt"):
-        monkeypatch.setattr(common, "code_version", lambda *m: ("edited-" if module in m else "") + real_version(*m))
+        simulate_edit(monkeypatch, common, module)
         assert mirror.shard_fingerprint(tiny_profile(mirror=SMALL), lm, data, refs) != fp, module

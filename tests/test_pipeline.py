@@ -6,7 +6,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from conftest import run_all, tiny_profile
+from conftest import run_all, simulate_edit, tiny_profile
 from test_release import SAMPLE
 from reproduce.datasets import DATA_RAW, DatasetError, load_task
 from reproduce.io import short_hash
@@ -138,8 +138,7 @@ def test_an_edit_to_the_code_that_builds_the_rows_starts_fresh_shards(module, mo
     first = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
     again = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
     assert len(calls) == 1
-    real_version = common.code_version
-    monkeypatch.setattr(common, "code_version", lambda *m: ("edited-" if module in m else "") + real_version(*m))
+    simulate_edit(monkeypatch, common, module)
     edited = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
     assert len(calls) == 2
     pd.testing.assert_frame_equal(first, again)
@@ -159,9 +158,7 @@ def test_an_edit_to_the_meta_level_stage_starts_fresh_shards(models, tmp_path, m
     first = meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
     meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
     assert len(calls) == 1
-    real_version = common.code_version
-    monkeypatch.setattr(common, "code_version",
-                        lambda *m: ("edited-" if "reproduce.stages.meta_level" in m else "") + real_version(*m))
+    simulate_edit(monkeypatch, common, "reproduce.stages.meta_level")
     edited = meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
     assert len(calls) == 2
     pd.testing.assert_frame_equal(first, edited)
