@@ -23,6 +23,11 @@ Definitions
   most common value of the object model's property on the evaluated items (ties broken by the value's sort
   order), over the same scored items (:func:`mode_baseline`). A trained row's baseline is therefore M1''s,
   computed from M1''s answers, never the base model's.
+* **The original's setting for non-compliant object answers** (a labelled variant, ``keep_noncompliant=True``
+  in :func:`predictions`): the original's experiment 1 script reads its tables with
+  ``exclude_noncompliant=False``, so an object answer whose property cannot be extracted stays in, with the
+  value :data:`NO_VALUE` (``load_meta_dfs`` in ``evals/analysis/james/james_analysis.py``). It counts in the
+  mode baseline, and a prediction matches it only by answering that string.
 * **Answer unit.** ``unit = object_model/task/item_id``: one object-level answer defines several properties
   and is shared by the self- and the cross-predictor of the same target and seed (the cluster of every
   bootstrap and the unit intercept of the models).
@@ -36,6 +41,8 @@ import pandas as pd
 from reproduce.properties import is_correct  # the one definition of a correct prediction
 
 KEY = ["object_model", "task", "property"]
+#: the value the original gives an object answer whose property cannot be extracted (``"none"``)
+NO_VALUE = "none"
 GROUND_TRUTHS = ("trained", "base")  # the main result first, then the sensitivity variant
 
 
@@ -92,9 +99,15 @@ def main_trained(pred: pd.DataFrame) -> pd.DataFrame:
     return pred[(pred["condition"] == "trained") & ~pred["scaling"].astype(bool)]
 
 
-def scored(df: pd.DataFrame) -> pd.DataFrame:
-    """The observations that have a ground truth: the object model's answer is compliant."""
-    return df[df["object_compliant"].astype(bool)]
+def scored(df: pd.DataFrame, keep_noncompliant: bool = False) -> pd.DataFrame:
+    """The observations that have a ground truth: the object model's answer is compliant. With
+    ``keep_noncompliant`` (the original's setting): every observation, a non-compliant object answer's value
+    being :data:`NO_VALUE`."""
+    if not keep_noncompliant:
+        return df[df["object_compliant"].astype(bool)]
+    out = df.copy()
+    out["object_value"] = out["object_value"].where(out["object_compliant"].astype(bool), NO_VALUE)
+    return out
 
 
 def _mode(values: pd.Series) -> tuple[object, int]:
@@ -104,12 +117,13 @@ def _mode(values: pd.Series) -> tuple[object, int]:
     return sorted(v for v, c in counts.items() if c == top)[0], int(top)
 
 
-def mode_baseline(df: pd.DataFrame) -> pd.DataFrame:
-    """Per object model x task x property: ``mode_value``, ``mode_accuracy`` and ``n`` (scored items).
+def mode_baseline(df: pd.DataFrame, keep_noncompliant: bool = False) -> pd.DataFrame:
+    """Per object model x task x property: ``mode_value``, ``mode_accuracy`` and ``n`` (scored items;
+    ``keep_noncompliant``: every item, as :func:`scored`).
 
     ``df`` holds one row per (object model, item, property) or more (rows are de-duplicated by item first),
     with ``object_value`` and ``object_compliant`` (``object_model`` defaults to ``target``)."""
-    obj = scored(with_schema(df)).drop_duplicates(KEY + ["item_id"])
+    obj = scored(with_schema(df), keep_noncompliant).drop_duplicates(KEY + ["item_id"])
     rows = []
     for key, g in obj.groupby(KEY, sort=True):
         mode, top = _mode(g["object_value"])
@@ -123,11 +137,13 @@ PREDICTION_COLUMNS = ["condition", "ground_truth", "run", "seed", "n_examples", 
 
 
 def predictions(meta_untrained: pd.DataFrame, meta_trained: pd.DataFrame | None = None,
-                ground_truth: str = "trained") -> pd.DataFrame:
+                ground_truth: str = "trained", keep_noncompliant: bool = False) -> pd.DataFrame:
     """Experiment 1's long table: one row per scored predictor x object model x item x property, before and
     after training, with the columns of :data:`PREDICTION_COLUMNS`. Untrained rows are scored against the
     base model; trained rows against ``ground_truth``: ``trained`` (M1', the main result) or ``base`` (the
-    sensitivity variant). Each row's mode baseline is that of the behaviour it is scored against."""
+    sensitivity variant). Each row's mode baseline is that of the behaviour it is scored against.
+    ``keep_noncompliant``: the original's setting (module docstring), a labelled variant: non-compliant object
+    answers are scored too, with the value :data:`NO_VALUE`, which a prediction matches only by answering it."""
     if ground_truth not in GROUND_TRUTHS:
         raise ValueError(f"ground_truth={ground_truth!r}: one of {', '.join(GROUND_TRUTHS)}")
     parts = [with_schema(meta_untrained).assign(condition="untrained", run="untrained", n_examples=0, scaling=False,
@@ -137,9 +153,13 @@ def predictions(meta_untrained: pd.DataFrame, meta_trained: pd.DataFrame | None 
         parts.append(mt[mt["ground_truth"] == ground_truth].assign(condition="trained"))
     both = pd.concat(parts, ignore_index=True)
     both["seed"] = both["seed"].astype("Int64")
-    base = mode_baseline(both)
-    df = scored(both).copy()
-    df["correct"] = is_correct(df).astype(int)
+    base = mode_baseline(both, keep_noncompliant)
+    df = scored(both, keep_noncompliant).copy()
+    correct = is_correct(df)
+    if keep_noncompliant:  # the original compares the lower-cased, stripped answer strings
+        answer = df["meta_response"].fillna("").astype(str).str.strip().str.lower()
+        correct |= ~df["object_compliant"].astype(bool) & (answer == NO_VALUE)
+    df["correct"] = correct.astype(int)
     df["self"] = (df["kind"] == "self").astype(int)
     df["unit"] = unit_of(df)
     df = df.merge(base[KEY + ["mode_value"]], on=KEY, how="left", validate="many_to_one")
@@ -339,18 +359,21 @@ def behaviour_original(out: pd.DataFrame) -> pd.DataFrame:
     the original reads its tables with ``exclude_noncompliant=True``, which drops a non-compliant prediction
     before anything is computed (``evals/analysis/james/james_analysis.py``, ``calculate_evidence_1``, as run by
     ``experiments/31_7_gpt_4o_double_ft.py``), and recomputes the mode per response property pooled over tasks
-    (``recalculate_mode`` on each response property x meta model x object model). So: the changed items whose
-    prediction after the change is compliant, P(prediction = new) and P(prediction = old) on them, and the mode
-    baselines of the new and of the old values recomputed on those same items per model x property (ties by sort
-    order). ``out`` is :func:`behaviour_outcomes`'s table. Per model and pooled (``model = "pooled"``, each
+    (``recalculate_mode`` on each response property x meta model x object model, its two "among" properties
+    renamed to one first). So: the changed items whose prediction after the change is compliant, P(prediction =
+    new) and P(prediction = old) on them, and the mode baselines of the new and of the old values recomputed on
+    those same items per model x property (the two "among" properties as one; ties by sort order). ``out`` is :func:`behaviour_outcomes`'s table. Per model and pooled (``model = "pooled"``, each
     item's baseline still from its own model's mode); Wilson 95% intervals for the two match rates. Columns:
     ``model, n, k_new, p_new, low_new, high_new, baseline_new, k_old, p_old, low_old, high_old,
     baseline_old``; with no compliant prediction a model's rates are NaN."""
     from .frequentist import wilson
 
     ok = out[out["compliant_after"].astype(bool)].copy()
+    # the original renames its "is either of two options" properties to one, among_options, before the modes
+    # (ObjectAndMeta.rename_properties in evals/analysis/james/object_meta.py): their modes are pooled
+    pooled_property = ok["property"].where(~ok["property"].str.startswith("among_"), "among_options")
     for side in ("new", "old"):
-        mode = ok.groupby(["model", "property"])[f"{side}_value"].transform(lambda v: _mode(v)[0])
+        mode = ok.groupby([ok["model"], pooled_property])[f"{side}_value"].transform(lambda v: _mode(v)[0])
         ok[f"orig_mode_{side}_correct"] = (ok[f"{side}_value"] == mode).astype(int)
     rows = []
     for model in [*sorted(out["model"].unique()), "pooled"]:

@@ -91,11 +91,25 @@ def _sensitivity_text(metrics: dict) -> dict:
     verdict = lambda d: _verdict(d["low"], d["high"], rope, "positive", "negative", "practically null",  # noqa: E731
                                  "inconclusive")
     same = verdict(a) == verdict(b)
-    return {"sensitivity_verdict": (
+    out = {"sensitivity_verdict": (
         f"the sign of the conclusion does not depend on which behaviour is the ground truth (the advantage is "
         f"{verdict(a)} either way)" if same else
         f"the conclusion depends on which behaviour is the ground truth: the advantage is {verdict(a)} against "
         f"M1' but {verdict(b)} against the base model")}
+    orig = sens.get("trained_original")
+    if orig:
+        o, main = orig["advantage"], sens["trained"]
+        out["noncompliant_sentence"] = (
+            f"With M1''s non-compliant object-level answers scored as the original's experiment 1 script scores "
+            f"them, kept as the value \"none\" ({fmt(100 - 100 * main['n'] / orig['n'])}% of its "
+            f"{orig['n']:,} trained observations), the self-predictor is right on {fmt(orig['self'])}% and the "
+            f"cross-predictor on {fmt(orig['cross'])}% against a mode baseline of {fmt(orig['mode_baseline'])}% "
+            f"(in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and {fmt(main['mode_baseline'])}%), "
+            f"and the advantage is {fmt(o['estimate'])} points [{fmt(o['low'])}, {fmt(o['high'])}] (cluster "
+            f"bootstrap): {verdict(o)}, "
+            + ("as in the main analysis." if verdict(o) == verdict(a) else
+               f"where the main analysis's is {verdict(a)}."))
+    return out
 
 
 def _run_scale_text(rs: dict | None, ps: dict | None, word: dict) -> str:

@@ -2,8 +2,9 @@
 
 Training data (:func:`training_examples`) comes from one *target* model's object-level table, TRAIN tasks
 only, compliant rows only: the prompt is the item's hypothetical prompt for a property, the answer is the
-property of the target's own object-level response. The examples depend on the target and the seed alone,
-so the self-predictor and the cross-predictor of one target see exactly the same pairs in the same order.
+property of the target's own object-level response. The examples depend on the target's table and the seed
+alone: a model's self-training reads its base answers, and the cross-predictor of a self-trained model M1'
+reads M1''s answers (experiment 1 as the original ran it; :mod:`reproduce.stages.finetuning`).
 
 Training (:func:`finetune`) runs under Hugging Face ``accelerate`` (``accelerate launch`` spreads the same
 code over several GPUs), with LoRA adapters on every linear layer (peft), AdamW, and the loss on the answer
@@ -59,7 +60,8 @@ def training_examples(objects: pd.DataFrame, tasks: Mapping[str, TaskData], targ
         raise TrainingError(f"target {target!r} has no compliant object-level answers on the train tasks; "
                             "nothing to finetune on")
     items = {(n, it["item_id"]): it for n, t in tasks.items() if t.split == "train" for it in t.items}
-    prompts = [items[(t, i)]["hypothetical_prompts"][p] for t, i, p in zip(rows["task"], rows["item_id"], rows["property"])]
+    prompts = [items[(t, i)]["hypothetical_prompts"][p]
+               for t, i, p in zip(rows["task"], rows["item_id"], rows["property"])]
     df = pd.DataFrame({
         "target": target, "task": rows["task"].to_numpy(), "item_id": rows["item_id"].to_numpy(),
         "property": rows["property"].to_numpy(), "prompt": prompts, "answer": rows["value"].astype(str).to_numpy(),
@@ -192,9 +194,9 @@ def fingerprint_fields(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, s
     rendered, the examples in order, the seed, the training parameters, the resolved mixed precision, the dtype
     the base weights were loaded at, the device type, the code of this module, of :mod:`reproduce.formats` and
     of :mod:`reproduce.models` (so a change to the loss, the batching, the prompt rendering or the way the base
-    is loaded retrains) and the library versions. Gradient checkpointing is left out: it recomputes the same operations and changes
-    memory, not the adapter. So is the number of training processes: each step's gradient is the mean over its
-    answer tokens however they fall to the processes, the same up to the order of a sum."""
+    is loaded retrains) and the library versions. Gradient checkpointing is left out: it recomputes the same
+    operations and changes memory, not the adapter. So is the number of training processes: each step's gradient
+    is the mean over its answer tokens however they fall to the processes, the same up to the order of a sum."""
     return {
         "model": lm.ref.spec, "weights": lm.ref.fingerprint, "format": lm.format.kind,
         "system_prompt": lm.format.system_prompt, "chat_template": chat_template_hash(lm),
@@ -247,7 +249,8 @@ def finetune(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, out_dir: st
         order.extend(rng.permutation(len(pairs)).tolist())
 
     torch.manual_seed(seed)
-    accelerator = Accelerator(mixed_precision=resolve_mixed_precision(cfg.mixed_precision, lm.device), cpu=lm.device.type == "cpu")
+    accelerator = Accelerator(mixed_precision=resolve_mixed_precision(cfg.mixed_precision, lm.device),
+                              cpu=lm.device.type == "cpu")
     checkpointing = resolve_gradient_checkpointing(cfg.gradient_checkpointing, lm.device)
     if checkpointing:
         _checkpointing(lm.model, True)
@@ -340,5 +343,6 @@ def _save_checkpoint(ckpt: Path, fp: str, step: int, log: list, adapter: dict, o
 def _save_final(out_dir: Path, model, log: list, summary: dict) -> None:
     with atomic_dir(out_dir / "adapter") as tmp:
         model.save_pretrained(tmp)
-    atomic_write_bytes(out_dir / "train_log.tsv", ("step\tloss\n" + "".join(f"{s}\t{v:.6f}\n" for s, v in log)).encode())
+    atomic_write_bytes(out_dir / "train_log.tsv",
+                       ("step\tloss\n" + "".join(f"{s}\t{v:.6f}\n" for s, v in log)).encode())
     atomic_write_json(out_dir / "summary.json", summary)  # written last: its presence means "done"

@@ -143,6 +143,8 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
 
 #: digests already taken in this process (see :func:`file_digest`)
 _DIGESTS: dict[str, str] = {}
+#: cache folders found not writable in this process (their warning is given once)
+_UNWRITABLE: set[Path] = set()
 
 
 def _stat_key(p: Path) -> str:
@@ -159,7 +161,7 @@ def file_digest(path: str | Path) -> str:
     Processes that start together (the ranks of a distributed run) hash a file once: the first takes the
     cache's lock, the others wait and read its digest. A digest is stored only when the file was the same
     before and after it was read, and it replaces the entries of earlier versions of that path. Where the cache
-    cannot be written, the file is hashed in each process, with a warning."""
+    cannot be written, the file is hashed in each process, with one warning per process."""
     p = Path(path).resolve()
     key = _stat_key(p)
     if key in _DIGESTS:
@@ -187,8 +189,10 @@ def file_digest(path: str | Path) -> str:
         except OSError:
             writable = False
         if not writable:
-            print(f"warning: cannot keep file digests in {store.parent} (not writable), so each process hashes "
-                  f"the weights again; set LOOKING_INWARD_CACHE to a writable folder", file=sys.stderr)
+            if store.parent not in _UNWRITABLE:  # once per process and folder, not once per file
+                _UNWRITABLE.add(store.parent)
+                print(f"warning: cannot keep file digests in {store.parent} (not writable), so each process "
+                      f"hashes the weights again; set LOOKING_INWARD_CACHE to a writable folder", file=sys.stderr)
             digest = take()
         else:
             with exclusive(store.with_name(".digests.json.lock")):

@@ -260,7 +260,7 @@ def resolve(spec: str) -> ModelRef:
         return _random_ref(spec, alias, body)
     if body in EMBEDDED:
         path = _embedded_gguf(body)
-        return ModelRef(alias or body, spec, "embedded", path, short_hash(f"{body}:{file_digest(path)}"))
+        return ModelRef(alias or body, spec, "embedded", path, short_hash(f"embedded:{body}:{_digest([path])}"))
     p = Path(body).expanduser()
     if body.endswith(".gguf"):
         if not p.is_file():

@@ -72,6 +72,27 @@ def test_non_compliant_predictions_count_as_wrong_and_unscored_items_are_dropped
     assert acc["wilson_low"] < 1 / 3 < acc["wilson_high"]
 
 
+def test_the_originals_scoring_keeps_non_compliant_object_answers_as_none():
+    """The labelled variant of the original's experiment 1 script (``exclude_noncompliant=False``), by hand:
+    object answers a, -, -, -, b (three without the property), predictions a, a, "None " (non-compliant), b, a.
+    The main scoring keeps i1 and i5: right on 1 of 2, mode "a" (a tie, broken by sort order) right on 1 of
+    2. The original's keeps all five: the three become "none", which is the mode (3 of 5), and a prediction
+    matches one only by answering "none" (i3): right on 2 of 5."""
+    meta = pd.DataFrame({
+        "predictor": "m", "target": "m", "kind": "self", "task": "k", "family": "f", "property": "p",
+        "item_id": ["i1", "i2", "i3", "i4", "i5"], "meta_value": ["a", "a", None, "b", "a"],
+        "meta_compliant": [True, True, False, True, True], "meta_response": ["a", "a", "None ", "b", "a"],
+        "object_value": ["a", None, None, None, "b"], "object_compliant": [True, False, False, False, True]})
+    main = tidy.predictions(meta)
+    assert list(main["item_id"]) == ["i1", "i5"] and list(main["correct"]) == [1, 0]
+    assert main["mode_correct"].mean() == pytest.approx(1 / 2)
+    orig = tidy.predictions(meta, keep_noncompliant=True)
+    assert list(orig["item_id"]) == ["i1", "i2", "i3", "i4", "i5"]
+    assert list(orig["object_value"]) == ["a", "none", "none", "none", "b"]
+    assert list(orig["correct"]) == [1, 0, 1, 0, 0]
+    assert set(orig["mode_value"]) == {"none"} and orig["mode_correct"].mean() == pytest.approx(3 / 5)
+
+
 def test_mad_by_hand():
     # 10 points, one per bin: MAD is the mean absolute difference x100
     o = np.linspace(0.05, 0.95, 10)

@@ -211,3 +211,19 @@ def test_the_originals_computation_drops_non_compliant_predictions_and_pools_the
     pooled = o.loc["pooled"]
     assert (pooled["n"], pooled["k_new"]) == (20, 19)
     assert pooled["baseline_new"] == pytest.approx(15 / 20)
+
+
+def test_the_originals_computation_pools_the_two_among_properties_into_one_mode():
+    """The original renames its "is either of two options" properties to one before the modes
+    (``rename_properties``). Counted by hand: among_a_or_c's new values are true x3, false x1 and
+    among_b_or_d's false x6, so the pooled mode "false" is right on 7 of 10 where a mode per property would be
+    right on 3 + 6 = 9; the old values (the opposite) give "true", right on 7 of 10. The main table keeps a
+    mode per property (9 of 10)."""
+    ac = _bc(["x"] * 4, ["false", "false", "false", "true"], ["true", "true", "true", "false"], prop="among_a_or_c")
+    bd = _bc(["x"] * 6, ["true"] * 6, ["false"] * 6, prop="among_b_or_d")
+    bd["item_id"] = [f"k-b{i}" for i in range(6)]
+    out = tidy.behaviour_outcomes(pd.concat([ac, bd], ignore_index=True))
+    m = tidy.behaviour_original(out).set_index("model").loc["m"]
+    assert m["n"] == 10
+    assert m["baseline_new"] == pytest.approx(7 / 10) and m["baseline_old"] == pytest.approx(7 / 10)
+    assert tidy.behaviour_tracking(out).set_index("model").loc["m", "baseline_new"] == pytest.approx(9 / 10)

@@ -295,6 +295,15 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
         rows = mt[(mt.predictor == r.predictor) & (mt.target == r.target) & ~mt.scaling & mt.object_compliant
                   & (mt.ground_truth == "trained")]
         assert r.accuracy == pytest.approx(rows.correct.mean()) and r.n == len(rows)
+    # the original's scoring (a labelled variant): every M1' answer, "none" where it has no property value
+    orig = metrics["sensitivity_ground_truth"]["trained_original"]
+    rows = mt[~mt.scaling & (mt.ground_truth == "trained")]
+    value = rows.object_value.where(rows.object_compliant.astype(bool), "none")
+    hit = (rows.meta_compliant.astype(bool) & rows.object_compliant.astype(bool) & (rows.meta_value == value)) | (
+        ~rows.object_compliant.astype(bool) & (rows.meta_response.str.strip().str.lower() == "none"))
+    assert orig["n"] == len(rows) > metrics["sensitivity_ground_truth"]["trained"]["n"]
+    for kind in ("self", "cross"):
+        assert orig[kind] == pytest.approx(100 * hit[rows.kind == kind].mean())
     pred = pd.read_parquet(out / "tidy" / "predictions.parquet")
     t = pred[pred.condition == "trained"]
     assert set(t["object_model"]) == {trained_model_name(m, s) for m in MODELS for s in SEEDS}
@@ -436,6 +445,14 @@ def test_report_quotes_the_metrics(analysed, rendered):
     assert got, "the run-scale sentence is missing"
     assert [_number(g) for g in got.groups()] == pytest.approx(
         [rs["sigma"]["median"], rs["sigma"]["low"], rs["sigma"]["high"], rs["tau"]["median"]], abs=0.0051)
+    so = m["sensitivity_ground_truth"]["trained_original"]
+    got = re.search(r"kept as the value .none. \(\S+% of its (\S+) trained observations\), the self-predictor is "
+                    r"right on (\S+)% and the cross-predictor on (\S+)% against a mode baseline of (\S+)% .*? and the "
+                    r"advantage is (\S+) points \[(\S+), (\S+)\]", html)
+    assert got, "the original-scoring sentence is missing"
+    assert [_number(g) for g in got.groups()] == pytest.approx(
+        [so["n"], so["self"], so["cross"], so["mode_baseline"], *(so["advantage"][k] for k in ("estimate", "low",
+                                                                                              "high"))], abs=0.051)
     b = m["behaviour"]
     got = re.search(r"changed the property on (\S+) of (\S+) evaluated", html)
     assert [_number(g) for g in got.groups()] == [b["changed"], b["evaluated"]]

@@ -179,3 +179,6 @@ def test_the_shards_key_holds_the_seed_and_the_code_that_steers_and_grades(model
     for module in ("reproduce.injection", "reproduce.steering", "reproduce.graders"):
         simulate_edit(monkeypatch, common, module)
         assert shard_fingerprint(tiny_profile(injection=SMALL), lm, data) != fp, module
+    for module in ("reproduce.properties", "reproduce.tasks"):  # modules the stage does not run keep its shards
+        simulate_edit(monkeypatch, common, module)
+        assert shard_fingerprint(tiny_profile(injection=SMALL), lm, data) == fp, module

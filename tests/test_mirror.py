@@ -170,3 +170,6 @@ def test_the_shards_key_holds_the_seed_every_model_of_the_run_and_the_code(model
     for module in ("reproduce.mirror", "reproduce.corrupt"):
         simulate_edit(monkeypatch, common, module)
         assert mirror.shard_fingerprint(tiny_profile(mirror=SMALL), lm, data, refs) != fp, module
+    for module in ("reproduce.properties", "reproduce.tasks"):  # modules the stage does not run keep its shards
+        simulate_edit(monkeypatch, common, module)
+        assert mirror.shard_fingerprint(tiny_profile(mirror=SMALL), lm, data, refs) == fp, module

@@ -71,6 +71,31 @@ def test_weights_are_keyed_by_their_content_not_their_path(tmp_path, monkeypatch
     assert resolve(str(g)).fingerprint == resolve(str(tmp_path / "copy" / "m.gguf")).fingerprint != fp
 
 
+def test_a_cache_that_cannot_be_written_still_keys_weights_by_content(tmp_path, monkeypatch, capsys):
+    """Without a writable cache each file is hashed in the process, the keys are the same as with one, and the
+    warning that names the fix comes once per process, not once per file."""
+    import hashlib
+
+    from reproduce import io
+
+    monkeypatch.setenv("LOOKING_INWARD_CACHE", str(tmp_path / "cache"))
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "config.json").write_text('{"model_type": "llama"}')
+    (a / "model.safetensors").write_bytes(b"\x00" * 1000)
+    writable = resolve(str(a)).fingerprint
+    monkeypatch.setenv("LOOKING_INWARD_CACHE", str(tmp_path / "read-only"))  # holds no digest yet
+    monkeypatch.setattr(io, "_DIGESTS", {})
+    monkeypatch.setattr(io, "_UNWRITABLE", set(), raising=False)
+    monkeypatch.setattr(io.os, "access", lambda path, mode: False)
+    capsys.readouterr()
+    assert resolve(str(a)).fingerprint == writable
+    assert io.file_digest(a / "model.safetensors") == hashlib.sha256(b"\x00" * 1000).hexdigest()
+    err = capsys.readouterr().err
+    assert err.count("cannot keep file digests") == 1 and "LOOKING_INWARD_CACHE" in err
+
+
+
 def test_embedded_specs_and_aliases_resolve_without_loading():
     ref = resolve("smollm2-135m")
     assert ref.kind == "embedded" and ref.path.suffix == ".gguf" and ref.name == "smollm2-135m"

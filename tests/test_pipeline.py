@@ -145,8 +145,30 @@ def test_an_edit_to_the_code_that_builds_the_rows_starts_fresh_shards(module, mo
     pd.testing.assert_frame_equal(first, edited)
 
 
-def test_an_edit_to_the_meta_level_stage_starts_fresh_shards(models, tmp_path, monkeypatch):
-    """The meta-level shards hash their stage's module too (an edit simulated by another code version)."""
+def test_an_edit_to_a_module_a_stage_does_not_run_keeps_its_shards(models, tmp_path, monkeypatch):
+    """The object level reads no property and no task generator (its prompts are the released dataset's, keyed by
+    hash): an edit to either keeps its finished shards."""
+    import reproduce.stages.common as common
+    from reproduce.stages import object_behaviour
+
+    lm, engine = models["smollm2-135m"]
+    plan = Plan(tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]}))
+    task = plan.tasks["animals"]
+    calls = []
+    real_generate = engine.generate
+    monkeypatch.setattr(engine, "generate", lambda *a, **k: calls.append(1) or real_generate(*a, **k))
+    first = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
+    for module in ("reproduce.properties", "reproduce.tasks"):
+        simulate_edit(monkeypatch, common, module)
+        pd.testing.assert_frame_equal(first, object_behaviour(plan, lm, engine, task, task.items[:2], "object_level",
+                                                              tmp_path))
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("module", ["reproduce.stages.meta_level", "reproduce.properties"])
+def test_an_edit_to_the_meta_level_stage_starts_fresh_shards(module, models, tmp_path, monkeypatch):
+    """The meta-level shards hash their stage's module and the property registry, which gives the answer
+    options whose mass is read (an edit simulated by another code version)."""
     import reproduce.stages.common as common
     from reproduce.stages import meta_predictions
 
@@ -158,7 +180,7 @@ def test_an_edit_to_the_meta_level_stage_starts_fresh_shards(models, tmp_path, m
     first = meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
     meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
     assert len(calls) == 1
-    simulate_edit(monkeypatch, common, "reproduce.stages.meta_level")
+    simulate_edit(monkeypatch, common, module)
     edited = meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
     assert len(calls) == 2
     pd.testing.assert_frame_equal(first, edited)

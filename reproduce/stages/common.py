@@ -115,20 +115,23 @@ def _load(profile: Profile, ref: ModelRef):
 
 def _fingerprint(stage: str, profile: Profile, lm, uses: Sequence[str], **extra) -> dict:
     """What determines a shard's rows. The dtype is the resolved one (``auto`` may pick either). ``code`` hashes
-    the source of the modules that compute the rows: the engine, model loading, prompt rendering, the tasks and
-    properties, and ``uses``, the modules of the stage itself (the one that builds the rows from the engine's
-    answers, and any it steers or corrupts with), so editing any of them starts fresh shards. The chat template
+    the source of the modules that compute the rows: the engine, model loading and prompt rendering, which every
+    stage runs, and ``uses``, the stage's own modules (the one that builds the rows from the engine's answers,
+    and any it reads answer options from, steers or corrupts with), so editing any of them starts fresh shards
+    and editing a module a stage does not use (the properties, for concept injection) keeps them. The prompts
+    themselves come from the datasets, which the stages key by their release hash. The chat template
     is hashed because a tokenizer update can change the rendered prompts without any change to the code or the
     weights, which are keyed by content (``weights``)."""
     if not uses or isinstance(uses, str):
         raise ValueError("_fingerprint needs the stage's own modules in uses, as a sequence of module names")
     return {
-        "stage": stage, "package": __version__, "engine": ENGINE_VERSION, "model": lm.ref.spec, "weights": lm.ref.fingerprint,
+        "stage": stage, "package": __version__, "engine": ENGINE_VERSION, "model": lm.ref.spec,
+        "weights": lm.ref.fingerprint,
         "dtype": lm.dtype_name, "device": lm.device.type, "batch_size": profile.batch_size,
         "format": lm.format.kind, "system_prompt": profile.system_prompt,
         "chat_template": chat_template_hash(lm),
         "code": code_version("reproduce.engine", "reproduce.split_cache", "reproduce.models", "reproduce.formats",
-                             "reproduce.properties", "reproduce.tasks", *uses),
+                             *uses),
         "runtime": runtime_versions(), **({"device_map": profile.device_map} if profile.device_map else {}), **extra,
     }
 

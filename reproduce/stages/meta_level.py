@@ -32,9 +32,10 @@ def meta_predictions(plan: Plan, lm, engine: Engine, stage: str, work: Path = WO
         items = plan.items(task)[:n_items]
         props = plan.properties[task.name]
         limits = {p: META_MAX_NEW_TOKENS["closed" if get_property(p).closed else "open"] for p in props}
+        # the properties module gives the answer options whose mass is read
         store = ShardStore(work / stage / lm.name, _fingerprint(
-            stage, profile, lm, (__name__,), task=task.name, task_sha256=task.manifest["sha256"], properties=props,
-            max_new_tokens=limits))
+            stage, profile, lm, (__name__, "reproduce.properties"), task=task.name,
+            task_sha256=task.manifest["sha256"], properties=props, max_new_tokens=limits))
 
         # one call for every property of a chunk's items: an item's hypothetical prompts differ only in their
         # last sentence, so the engine computes the part they share once

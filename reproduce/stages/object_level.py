@@ -28,7 +28,8 @@ def object_behaviour(plan: Plan, lm, engine: Engine, task: TaskData, items: list
     by_id = {it["item_id"]: it for it in items}
     max_new = int(task.manifest["max_new_tokens"])
     store = ShardStore(work / stage / lm.name, _fingerprint(
-        stage, plan.profile, lm, (__name__,), task=task.name, task_sha256=task.manifest["sha256"], max_new_tokens=max_new))
+        stage, plan.profile, lm, (__name__,), task=task.name, task_sha256=task.manifest["sha256"],
+        max_new_tokens=max_new))
 
     def compute(k: int, chunk: list[dict]) -> pd.DataFrame:
         gens = engine.generate([it["object_prompt"] for it in chunk], max_new,
