@@ -511,8 +511,8 @@ def _seed_spread(trained: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
 def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, n_boot: int, seed: int) -> tuple[pd.DataFrame, dict]:
     """Experiment 1 scored three ways: against M1' (``trained``, the main result and the original's protocol),
     against the base model (``base``, the sensitivity variant), and against M1' with its non-compliant object
-    answers scored as the original's experiment 1 script scores them (``trained_original``: value "none",
-    counted in the mode; :func:`analysis.tidy.predictions`, ``keep_noncompliant``). Raw accuracies with Wilson
+    answers kept as the value "none", the original's experiment 1 script's value where its property function
+    fails (``trained_original``: counted in the mode; :func:`analysis.tidy.predictions`, ``keep_noncompliant``). Raw accuracies with Wilson
     intervals and mode baselines per scoring x kind x target, and the cluster-bootstrap advantage per scoring
     (the table's ``ground_truth`` column names the scoring)."""
     tables, metrics = [], {}

@@ -23,11 +23,13 @@ Definitions
   most common value of the object model's property on the evaluated items (ties broken by the value's sort
   order), over the same scored items (:func:`mode_baseline`). A trained row's baseline is therefore M1''s,
   computed from M1''s answers, never the base model's.
-* **The original's setting for non-compliant object answers** (a labelled variant, ``keep_noncompliant=True``
-  in :func:`predictions`): the original's experiment 1 script reads its tables with
-  ``exclude_noncompliant=False``, so an object answer whose property cannot be extracted stays in, with the
-  value :data:`NO_VALUE` (``load_meta_dfs`` in ``evals/analysis/james/james_analysis.py``). It counts in the
-  mode baseline, and a prediction matches it only by answering that string.
+* **Non-compliant object answers kept as "none"** (a labelled variant, ``keep_noncompliant=True`` in
+  :func:`predictions`): the original's experiment 1 script reads its tables with ``exclude_noncompliant=False``,
+  so an object answer whose property function returns None stays in, with the value :data:`NO_VALUE`
+  (``load_meta_dfs`` in ``evals/analysis/james/james_analysis.py``). It counts in the mode baseline, and a
+  prediction matches it only by answering that string. The variant applies that rule to every non-compliant
+  answer; the original's functions for its boolean properties (``is_either_a_or_c``, ``matches_target``,
+  ``starts_with_vowel``) return "false" for most such answers instead, which the variant does not replay.
 * **Answer unit.** ``unit = object_model/task/item_id``: one object-level answer defines several properties
   and is shared by the self- and the cross-predictor of the same target and seed (the cluster of every
   bootstrap and the unit intercept of the models).
@@ -142,8 +144,9 @@ def predictions(meta_untrained: pd.DataFrame, meta_trained: pd.DataFrame | None 
     after training, with the columns of :data:`PREDICTION_COLUMNS`. Untrained rows are scored against the
     base model; trained rows against ``ground_truth``: ``trained`` (M1', the main result) or ``base`` (the
     sensitivity variant). Each row's mode baseline is that of the behaviour it is scored against.
-    ``keep_noncompliant``: the original's setting (module docstring), a labelled variant: non-compliant object
-    answers are scored too, with the value :data:`NO_VALUE`, which a prediction matches only by answering it."""
+    ``keep_noncompliant``: a labelled variant (module docstring): non-compliant object answers are scored too,
+    with the value :data:`NO_VALUE` (the original's value where its property function fails), which a
+    prediction matches only by answering it."""
     if ground_truth not in GROUND_TRUTHS:
         raise ValueError(f"ground_truth={ground_truth!r}: one of {', '.join(GROUND_TRUTHS)}")
     parts = [with_schema(meta_untrained).assign(condition="untrained", run="untrained", n_examples=0, scaling=False,

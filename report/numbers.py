@@ -100,9 +100,10 @@ def _sensitivity_text(metrics: dict) -> dict:
     if orig:
         o, main = orig["advantage"], sens["trained"]
         out["noncompliant_sentence"] = (
-            f"With M1''s non-compliant object-level answers scored as the original's experiment 1 script scores "
-            f"them, kept as the value \"none\" ({fmt(100 - 100 * main['n'] / orig['n'])}% of its "
-            f"{orig['n']:,} trained observations), the self-predictor is right on {fmt(orig['self'])}% and the "
+            f"With M1''s non-compliant object-level answers kept as the value \"none\" "
+            f"({fmt(100 - 100 * main['n'] / orig['n'])}% of its {orig['n']:,} trained observations; the "
+            f"original's experiment 1 script gives that value where its property function fails, though its "
+            f"boolean properties give most such answers \"false\"), the self-predictor is right on {fmt(orig['self'])}% and the "
             f"cross-predictor on {fmt(orig['cross'])}% against a mode baseline of {fmt(orig['mode_baseline'])}% "
             f"(in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and {fmt(main['mode_baseline'])}%), "
             f"and the advantage is {fmt(o['estimate'])} points [{fmt(o['low'])}, {fmt(o['high'])}] (cluster "

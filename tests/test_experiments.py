@@ -446,7 +446,7 @@ def test_report_quotes_the_metrics(analysed, rendered):
     assert [_number(g) for g in got.groups()] == pytest.approx(
         [rs["sigma"]["median"], rs["sigma"]["low"], rs["sigma"]["high"], rs["tau"]["median"]], abs=0.0051)
     so = m["sensitivity_ground_truth"]["trained_original"]
-    got = re.search(r"kept as the value .none. \(\S+% of its (\S+) trained observations\), the self-predictor is "
+    got = re.search(r"kept as the value .none. \(\S+% of its (\S+) trained observations; .*?\), the self-predictor is "
                     r"right on (\S+)% and the cross-predictor on (\S+)% against a mode baseline of (\S+)% .*? and the "
                     r"advantage is (\S+) points \[(\S+), (\S+)\]", html)
     assert got, "the original-scoring sentence is missing"
