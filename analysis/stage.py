@@ -512,9 +512,9 @@ def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, n_boot: int, seed: 
     """Experiment 1 scored three ways: against M1' (``trained``, the main result and the original's protocol),
     against the base model (``base``, the sensitivity variant), and against M1' with its non-compliant object
     answers kept as the value "none", the original's experiment 1 script's value where its property function
-    fails (``trained_original``: counted in the mode; :func:`analysis.tidy.predictions`, ``keep_noncompliant``). Raw accuracies with Wilson
-    intervals and mode baselines per scoring x kind x target, and the cluster-bootstrap advantage per scoring
-    (the table's ``ground_truth`` column names the scoring)."""
+    fails (``trained_original``: counted in the mode; :func:`analysis.tidy.predictions`, ``keep_noncompliant``).
+    Raw accuracies with Wilson intervals and mode baselines per scoring x kind x target, and the
+    cluster-bootstrap advantage per scoring (the table's ``ground_truth`` column names the scoring)."""
     tables, metrics = [], {}
     scorings = [(truth, truth, False) for truth in tidy.GROUND_TRUTHS] + [("trained_original", "trained", True)]
     for name, truth, keep in scorings:
@@ -535,8 +535,9 @@ def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, n_boot: int, seed: 
 def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dict) -> tuple[dict, pd.DataFrame]:
     """Experiment 3 on the changed items: outcome shares, P(prediction = new / old) beside their mode baselines
     recomputed on the same items, a labelled variant computed as the original computes it (compliant predictions
-    only, modes pooled over tasks; :func:`analysis.tidy.behaviour_original`), the permutation null, the difference in differences
-    against the prediction before the change, and the hierarchical multinomial model."""
+    only, modes pooled over tasks; :func:`analysis.tidy.behaviour_original`), the permutation null, the
+    difference in differences against the prediction before the change, and the hierarchical multinomial
+    model."""
     n_boot, seed = profile.analysis.bootstrap, profile.seed
     out_bc = tidy.behaviour_outcomes(bc)
     counts = (out_bc.groupby(["model", "property", "outcome"]).size().unstack("outcome")

@@ -103,8 +103,8 @@ def main_trained(pred: pd.DataFrame) -> pd.DataFrame:
 
 def scored(df: pd.DataFrame, keep_noncompliant: bool = False) -> pd.DataFrame:
     """The observations that have a ground truth: the object model's answer is compliant. With
-    ``keep_noncompliant`` (the original's setting): every observation, a non-compliant object answer's value
-    being :data:`NO_VALUE`."""
+    ``keep_noncompliant`` (the labelled variant of the module docstring): every observation, a non-compliant
+    object answer's value being :data:`NO_VALUE`."""
     if not keep_noncompliant:
         return df[df["object_compliant"].astype(bool)]
     out = df.copy()
@@ -365,10 +365,11 @@ def behaviour_original(out: pd.DataFrame) -> pd.DataFrame:
     (``recalculate_mode`` on each response property x meta model x object model, its two "among" properties
     renamed to one first). So: the changed items whose prediction after the change is compliant, P(prediction =
     new) and P(prediction = old) on them, and the mode baselines of the new and of the old values recomputed on
-    those same items per model x property (the two "among" properties as one; ties by sort order). ``out`` is :func:`behaviour_outcomes`'s table. Per model and pooled (``model = "pooled"``, each
-    item's baseline still from its own model's mode); Wilson 95% intervals for the two match rates. Columns:
-    ``model, n, k_new, p_new, low_new, high_new, baseline_new, k_old, p_old, low_old, high_old,
-    baseline_old``; with no compliant prediction a model's rates are NaN."""
+    those same items per model x property (the two "among" properties as one; ties by sort order). ``out`` is
+    :func:`behaviour_outcomes`'s table. Per model and pooled (``model = "pooled"``, each item's baseline still
+    from its own model's mode); Wilson 95% intervals for the two match rates. Columns: ``model, n, k_new, p_new,
+    low_new, high_new, baseline_new, k_old, p_old, low_old, high_old, baseline_old``; with no compliant
+    prediction a model's rates are NaN."""
     from .frequentist import wilson
 
     ok = out[out["compliant_after"].astype(bool)].copy()

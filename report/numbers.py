@@ -103,9 +103,9 @@ def _sensitivity_text(metrics: dict) -> dict:
             f"With M1''s non-compliant object-level answers kept as the value \"none\" "
             f"({fmt(100 - 100 * main['n'] / orig['n'])}% of its {orig['n']:,} trained observations; the "
             f"original's experiment 1 script gives that value where its property function fails, though its "
-            f"boolean properties give most such answers \"false\"), the self-predictor is right on {fmt(orig['self'])}% and the "
-            f"cross-predictor on {fmt(orig['cross'])}% against a mode baseline of {fmt(orig['mode_baseline'])}% "
-            f"(in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and {fmt(main['mode_baseline'])}%), "
+            f"boolean properties give most such answers \"false\"), the self-predictor is right on "
+            f"{fmt(orig['self'])}% and the cross-predictor on {fmt(orig['cross'])}% against a mode baseline of "
+            f"{fmt(orig['mode_baseline'])}% (in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and {fmt(main['mode_baseline'])}%), "
             f"and the advantage is {fmt(o['estimate'])} points [{fmt(o['low'])}, {fmt(o['high'])}] (cluster "
             f"bootstrap): {verdict(o)}, "
             + ("as in the main analysis." if verdict(o) == verdict(a) else

@@ -121,6 +121,17 @@ def test_a_changed_item_selection_gets_its_own_rows_from_the_same_work_folder(mo
     pd.testing.assert_frame_equal(shifted, fresh)
 
 
+def _counted_smollm2(models, monkeypatch) -> tuple:
+    """SmolLM2 and its engine, whose ``generate`` calls are counted in the returned list, and a plan with one
+    train task (numbers) and one test task (animals): the set-up of the shard-key tests."""
+    lm, engine = models["smollm2-135m"]
+    plan = Plan(tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]}))
+    calls = []
+    real_generate = engine.generate
+    monkeypatch.setattr(engine, "generate", lambda *a, **k: calls.append(1) or real_generate(*a, **k))
+    return lm, engine, plan, calls
+
+
 @pytest.mark.parametrize("module", ["reproduce.stages.object_level", "reproduce.formats", "reproduce.engine"])
 def test_an_edit_to_the_code_that_builds_the_rows_starts_fresh_shards(module, models, tmp_path, monkeypatch):
     """The shard key hashes the source of the stage's own module, of the prompt rendering and of the engine:
@@ -129,12 +140,8 @@ def test_an_edit_to_the_code_that_builds_the_rows_starts_fresh_shards(module, mo
     import reproduce.stages.common as common
     from reproduce.stages import object_behaviour
 
-    lm, engine = models["smollm2-135m"]
-    plan = Plan(tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]}))
+    lm, engine, plan, calls = _counted_smollm2(models, monkeypatch)
     task = plan.tasks["animals"]
-    calls = []
-    real_generate = engine.generate
-    monkeypatch.setattr(engine, "generate", lambda *a, **k: calls.append(1) or real_generate(*a, **k))
     first = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
     again = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
     assert len(calls) == 1
@@ -151,12 +158,8 @@ def test_an_edit_to_a_module_a_stage_does_not_run_keeps_its_shards(models, tmp_p
     import reproduce.stages.common as common
     from reproduce.stages import object_behaviour
 
-    lm, engine = models["smollm2-135m"]
-    plan = Plan(tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]}))
+    lm, engine, plan, calls = _counted_smollm2(models, monkeypatch)
     task = plan.tasks["animals"]
-    calls = []
-    real_generate = engine.generate
-    monkeypatch.setattr(engine, "generate", lambda *a, **k: calls.append(1) or real_generate(*a, **k))
     first = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
     for module in ("reproduce.properties", "reproduce.tasks"):
         simulate_edit(monkeypatch, common, module)
@@ -172,11 +175,7 @@ def test_an_edit_to_the_meta_level_stage_starts_fresh_shards(module, models, tmp
     import reproduce.stages.common as common
     from reproduce.stages import meta_predictions
 
-    lm, engine = models["smollm2-135m"]
-    plan = Plan(tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]}))
-    calls = []
-    real_generate = engine.generate
-    monkeypatch.setattr(engine, "generate", lambda *a, **k: calls.append(1) or real_generate(*a, **k))
+    lm, engine, plan, calls = _counted_smollm2(models, monkeypatch)
     first = meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
     meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
     assert len(calls) == 1
