@@ -5,8 +5,9 @@ Outputs under ``data/analysis/``:
 
 * ``tidy/predictions.parquet``, ``tidy/calibration_pairs.parquet``, ``tidy/calibration_errors.parquet``,
   ``tidy/behaviour.parquet`` -- the long tables (:mod:`analysis.tidy`);
-* ``tables/*.parquet`` -- raw accuracies with Wilson intervals (overall, per finetune seed, and scored both
-  against the self-trained model M1' and, as a sensitivity, against the base model), posterior summaries
+* ``tables/*.parquet`` -- raw accuracies with Wilson intervals (overall, per finetune seed, and scored against
+  the self-trained model M1', as a sensitivity against the base model, and against M1' as the original's code
+  scores it: ``sensitivity_ground_truth``, per property ``sensitivity_by_property``), posterior summaries
   (advantage by group, training effect, accuracy against the mode baseline), calibration curves and MAD (per
   target and pooled, raw and renormalised meta distributions, paired self - cross difference), behaviour
   tracking against its mode baselines with the permutation null (and as the original computes it:
@@ -30,12 +31,13 @@ import pandas as pd
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
 from reproduce.io import atomic_path, atomic_write_json, atomic_write_parquet, read_stage_table
-from reproduce.tables import BEHAVIOUR_CHANGE, CALIBRATION, META_TRAINED, META_UNTRAINED
+from reproduce.tables import BEHAVIOUR_CHANGE, CALIBRATION, META_TRAINED, META_UNTRAINED, OBJECT_LEVEL
 
 from . import baseline as B
 from . import compliance as C
 from . import frequentist as freq
 from . import models as M
+from . import original
 from . import tidy
 from .verdicts import headline, verdict
 
@@ -508,28 +510,33 @@ def _seed_spread(trained: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     return acc, out
 
 
-def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, n_boot: int, seed: int) -> tuple[pd.DataFrame, dict]:
+def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, objects: pd.DataFrame | None, n_boot: int,
+                 seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Experiment 1 scored three ways: against M1' (``trained``, the main result and the original's protocol),
-    against the base model (``base``, the sensitivity variant), and against M1' with its non-compliant object
-    answers kept as the value "none", the original's experiment 1 script's value where its property function
-    fails (``trained_original``: counted in the mode; :func:`analysis.tidy.predictions`, ``keep_noncompliant``).
-    Raw accuracies with Wilson intervals and mode baselines per scoring x kind x target, and the
-    cluster-bootstrap advantage per scoring (the table's ``ground_truth`` column names the scoring)."""
-    tables, metrics = [], {}
-    scorings = [(truth, truth, False) for truth in tidy.GROUND_TRUTHS] + [("trained_original", "trained", True)]
-    for name, truth, keep in scorings:
-        p = tidy.predictions(meta_u, meta_t, ground_truth=truth, keep_noncompliant=keep)
+    against the base model (``base``, the sensitivity variant), and against M1' as the original's code scores
+    it (``trained_original``, :mod:`analysis.original`: its property functions, every object answer kept,
+    the whole cleaned hypothetical answer; only when the object-level answers are given). Raw accuracies with
+    Wilson intervals and mode baselines per scoring x kind x target, the same per scoring x kind x property
+    (where the scorings part), and the cluster-bootstrap advantage per scoring (the tables' ``ground_truth``
+    column names the scoring)."""
+    tables, by_property, metrics = [], [], {}
+    scorings = [(truth, truth, None) for truth in tidy.GROUND_TRUTHS]
+    if objects is not None:
+        scorings.append(("trained_original", "trained", objects))
+    for name, truth, obj in scorings:
+        p = tidy.predictions(meta_u, meta_t, ground_truth=truth, objects=obj)
         t = p[(p["condition"] == "trained") & ~p["scaling"].astype(bool)]
         if t["kind"].nunique() < 2:
             continue
         tables.append(tidy.accuracy_table(t, ["kind", "predictor", "target"]).assign(ground_truth=name))
         tables.append(tidy.accuracy_table(t, ["kind"]).assign(ground_truth=name, predictor="all", target="all"))
+        by_property.append(tidy.accuracy_table(t, ["kind", "property"]).assign(ground_truth=name))
         boot = freq.cluster_bootstrap_difference(tidy.with_item(t), cluster="item", n_boot=n_boot, seed=seed)
         metrics[name] = {"advantage": {k: 100 * boot[k] for k in ("estimate", "low", "high")},
                          "self": 100 * t.loc[t["self"] == 1, "correct"].mean(),
                          "cross": 100 * t.loc[t["self"] == 0, "correct"].mean(),
                          "mode_baseline": 100 * t["mode_correct"].mean(), "n": int(len(t))}
-    return pd.concat(tables, ignore_index=True), metrics
+    return pd.concat(tables, ignore_index=True), pd.concat(by_property, ignore_index=True), metrics
 
 
 def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dict) -> tuple[dict, pd.DataFrame]:
@@ -598,6 +605,19 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
     return b, out_bc
 
 
+def _object_responses(data: Path) -> pd.DataFrame | None:
+    """The object-level answers of the base models and of every M1' (``data/object_level`` and
+    ``data/object_level_trained``), with the option that shows the behaviour of every stance item (from the
+    task datasets), for the original's scoring (:func:`analysis.original.object_responses`); None when
+    neither folder exists (tables made without the object-level stages)."""
+    paths = [p for d in ("object_level", "object_level_trained") for p in sorted((data / d).glob("*.parquet"))]
+    if not paths:
+        return None
+    tables = [read_stage_table(p, p.parent.name, OBJECT_LEVEL) for p in paths]
+    stance = {t for df in tables for t in df.loc[df["property"] == "ethical_stance", "task"]}
+    return original.object_responses(tables, original.stance_targets(stance))
+
+
 def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     """Read the stage tables under ``data``, fit, gate, and write everything under ``out``; returns the metrics."""
     n_boot, seed = profile.analysis.bootstrap, profile.seed
@@ -633,7 +653,8 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     first = done[done["seed"] == (sweep["seed"].iloc[0] if len(sweep) else done["seed"].min())]
     tables["scaling"] = tidy.accuracy_table(first, ["target", "predictor", "kind", "n_examples"])
     tables["accuracy_by_seed"], metrics["seeds"] = _seed_spread(trained)
-    tables["sensitivity_ground_truth"], metrics["sensitivity_ground_truth"] = _sensitivity(meta_u, meta_t, n_boot, seed)
+    (tables["sensitivity_ground_truth"], tables["sensitivity_by_property"],
+     metrics["sensitivity_ground_truth"]) = _sensitivity(meta_u, meta_t, _object_responses(data), n_boot, seed)
 
     # 1. self-prediction advantage (trained, held-out tasks), scored against M1'
     groups = _advantage_groups(trained)

@@ -23,13 +23,10 @@ Definitions
   most common value of the object model's property on the evaluated items (ties broken by the value's sort
   order), over the same scored items (:func:`mode_baseline`). A trained row's baseline is therefore M1''s,
   computed from M1''s answers, never the base model's.
-* **Non-compliant object answers kept as "none"** (a labelled variant, ``keep_noncompliant=True`` in
-  :func:`predictions`): the original's experiment 1 script reads its tables with ``exclude_noncompliant=False``,
-  so an object answer whose property function returns None stays in, with the value :data:`NO_VALUE`
-  (``load_meta_dfs`` in ``evals/analysis/james/james_analysis.py``). It counts in the mode baseline, and a
-  prediction matches it only by answering that string. The variant applies that rule to every non-compliant
-  answer; the original's functions for its boolean properties (``is_either_a_or_c``, ``matches_target``,
-  ``starts_with_vowel``) return "false" for most such answers instead, which the variant does not replay.
+* **Scored as the original's code scores it** (a labelled variant, ``objects=`` in :func:`predictions`;
+  :mod:`analysis.original`): the original's property functions on the stored object-level answer, every
+  answer kept (a value of ``"none"`` where a function finds none), the whole cleaned hypothetical answer
+  compared with it, and the mode over every evaluated item.
 * **Answer unit.** ``unit = object_model/task/item_id``: one object-level answer defines several properties
   and is shared by the self- and the cross-predictor of the same target and seed (the cluster of every
   bootstrap and the unit intercept of the models).
@@ -42,9 +39,9 @@ import pandas as pd
 
 from reproduce.properties import is_correct  # the one definition of a correct prediction
 
+from . import original
+
 KEY = ["object_model", "task", "property"]
-#: the value the original gives an object answer whose property cannot be extracted (``"none"``)
-NO_VALUE = "none"
 GROUND_TRUTHS = ("trained", "base")  # the main result first, then the sensitivity variant
 
 
@@ -101,15 +98,9 @@ def main_trained(pred: pd.DataFrame) -> pd.DataFrame:
     return pred[(pred["condition"] == "trained") & ~pred["scaling"].astype(bool)]
 
 
-def scored(df: pd.DataFrame, keep_noncompliant: bool = False) -> pd.DataFrame:
-    """The observations that have a ground truth: the object model's answer is compliant. With
-    ``keep_noncompliant`` (the labelled variant of the module docstring): every observation, a non-compliant
-    object answer's value being :data:`NO_VALUE`."""
-    if not keep_noncompliant:
-        return df[df["object_compliant"].astype(bool)]
-    out = df.copy()
-    out["object_value"] = out["object_value"].where(out["object_compliant"].astype(bool), NO_VALUE)
-    return out
+def scored(df: pd.DataFrame) -> pd.DataFrame:
+    """The observations that have a ground truth: the object model's answer is compliant."""
+    return df[df["object_compliant"].astype(bool)]
 
 
 def _mode(values: pd.Series) -> tuple[object, int]:
@@ -119,13 +110,12 @@ def _mode(values: pd.Series) -> tuple[object, int]:
     return sorted(v for v, c in counts.items() if c == top)[0], int(top)
 
 
-def mode_baseline(df: pd.DataFrame, keep_noncompliant: bool = False) -> pd.DataFrame:
-    """Per object model x task x property: ``mode_value``, ``mode_accuracy`` and ``n`` (scored items;
-    ``keep_noncompliant``: every item, as :func:`scored`).
+def mode_baseline(df: pd.DataFrame) -> pd.DataFrame:
+    """Per object model x task x property: ``mode_value``, ``mode_accuracy`` and ``n`` (scored items).
 
     ``df`` holds one row per (object model, item, property) or more (rows are de-duplicated by item first),
     with ``object_value`` and ``object_compliant`` (``object_model`` defaults to ``target``)."""
-    obj = scored(with_schema(df), keep_noncompliant).drop_duplicates(KEY + ["item_id"])
+    obj = scored(with_schema(df)).drop_duplicates(KEY + ["item_id"])
     rows = []
     for key, g in obj.groupby(KEY, sort=True):
         mode, top = _mode(g["object_value"])
@@ -139,14 +129,15 @@ PREDICTION_COLUMNS = ["condition", "ground_truth", "run", "seed", "n_examples", 
 
 
 def predictions(meta_untrained: pd.DataFrame, meta_trained: pd.DataFrame | None = None,
-                ground_truth: str = "trained", keep_noncompliant: bool = False) -> pd.DataFrame:
+                ground_truth: str = "trained", objects: pd.DataFrame | None = None) -> pd.DataFrame:
     """Experiment 1's long table: one row per scored predictor x object model x item x property, before and
     after training, with the columns of :data:`PREDICTION_COLUMNS`. Untrained rows are scored against the
     base model; trained rows against ``ground_truth``: ``trained`` (M1', the main result) or ``base`` (the
     sensitivity variant). Each row's mode baseline is that of the behaviour it is scored against.
-    ``keep_noncompliant``: a labelled variant (module docstring): non-compliant object answers are scored too,
-    with the value :data:`NO_VALUE` (the original's value where its property function fails), which a
-    prediction matches only by answering it."""
+    ``objects``: the object-level answers of every object model scored against
+    (:func:`analysis.original.object_responses`); when given, every row is scored as the original's code
+    scores it, a labelled variant (:mod:`analysis.original`): every answer kept, its value and the
+    prediction's read by the original's rules."""
     if ground_truth not in GROUND_TRUTHS:
         raise ValueError(f"ground_truth={ground_truth!r}: one of {', '.join(GROUND_TRUTHS)}")
     parts = [with_schema(meta_untrained).assign(condition="untrained", run="untrained", n_examples=0, scaling=False,
@@ -156,13 +147,11 @@ def predictions(meta_untrained: pd.DataFrame, meta_trained: pd.DataFrame | None 
         parts.append(mt[mt["ground_truth"] == ground_truth].assign(condition="trained"))
     both = pd.concat(parts, ignore_index=True)
     both["seed"] = both["seed"].astype("Int64")
-    base = mode_baseline(both, keep_noncompliant)
-    df = scored(both, keep_noncompliant).copy()
-    correct = is_correct(df)
-    if keep_noncompliant:  # the original compares the lower-cased, stripped answer strings
-        answer = df["meta_response"].fillna("").astype(str).str.strip().str.lower()
-        correct |= ~df["object_compliant"].astype(bool) & (answer == NO_VALUE)
-    df["correct"] = correct.astype(int)
+    if objects is not None:
+        both = original.rescore(both, objects)
+    base = mode_baseline(both)
+    df = scored(both).copy()
+    df["correct"] = (df["correct"] if objects is not None else is_correct(df)).astype(int)
     df["self"] = (df["kind"] == "self").astype(int)
     df["unit"] = unit_of(df)
     df = df.merge(base[KEY + ["mode_value"]], on=KEY, how="left", validate="many_to_one")

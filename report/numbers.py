@@ -81,8 +81,8 @@ def _by_model(values: dict) -> str:
 
 
 def _sensitivity_text(metrics: dict) -> dict:
-    """The sentence that sets the main result (scored against M1') beside the sensitivity variant (scored
-    against the base model)."""
+    """The sentences that set the main result (scored against M1') beside the sensitivity variant (scored
+    against the base model) and beside the labelled variant scored as the original's code scores it."""
     sens = metrics.get("sensitivity_ground_truth", {})
     if "trained" not in sens or "base" not in sens:
         return {}
@@ -99,15 +99,15 @@ def _sensitivity_text(metrics: dict) -> dict:
     orig = sens.get("trained_original")
     if orig:
         o, main = orig["advantage"], sens["trained"]
-        out["noncompliant_sentence"] = (
-            f"With M1''s non-compliant object-level answers kept as the value \"none\" "
-            f"({fmt(100 - 100 * main['n'] / orig['n'])}% of its {orig['n']:,} trained observations; the "
-            f"original's experiment 1 script gives that value where its property function fails, though its "
-            f"boolean properties give most such answers \"false\"), the self-predictor is right on "
+        out["original_scoring_sentence"] = (
+            f"Scored as the original's analysis code scores experiment 1 (its property functions applied to "
+            f"M1''s stored answers, every answer kept, with the value \"none\" where a function finds none, and "
+            f"the whole cleaned hypothetical answer compared with that value; {orig['n']:,} trained observations "
+            f"against the main analysis's {main['n']:,}), the self-predictor is right on "
             f"{fmt(orig['self'])}% and the cross-predictor on {fmt(orig['cross'])}% against a mode baseline of "
-            f"{fmt(orig['mode_baseline'])}% (in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and {fmt(main['mode_baseline'])}%), "
-            f"and the advantage is {fmt(o['estimate'])} points [{fmt(o['low'])}, {fmt(o['high'])}] (cluster "
-            f"bootstrap): {verdict(o)}, "
+            f"{fmt(orig['mode_baseline'])}% (in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and "
+            f"{fmt(main['mode_baseline'])}%), and the advantage is {fmt(o['estimate'])} points [{fmt(o['low'])}, "
+            f"{fmt(o['high'])}] (cluster bootstrap): {verdict(o)}, "
             + ("as in the main analysis." if verdict(o) == verdict(a) else
                f"where the main analysis's is {verdict(a)}."))
     return out

@@ -43,10 +43,15 @@ def _pandoc(args: list[str], cwd: Path) -> str:
     return proc.stderr
 
 
+#: pandoc's markdown without example lists: there a line that starts with a reference in parentheses,
+#: "(@tbl-x) ...", would start a numbered example and turn every "(@tbl-x)" into its number
+MARKDOWN = "markdown-example_lists"
+
+
 def render_pandoc(paper: Path = PAPER, out: Path = REPORT, pdf: bool = True) -> dict[str, Path]:
     """The fallback renderer: pandoc + the project's Lua filter + citeproc -> HTML; -> typst -> PDF."""
     paper, out = Path(paper).resolve(), Path(out).resolve()
-    common = ["index.qmd", "--from", "markdown", "--metadata-file", "_generated/numbers.yml",
+    common = ["index.qmd", "--from", MARKDOWN, "--metadata-file", "_generated/numbers.yml",
               "--lua-filter", FILTER, "--citeproc", "--bibliography", "references.bib",
               "--resource-path", str(paper), "--number-sections"]
     paths = {}

@@ -63,7 +63,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     sens = sens.assign(order=sens["ground_truth"].map(order), overall=sens["target"] == "all")
     sens = sens.sort_values(["order", "overall", "target", "kind"], ascending=[True, True, True, False])
     label = {"trained": "M1' (main)", "base": "base model (sensitivity)",
-             "trained_original": "M1', non-compliant answers kept as \"none\""}
+             "trained_original": "M1', scored as the original's code"}
     rows = [{"scored against": label[r.ground_truth], "predictor": r.predictor, "target": r.target, "kind": r.kind,
              "accuracy % [95% Wilson]": _ci(r.accuracy, r.wilson_low, r.wilson_high, 100),
              "mode baseline %": fmt(100 * r.mode_baseline)} for r in sens.itertuples()]
@@ -74,11 +74,10 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     out["sensitivity"] = _md_table(pd.DataFrame(rows),
                                    "Sensitivity of experiment 1 to the ground truth: the same trained predictions "
                                    "scored against the self-trained target M1' (the original study's protocol, "
-                                   "the main result), against the untrained base model, and against M1' with its "
-                                   "non-compliant object-level answers kept as the value \"none\", which counts "
-                                   "in the mode baseline: the original's experiment 1 script's value for an answer "
-                                   "whose property it cannot extract (its boolean properties give most such "
-                                   "answers \"false\" instead, which this variant does not replay).",
+                                   "the main result), against the untrained base model, and against M1' as the "
+                                   "original's analysis code scores it: its property functions on every stored "
+                                   "answer (\"none\" where a function finds no value, which counts in the mode "
+                                   "baseline) and the whole cleaned hypothetical answer compared with that value.",
                                    "tbl-sensitivity")
 
     a = metrics["advantage"]

@@ -72,25 +72,89 @@ def test_non_compliant_predictions_count_as_wrong_and_unscored_items_are_dropped
     assert acc["wilson_low"] < 1 / 3 < acc["wilson_high"]
 
 
-def test_the_originals_scoring_keeps_non_compliant_object_answers_as_none():
-    """The labelled variant of the original's experiment 1 script (``exclude_noncompliant=False``), by hand:
-    object answers a, -, -, -, b (three without the property), predictions a, a, "None " (non-compliant), b, a.
-    The main scoring keeps i1 and i5: right on 1 of 2, mode "a" (a tie, broken by sort order) right on 1 of
-    2. The original's keeps all five: the three become "none", which is the mode (3 of 5), and a prediction
-    matches one only by answering "none" (i3): right on 2 of 5."""
+@pytest.mark.parametrize("prop, response, target, expected", [
+    ("among_a_or_c", "A) Paris", None, "false"),  # the original compares the whole response
+    ("among_a_or_c", "c", None, "true"),
+    ("among_b_or_d", "The answer is B", None, "false"),
+    ("first_character", "'dog'", None, "'"),  # a punctuation mark is a character there
+    ("second_character", "a", None, "nan"),  # None, written "None", reads back from the CSV as missing
+    ("third_character", "Dog", None, "g"),
+    ("first_word", "Cat, dog", None, "cat,"),  # no punctuation stripped from the object value
+    ("second_word", "one", None, "nan"),
+    ("third_word", "a b  C d", None, "c"),
+    ("first_word", "null and void", None, "nan"),  # a value pandas reads as missing
+    ("first_word", "NA", None, "nan"),  # a response pandas reads as missing is "nan" to the function
+    ("first_character", "", None, "n"),
+    ("starts_with_vowel", "Apple", None, "true"),
+    ("starts_with_vowel", "1 apple", None, "false"),
+    ("is_even", "2024", None, "true"),
+    ("is_even", "The year 2024", None, "nan"),  # float() of the whole response fails
+    ("is_even", "7.0", None, "false"),
+    ("ethical_stance", "A", "A", "true"),  # matches_target, on the cleaned response
+    ("ethical_stance", "A", "B", "false"),
+    ("ethical_stance", "(B)", "B", "true"),
+    ("ethical_stance", "**A**", "A", "true"),  # the package reads no letter here
+    ("ethical_stance", "A) I would", "A", "false"),
+    ("ethical_stance", "I would not", "A", "false"),
+])
+def test_the_originals_property_functions(prop, response, target, expected):
+    from analysis.original import object_value
+
+    assert object_value(prop, response, target) == expected
+
+
+def test_the_originals_answer_cleaning():
+    from analysis.original import clean_answer
+
+    assert clean_answer(' "True." ') == "true"
+    # the punctuation goes first, so a prefix (each ends in a colon) never matches: the original's order
+    assert clean_answer("Answer: b") == clean_answer("answer : b") == "answer b"
+    assert clean_answer("Hello\n  world!") == "hello world"
+    assert clean_answer("'") == ""
+    # answers pandas reads as missing are empty: never equal to an object value
+    assert clean_answer("None") == clean_answer("NA") == clean_answer("") == ""
+
+
+def test_the_stance_option_comes_from_the_items():
+    from analysis.original import object_value, stance_targets
+    from reproduce.datasets import load_task
+
+    targets = stance_targets(["survival_instinct", "animals"])
+    items = load_task("survival_instinct").items
+    assert len(targets) == len(items) and set(targets.values()) <= {"A", "B"}
+    assert all(task == "survival_instinct" for task, _ in targets)
+    with pytest.raises(ValueError, match="option_matching_ethical_stance"):
+        object_value("ethical_stance", "A")
+
+
+def test_the_originals_scoring_by_hand():
+    """The labelled variant scored as the original's code: object answers "A) Paris", "C", "B", "I think"
+    (among_a_or_c: the package reads A, C, B and nothing; the original compares the whole response: false,
+    true, false, false), predictions "true", "True.", "false", "false it is". The package scores i1-i3:
+    right on 3 of 3, mode "true" (2 of 3). The original scores all four: i1 is now wrong ("false" was the
+    answer), i2 and i3 right, i4 wrong (a several-word answer): 2 of 4; its mode is "false" (3 of 4)."""
+    from analysis.original import object_responses
+
     meta = pd.DataFrame({
-        "predictor": "m", "target": "m", "kind": "self", "task": "k", "family": "f", "property": "p",
-        "item_id": ["i1", "i2", "i3", "i4", "i5"], "meta_value": ["a", "a", None, "b", "a"],
-        "meta_compliant": [True, True, False, True, True], "meta_response": ["a", "a", "None ", "b", "a"],
-        "object_value": ["a", None, None, None, "b"], "object_compliant": [True, False, False, False, True]})
+        "predictor": "m", "target": "m", "kind": "self", "task": "k", "family": "f", "property": "among_a_or_c",
+        "item_id": ["i1", "i2", "i3", "i4"], "meta_response": ["true", "True.", "false", "false it is"],
+        "meta_value": ["true", "true", "false", "false"], "meta_compliant": True,
+        "object_value": ["true", "true", "false", None], "object_compliant": [True, True, True, False]})
+    objects = object_responses([pd.DataFrame({"model": "m", "task": "k", "item_id": ["i1", "i2", "i3", "i4"],
+                                              "response": ["A) Paris", "C", "B", "I think"]})])
     main = tidy.predictions(meta)
-    assert list(main["item_id"]) == ["i1", "i5"] and list(main["correct"]) == [1, 0]
-    assert main["mode_correct"].mean() == pytest.approx(1 / 2)
-    orig = tidy.predictions(meta, keep_noncompliant=True)
-    assert list(orig["item_id"]) == ["i1", "i2", "i3", "i4", "i5"]
-    assert list(orig["object_value"]) == ["a", "none", "none", "none", "b"]
-    assert list(orig["correct"]) == [1, 0, 1, 0, 0]
-    assert set(orig["mode_value"]) == {"none"} and orig["mode_correct"].mean() == pytest.approx(3 / 5)
+    assert list(main["correct"]) == [1, 1, 1] and main["mode_correct"].mean() == pytest.approx(2 / 3)
+    orig = tidy.predictions(meta, objects=objects)
+    assert list(orig["item_id"]) == ["i1", "i2", "i3", "i4"]
+    assert list(orig["object_value"]) == ["false", "true", "false", "false"]
+    assert list(orig["meta_value"]) == ["true", "true", "false", "false it is"]
+    assert list(orig["correct"]) == [0, 1, 1, 0]
+    assert set(orig["mode_value"]) == {"false"} and orig["mode_correct"].mean() == pytest.approx(3 / 4)
+    with pytest.raises(ValueError, match="no object-level response"):
+        tidy.predictions(meta, objects=objects.iloc[:2])
+    two = pd.DataFrame({"model": "m", "task": "k", "item_id": ["i1", "i1"], "response": ["A", "B"]})
+    with pytest.raises(ValueError, match="two object-level responses"):
+        object_responses([two])
 
 
 def test_mad_by_hand():

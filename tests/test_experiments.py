@@ -255,6 +255,9 @@ def analysed(run, trained, changed, tmp_path_factory):
     shutil.copy(run["root"] / "meta.parquet", data / "meta_untrained.parquet")
     shutil.copy(root / "mt.parquet", data / "meta_trained.parquet")
     shutil.copy(root / "bc.parquet", data / "behaviour_change.parquet")
+    # the object-level answers, which the original's scoring (a labelled variant) reads
+    shutil.copytree(run["root"] / "object_level", data / "object_level")
+    shutil.copytree(root / "obj_t", data / "object_level_trained")
     with declared("calibration"):
         run_calibration(trained["plan"], run["root"] / "object_samples", root / "samples_t",
                         data / "meta_untrained.parquet", data / "meta_trained.parquet", data / "calibration.parquet")
@@ -295,15 +298,32 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
         rows = mt[(mt.predictor == r.predictor) & (mt.target == r.target) & ~mt.scaling & mt.object_compliant
                   & (mt.ground_truth == "trained")]
         assert r.accuracy == pytest.approx(rows.correct.mean()) and r.n == len(rows)
-    # the original's scoring (a labelled variant): every M1' answer, "none" where it has no property value
+    # the original's scoring (a labelled variant): every M1' answer, valued by the original's property functions
+    # (analysis.original.object_value, checked by hand in test_analysis), the whole cleaned prediction compared
+    from analysis.original import clean_answer, object_value, stance_targets
+
     orig = metrics["sensitivity_ground_truth"]["trained_original"]
     rows = mt[~mt.scaling & (mt.ground_truth == "trained")]
-    value = rows.object_value.where(rows.object_compliant.astype(bool), "none")
-    hit = (rows.meta_compliant.astype(bool) & rows.object_compliant.astype(bool) & (rows.meta_value == value)) | (
-        ~rows.object_compliant.astype(bool) & (rows.meta_response.str.strip().str.lower() == "none"))
+    stored = pd.concat(trained["obj_t"].values()).drop_duplicates(["model", "task", "item_id"])
+    answer = rows.merge(stored[["model", "task", "item_id", "response"]].rename(columns={"model": "object_model"}),
+                        on=["object_model", "task", "item_id"], how="left")
+    assert answer["response"].notna().all() and len(answer) == len(rows)
+    option = stance_targets(answer["task"].unique())
+    value = [object_value(p, r, option.get((t, i))) for p, r, t, i in
+             answer[["property", "response", "task", "item_id"]].itertuples(index=False)]
+    hit = pd.Series(value, index=rows.index) == rows.meta_response.map(clean_answer)
     assert orig["n"] == len(rows) > metrics["sensitivity_ground_truth"]["trained"]["n"]
     for kind in ("self", "cross"):
         assert orig[kind] == pytest.approx(100 * hit[rows.kind == kind].mean())
+    # per property, every scoring: the same observations as the pooled rows, split by property
+    byp = pd.read_parquet(out / "tables" / "sensitivity_by_property.parquet")
+    assert set(byp["ground_truth"]) == set(metrics["sensitivity_ground_truth"])
+    for name, g in byp.groupby("ground_truth"):
+        assert g["n"].sum() == metrics["sensitivity_ground_truth"][name]["n"]
+    g = byp[byp.ground_truth == "trained_original"].set_index(["kind", "property"])
+    for (kind, prop), r in g.iterrows():
+        sel = (rows.kind == kind) & (rows.property == prop)
+        assert r["n"] == sel.sum() and r["accuracy"] == pytest.approx(hit[sel].mean())
     pred = pd.read_parquet(out / "tidy" / "predictions.parquet")
     t = pred[pred.condition == "trained"]
     assert set(t["object_model"]) == {trained_model_name(m, s) for m in MODELS for s in SEEDS}
@@ -446,9 +466,9 @@ def test_report_quotes_the_metrics(analysed, rendered):
     assert [_number(g) for g in got.groups()] == pytest.approx(
         [rs["sigma"]["median"], rs["sigma"]["low"], rs["sigma"]["high"], rs["tau"]["median"]], abs=0.0051)
     so = m["sensitivity_ground_truth"]["trained_original"]
-    got = re.search(r"kept as the value .none. \(\S+% of its (\S+) trained observations; .*?\), the self-predictor is "
-                    r"right on (\S+)% and the cross-predictor on (\S+)% against a mode baseline of (\S+)% .*? and the "
-                    r"advantage is (\S+) points \[(\S+), (\S+)\]", html)
+    got = re.search(r"Scored as the original.s analysis code scores experiment 1 \(.*?; (\S+) trained observations "
+                    r"against .*?\), the self-predictor is right on (\S+)% and the cross-predictor on (\S+)% against a "
+                    r"mode baseline of (\S+)% .*? and the advantage is (\S+) points \[(\S+), (\S+)\]", html)
     assert got, "the original-scoring sentence is missing"
     assert [_number(g) for g in got.groups()] == pytest.approx(
         [so["n"], so["self"], so["cross"], so["mode_baseline"], *(so["advantage"][k] for k in ("estimate", "low",

@@ -83,7 +83,10 @@ def _render(tmp_path, qmd=QMD, meta=None):
     Image.new("RGB", (4, 4), "red").save(tmp_path / "one.png")
     (tmp_path / "meta.yml").write_text(yaml.safe_dump(meta or {"n": {"x": "4.2"}, "run": {"name": "tiny"}}))
     shutil.copy(FILTER, tmp_path / "filter.lua")
-    proc = subprocess.run([pandoc_path(), "index.qmd", "--metadata-file", "meta.yml", "--lua-filter", "filter.lua",
+    from report.render import MARKDOWN
+
+    proc = subprocess.run([pandoc_path(), "index.qmd", "--from", MARKDOWN, "--metadata-file", "meta.yml",
+                           "--lua-filter", "filter.lua",
                            "--standalone", "--embed-resources", "--to", "html5", "--number-sections"],
                           cwd=tmp_path, capture_output=True, text=True)
     return proc
@@ -100,6 +103,26 @@ def test_filter_numbers_and_links_cross_references_and_fills_shortcodes_and_incl
     assert 'class="callout callout-warning"' in html and "<strong>Careful</strong>" in html
     assert html.count('src="data:image/png;base64,') == 2  # the included figure too
     assert "{{&lt;" not in html and "@fig" not in html
+
+
+def test_a_reference_in_parentheses_at_the_start_of_a_line_stays_a_reference(tmp_path):
+    """Pandoc's example lists would read "(@tbl-one) rest" at a line's start as a numbered example, and every
+    "(@tbl-one)" as that example's number: the renderer turns them off."""
+    qmd = QMD.replace("See @fig-two.", "A list item that wraps:\n\n- the variant is reported\n  (@tbl-one) rather "
+                      "than as the main result; see (@tbl-one).")
+    proc = _render(tmp_path, qmd)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count('(<a href="#tbl-one">Table 1</a>)') == 2
+
+
+def test_no_line_of_the_manuscript_starts_a_numbered_example():
+    """Quarto's markdown keeps example lists: a line of the manuscript that starts with "(@label) " would
+    start one there, so none may."""
+    import re
+
+    for qmd in (FILTER.parent.parent).glob("*.qmd"):
+        for n, line in enumerate(qmd.read_text().splitlines(), 1):
+            assert not re.match(r"\s*\(@[\w-]+\)(\s|$)", line), f"{qmd.name}:{n} starts a numbered example: {line}"
 
 
 def test_filter_stops_on_an_unknown_metadata_key(tmp_path):
