@@ -31,6 +31,7 @@ import pandas as pd
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
 from reproduce.io import atomic_path, atomic_write_json, atomic_write_parquet, read_stage_table
+from reproduce.properties import NUMBER_SEQUENCE
 from reproduce.tables import BEHAVIOUR_CHANGE, CALIBRATION, META_TRAINED, META_UNTRAINED, OBJECT_LEVEL
 
 from . import baseline as B
@@ -510,24 +511,23 @@ def _seed_spread(trained: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     return acc, out
 
 
+#: the held-out task family of experiment 1 that the original's experiment 1 has no task of
+NO_COUNTERPART_FAMILY = NUMBER_SEQUENCE
+
+
 def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, objects: pd.DataFrame | None, n_boot: int,
                  seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """Experiment 1 scored three ways: against M1' (``trained``, the main result and the original's protocol),
-    against the base model (``base``, the sensitivity variant), and against M1' as the original's code scores
-    it (``trained_original``, :mod:`analysis.original`: its property functions, every object answer kept,
-    the whole cleaned hypothetical answer; only when the object-level answers are given). Raw accuracies with
-    Wilson intervals and mode baselines per scoring x kind x target, the same per scoring x kind x property
-    (where the scorings part), and the cluster-bootstrap advantage per scoring (the tables' ``ground_truth``
-    column names the scoring)."""
+    """Experiment 1 scored several ways: against M1' (``trained``, the main result and the original's
+    protocol), against the base model (``base``, the sensitivity variant), against M1' as the original's code
+    scores it (``trained_original``, :mod:`analysis.original`: its property functions, every object answer
+    kept, the whole cleaned hypothetical answer; only when the object-level answers are given), and against
+    M1' on the held-out tasks of the families the original's experiment 1 has (``trained_without_numbers``:
+    without the number-sequence tasks; only when there are both). Raw accuracies with Wilson intervals and mode
+    baselines per scoring x kind x target, the same per scoring x kind x property, and the cluster-bootstrap
+    advantage per scoring (the tables' ``ground_truth`` column names the scoring)."""
     tables, by_property, metrics = [], [], {}
-    scorings = [(truth, truth, None) for truth in tidy.GROUND_TRUTHS]
-    if objects is not None:
-        scorings.append(("trained_original", "trained", objects))
-    for name, truth, obj in scorings:
-        p = tidy.predictions(meta_u, meta_t, ground_truth=truth, objects=obj)
-        t = p[(p["condition"] == "trained") & ~p["scaling"].astype(bool)]
-        if t["kind"].nunique() < 2:
-            continue
+
+    def summarise(name: str, t: pd.DataFrame) -> None:
         tables.append(tidy.accuracy_table(t, ["kind", "predictor", "target"]).assign(ground_truth=name))
         tables.append(tidy.accuracy_table(t, ["kind"]).assign(ground_truth=name, predictor="all", target="all"))
         by_property.append(tidy.accuracy_table(t, ["kind", "property"]).assign(ground_truth=name))
@@ -536,6 +536,19 @@ def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, objects: pd.DataFra
                          "self": 100 * t.loc[t["self"] == 1, "correct"].mean(),
                          "cross": 100 * t.loc[t["self"] == 0, "correct"].mean(),
                          "mode_baseline": 100 * t["mode_correct"].mean(), "n": int(len(t))}
+
+    scorings = [(truth, truth, None) for truth in tidy.GROUND_TRUTHS]
+    if objects is not None:
+        scorings.append(("trained_original", "trained", objects))
+    for name, truth, obj in scorings:
+        p = tidy.predictions(meta_u, meta_t, ground_truth=truth, objects=obj)
+        t = p[(p["condition"] == "trained") & ~p["scaling"].astype(bool)]
+        if t["kind"].nunique() < 2:
+            continue
+        summarise(name, t)
+        numbers = t["family"] == NO_COUNTERPART_FAMILY
+        if name == "trained" and numbers.any() and not numbers.all() and t.loc[~numbers, "kind"].nunique() == 2:
+            summarise("trained_without_numbers", t[~numbers])
     return pd.concat(tables, ignore_index=True), pd.concat(by_property, ignore_index=True), metrics
 
 

@@ -82,7 +82,8 @@ def _by_model(values: dict) -> str:
 
 def _sensitivity_text(metrics: dict) -> dict:
     """The sentences that set the main result (scored against M1') beside the sensitivity variant (scored
-    against the base model) and beside the labelled variant scored as the original's code scores it."""
+    against the base model), beside the labelled variant scored as the original's code scores it, and beside
+    the main scoring without the number task (no counterpart in the original)."""
     sens = metrics.get("sensitivity_ground_truth", {})
     if "trained" not in sens or "base" not in sens:
         return {}
@@ -96,20 +97,34 @@ def _sensitivity_text(metrics: dict) -> dict:
         f"{verdict(a)} either way)" if same else
         f"the conclusion depends on which behaviour is the ground truth: the advantage is {verdict(a)} against "
         f"M1' but {verdict(b)} against the base model")}
+    main = sens["trained"]
+
+    def scored(m: dict, beside: str = "") -> str:
+        """'the self-predictor is right on ...% ... (cluster bootstrap): <verdict>' for one scoring, with
+        ``beside`` after its mode baseline."""
+        o = m["advantage"]
+        return (f"the self-predictor is right on {fmt(m['self'])}% and the cross-predictor on {fmt(m['cross'])}% "
+                f"against a mode baseline of {fmt(m['mode_baseline'])}%{beside}, and the advantage is "
+                f"{fmt(o['estimate'])} points [{fmt(o['low'])}, {fmt(o['high'])}] (cluster bootstrap): {verdict(o)}")
+
     orig = sens.get("trained_original")
     if orig:
-        o, main = orig["advantage"], sens["trained"]
         out["original_scoring_sentence"] = (
             f"Scored as the original's analysis code scores experiment 1 (its property functions applied to "
             f"M1''s stored answers, every answer kept, with the value \"none\" where a function finds none, and "
             f"the whole cleaned hypothetical answer compared with that value; {orig['n']:,} trained observations "
-            f"against the main analysis's {main['n']:,}), the self-predictor is right on "
-            f"{fmt(orig['self'])}% and the cross-predictor on {fmt(orig['cross'])}% against a mode baseline of "
-            f"{fmt(orig['mode_baseline'])}% (in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and "
-            f"{fmt(main['mode_baseline'])}%), and the advantage is {fmt(o['estimate'])} points [{fmt(o['low'])}, "
-            f"{fmt(o['high'])}] (cluster bootstrap): {verdict(o)}, "
-            + ("as in the main analysis." if verdict(o) == verdict(a) else
-               f"where the main analysis's is {verdict(a)}."))
+            f"against the main analysis's {main['n']:,}), "
+            + scored(orig, f" (in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and "
+                           f"{fmt(main['mode_baseline'])}%)")
+            + (", as in the main analysis." if verdict(orig["advantage"]) == verdict(a) else
+               f", where the main analysis's is {verdict(a)}."))
+    nums = sens.get("trained_without_numbers")
+    out["without_numbers_sentence"] = ""  # no number task held out: nothing to say
+    if nums:
+        out["without_numbers_sentence"] = (
+            f"Without the held-out number task, which has no counterpart in the original's experiment 1 "
+            f"({nums['n']:,} of the {main['n']:,} trained observations left), " + scored(nums)
+            + (", as with it." if verdict(nums["advantage"]) == verdict(a) else f", where with it it is {verdict(a)}."))
     return out
 
 

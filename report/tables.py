@@ -59,11 +59,12 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         "is trained on that M1''s answers; both are scored against it.", "tbl-seeds")
 
     sens = t("sensitivity_ground_truth")
-    order = {"trained": 0, "base": 1, "trained_original": 2}
+    order = {"trained": 0, "base": 1, "trained_original": 2, "trained_without_numbers": 3}
     sens = sens.assign(order=sens["ground_truth"].map(order), overall=sens["target"] == "all")
     sens = sens.sort_values(["order", "overall", "target", "kind"], ascending=[True, True, True, False])
     label = {"trained": "M1' (main)", "base": "base model (sensitivity)",
-             "trained_original": "M1', scored as the original's code"}
+             "trained_original": "M1', scored as the original's code",
+             "trained_without_numbers": "M1', without the number task"}
     rows = [{"scored against": label[r.ground_truth], "predictor": r.predictor, "target": r.target, "kind": r.kind,
              "accuracy % [95% Wilson]": _ci(r.accuracy, r.wilson_low, r.wilson_high, 100),
              "mode baseline %": fmt(100 * r.mode_baseline)} for r in sens.itertuples()]
@@ -77,7 +78,9 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                    "the main result), against the untrained base model, and against M1' as the "
                                    "original's analysis code scores it: its property functions on every stored "
                                    "answer (\"none\" where a function finds no value, which counts in the mode "
-                                   "baseline) and the whole cleaned hypothetical answer compared with that value.",
+                                   "baseline) and the whole cleaned hypothetical answer compared with that value; "
+                                   "and, where the held-out tasks include a number task, against M1' without it "
+                                   "(the original's experiment 1 has no number task).",
                                    "tbl-sensitivity")
 
     a = metrics["advantage"]

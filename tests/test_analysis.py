@@ -615,3 +615,40 @@ def test_the_cluster_glm_drops_the_dummies_of_nested_groups_and_keeps_its_interv
     assert nested["estimable"] and nested["ame_low"] < nested["ame"] < nested["ame_high"]
     for k in ("log_odds", "log_odds_low", "log_odds_high", "ame", "ame_low", "ame_high"):
         assert nested[k] == pytest.approx(flat[k], rel=1e-6, abs=1e-9)
+
+
+def _trained_rows(families: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Meta-level tables of two models predicting themselves and each other after training, on the held-out
+    tasks ``families`` (task -> family), four items each: the self-predictor is right on the first three
+    items of a word task and on every item of a number task, the cross-predictor on the first item only."""
+    rows = []
+    for task, family in families.items():
+        for target, other in (("m1", "m2"), ("m2", "m1")):
+            for kind, predictor in (("self", target), ("cross", other)):
+                for i in range(4):
+                    right = i < (4 if family == "number_sequence" else 3) if kind == "self" else i == 0
+                    rows.append(dict(predictor=predictor, target=target, kind=kind, task=task, family=family,
+                                     property="p", item_id=f"{task}-{i}", object_value="a",
+                                     object_compliant=True, meta_value="a" if right else "b",
+                                     meta_compliant=True, meta_response="a" if right else "b"))
+    meta = pd.DataFrame(rows)
+    trained = meta.assign(ground_truth="trained", object_model=meta["target"] + "+self-s0", run="r", seed=0,
+                          n_examples=8, scaling=False)
+    trained = pd.concat([trained, trained.assign(ground_truth="base", object_model=trained["target"])])
+    return meta.assign(object_model=meta["target"]), trained
+
+
+def test_experiment_one_without_the_number_task_is_scored_on_the_other_tasks_only():
+    from analysis.stage import _sensitivity
+
+    meta_u, meta_t = _trained_rows({"words": "word_sequence", "years": "number_sequence"})
+    _, by_property, m = _sensitivity(meta_u, meta_t, None, n_boot=2000, seed=0)
+    assert m["trained"]["n"] == 32 and m["trained"]["self"] == pytest.approx(100 * 7 / 8)
+    w = m["trained_without_numbers"]  # the words task alone: self 3 of 4, cross 1 of 4
+    assert w["n"] == 16 and w["self"] == pytest.approx(75.0) and w["cross"] == pytest.approx(25.0)
+    assert w["advantage"]["estimate"] == pytest.approx(50.0)
+    assert set(by_property["ground_truth"]) == {"trained", "base", "trained_without_numbers"}
+    # with no number task held out, or only number tasks, there is no such scoring
+    for families in ({"words": "word_sequence"}, {"years": "number_sequence"}):
+        _, _, m = _sensitivity(*_trained_rows(families), None, n_boot=2000, seed=0)
+        assert "trained_without_numbers" not in m
