@@ -11,8 +11,9 @@ in three places, which this module replays:
    converted to a string, lower-cased and stripped (``clean_for_comparison``). No answer is left out
    (``exclude_noncompliant=False``). The functions index the response literally, so a punctuation mark is a
    character, and the boolean ones compare the whole response: ``is_either_a_or_c`` is ``"true"`` only for a
-   response that is exactly ``a`` or ``c``, so ``"A) Paris"`` is ``"false"`` (the package reads the letter A:
-   ``"true"``), and a response that names no option is ``"false"`` too. Two paths, as in the original:
+   response that is exactly ``a`` or ``c`` (in either case), so ``"A) Paris"`` is ``"false"`` (the package
+   reads the letter A: ``"true"``), and a response that names no option is ``"false"`` too. Two paths, as in
+   the original:
 
    * a property whose column the original's property extraction wrote into the object-level table
      (``apply_python_function`` in ``evals/run_property_extraction.py``; the characters, words,
@@ -49,7 +50,8 @@ stripped (the original stores the API's whole completion); the original's proper
 tables without string types, so a column of number answers becomes numbers (``"007"`` reads back as ``7``),
 which matters for number tasks only; which of the two paths a property takes depends on how the original's
 tables were made (its study sweep wrote the property columns; a sweep that does not sends every property
-through the second path); the mode's tie-break by row order.
+through the second path); the mode's tie-break by row order; a response pandas reads as missing is replayed as
+the string ``"nan"`` (pandas gives a float there, on which most of the original's functions find no value).
 """
 
 from __future__ import annotations

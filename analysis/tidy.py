@@ -25,7 +25,7 @@ Definitions
   computed from M1''s answers, never the base model's.
 * **Scored as the original's code scores it** (a labelled variant, ``objects=`` in :func:`predictions`;
   :mod:`analysis.original`): the original's property functions on the stored object-level answer, every
-  answer kept (a value of ``"none"`` where a function finds none), the whole cleaned hypothetical answer
+  answer kept (a missing value, ``"nan"``, where a function finds none), the whole cleaned hypothetical answer
   compared with it, and the mode over every evaluated item.
 * **Answer unit.** ``unit = object_model/task/item_id``: one object-level answer defines several properties
   and is shared by the self- and the cross-predictor of the same target and seed (the cluster of every

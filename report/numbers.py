@@ -108,10 +108,11 @@ def _sensitivity_text(metrics: dict) -> dict:
                 f"{fmt(o['estimate'])} points [{fmt(o['low'])}, {fmt(o['high'])}] (cluster bootstrap): {verdict(o)}")
 
     orig = sens.get("trained_original")
+    out["original_scoring_sentence"] = ""  # no object-level answers given: no such variant
     if orig:
         out["original_scoring_sentence"] = (
             f"Scored as the original's analysis code scores experiment 1 (its property functions applied to "
-            f"M1''s stored answers, every answer kept, with the value \"none\" where a function finds none, and "
+            f"M1''s stored answers, every answer kept, with the missing value \"nan\" where a function finds none, and "
             f"the whole cleaned hypothetical answer compared with that value; {orig['n']:,} trained observations "
             f"against the main analysis's {main['n']:,}), "
             + scored(orig, f" (in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and "

@@ -77,7 +77,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                    "scored against the self-trained target M1' (the original study's protocol, "
                                    "the main result), against the untrained base model, and against M1' as the "
                                    "original's analysis code scores it: its property functions on every stored "
-                                   "answer (\"none\" where a function finds no value, which counts in the mode "
+                                   "answer (\"nan\" where a function finds no value, which counts in the mode "
                                    "baseline) and the whole cleaned hypothetical answer compared with that value; "
                                    "and, where the held-out tasks include a number task, against M1' without it "
                                    "(the original's experiment 1 has no number task).",
