@@ -547,7 +547,7 @@ def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, objects: pd.DataFra
             continue
         summarise(name, t)
         numbers = t["family"] == NO_COUNTERPART_FAMILY
-        if name == "trained" and numbers.any() and not numbers.all() and t.loc[~numbers, "kind"].nunique() == 2:
+        if name == "trained" and numbers.any() and t.loc[~numbers, "kind"].nunique() == 2:
             summarise("trained_without_numbers", t[~numbers])
     return pd.concat(tables, ignore_index=True), pd.concat(by_property, ignore_index=True), metrics
 
