@@ -384,6 +384,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     run["dtype"] = _by_model(precision.get("dtype", {}))
     run["mixed_precision"] = _by_model(precision.get("mixed_precision", {}))
     run["dtype_setting"] = profile.dtype
+    run["system_prompt_phrase"], text["system_prompt_difference"] = _system_prompt_text(profile.system_prompt, profile.models)
     run["base_dtype"] = _by_model(precision.get("base_dtype", {}))
     counts = counts or {}
     # a skipped stage's methods still describe the dataset: 'the 50'
@@ -424,6 +425,24 @@ def _subset_phrase(wanted, available: int | None, skipped: bool = False) -> str:
     if isinstance(wanted, int):
         return f"the first {wanted}{of}"
     return f"{len(wanted)} chosen{of}"
+
+
+def _system_prompt_text(system_prompt: str | None, models: list[str]) -> tuple[str, str]:
+    """What a chat model reads before each prompt (``system_prompt`` of the settings), for the methods, and how
+    that differs from the original, whose prompt configurations (``object_level/minimal``,
+    ``meta_level/minimal``) send an empty system message: the sentence of the differences section."""
+    original = ("The original sends every prompt after an empty system message (its `minimal` prompt "
+                "configurations); ")
+    if system_prompt is None:
+        smollm2 = " (SmolLM2's names the assistant)" if any(m.split("=")[-1] == "smollm2-135m" for m in models) else ""
+        return ("the template's own default system prompt, where it has one",
+                original + f"this run keeps each chat template's own default system prompt{smollm2}. The setting "
+                "`system_prompt: \"\"` sends an empty one, as the original does.")
+    if system_prompt == "":
+        return ("an empty system message, as the original sends",
+                "As in the original (its `minimal` prompt configurations), a chat model reads every prompt after "
+                "an empty system message.")
+    return (f"the system prompt \"{system_prompt}\"", original + "this run sends the system prompt named in the methods.")
 
 
 def _join(words: list[str]) -> str:

@@ -280,3 +280,28 @@ def test_the_methods_name_the_fits_that_started_at_the_retrys_target_acceptance(
     assert _first_sampling(diag, profile).startswith(
         "first sampling (0.99 from the start for the training effect and calibration log-score models, whose")
     assert _first_sampling({"advantage": {"target_accept": 0.9}, "old run": {}}, profile) == "first sampling"
+
+
+@pytest.mark.parametrize("system_prompt, methods, difference", [
+    (None, "the template's own default system prompt", "this run keeps each chat template's own default"),
+    ("", "an empty system message, as the original sends", "As in the original"),
+    ("Be brief.", 'the system prompt "Be brief."', "this run sends the system prompt named in the methods"),
+])
+def test_the_methods_say_what_a_chat_model_read_before_each_prompt(system_prompt, methods, difference):
+    from report.numbers import _system_prompt_text
+
+    phrase, sentence = _system_prompt_text(system_prompt, ["smollm2-135m", "gemma3-270m"])
+    assert phrase.startswith(methods) and difference in sentence
+    # SmolLM2's default is named only where the run has SmolLM2 and keeps the default
+    assert ("SmolLM2" in sentence) == (system_prompt is None)
+    assert "SmolLM2" not in _system_prompt_text(system_prompt, ["gemma3-270m"])[1]
+
+
+def test_an_empty_system_prompt_sends_an_empty_system_message_as_the_original():
+    from reproduce.formats import PromptFormat
+    from reproduce.models import read_tokenizer, resolve, tokenizer_dir
+
+    tok = read_tokenizer(tokenizer_dir(resolve("smollm2-135m")))
+    default, empty = (PromptFormat("chat", tok, sp).render("Hi") for sp in (None, ""))
+    assert "named SmolLM" in default
+    assert empty == "<|im_start|>system\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
