@@ -287,6 +287,9 @@ def cmd_artifacts(args) -> None:
     from reproduce.errors import DataError
 
     manifests = read_manifests(Path(args.data_raw), "all")
+    if not manifests:  # an empty section would drop every dataset from dvc.yaml
+        raise DataError(f"no dataset manifests (*/manifest.json) under {args.data_raw}: pass --data-raw with the "
+                        f"project's datasets folder, or run `looking-inward datasets` first")
     if args.tag:
         from reproduce.cards import tag_datasets
 
@@ -529,17 +532,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show the traceback of expected errors too (bad params, missing inputs); unexpected "
                         "errors always show theirs")
     sub = p.add_subparsers(dest="command", required=True)
+    add_parser = sub.add_parser
+
+    def command(name: str, **kwargs) -> argparse.ArgumentParser:
+        """A subcommand whose ``--help`` opens with its one-line summary where it has no longer description."""
+        if kwargs.get("description") is None and kwargs.get("help"):
+            summary = kwargs["help"]
+            kwargs["description"] = summary[0].upper() + summary[1:] + ("" if summary.endswith(".") else ".")
+        return add_parser(name, **kwargs)
+
+    sub.add_parser = command
 
     def stage(name: str, func, help: str) -> None:
         """A pipeline stage's command: reads params.yaml (or --params FILE, or --profile NAME)."""
-        sp = sub.add_parser(name, help=help)
+        sp = sub.add_parser(name, help=help, description=(
+            f"{help[0].upper()}{help[1:]}. Stage `{name.replace('-', '_')}` of dvc.yaml, which lists its inputs, "
+            f"outputs and the settings it reads; `dvc repro` runs it when one of them has changed. Run alone, it "
+            f"reads params.yaml (or --params FILE, or --profile NAME) and writes the outputs dvc.yaml names."))
         sp.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
         sp.add_argument("--profile", default=None, help=PROFILE_HELP)
         sp.set_defaults(func=func, timed=name)
 
     s = sub.add_parser("datasets", help="generate the project's versioned task datasets into data_raw/")
-    s.add_argument("--out", default="data_raw", help="output folder (default: %(default)s)")
-    s.add_argument("--citation", default="CITATION.cff",
+    s.add_argument("--out", default=str(REPO_ROOT / "data_raw"), help="output folder (default: %(default)s)")
+    s.add_argument("--citation", default=str(REPO_ROOT / "CITATION.cff"),
                    help="write the Citation File Format record of the software and every dataset in --out here "
                         "('' to skip; default: %(default)s)")
     s.set_defaults(func=cmd_datasets)
@@ -593,17 +609,20 @@ def build_parser() -> argparse.ArgumentParser:
                     "coverage are measured. Writes data/checks/ (checks.json, parquet tables, sbc_ranks.png). About 7 s per "
                     "fit on 2 AVX-512 CPU cores, 12 s without AVX-512: the defaults (100 SBC fits, 2 x 40 scenario "
                     "fits) take 25 to 40 minutes.")
-    s.add_argument("--params", default=str(DEFAULT_PARAMS))
+    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
     s.add_argument("--profile", default=None, help=PROFILE_HELP)
     s.add_argument("--sbc", type=int, default=100, help="SBC replicates (0: skip; default %(default)s)")
-    s.add_argument("--scenario-reps", type=int, default=40, help="replicates per scenario (0: skip; default %(default)s)")
-    s.add_argument("--draws", type=int, default=500, help="kept draws (and tuning steps) per chain, 2 chains")
+    s.add_argument("--scenario-reps", type=int, default=40,
+                   help="replicates per scenario (0: skip; default %(default)s)")
+    s.add_argument("--draws", type=int, default=500,
+                   help="kept draws (and tuning steps) per chain, 2 chains (default %(default)s)")
     s.add_argument("--loto", action="store_true",
                    help="also refit the advantage model on the run's own tables without each held-out task in turn "
                         "and check that the predictive interval covers that task's accuracy (one fit per task, "
                         "at the profile's sampler settings)")
-    s.add_argument("--analysis", default="data/analysis", help="analysis outputs for --loto (default: %(default)s)")
-    s.add_argument("--out", default="data/checks", help="output folder (default: %(default)s)")
+    s.add_argument("--analysis", default=str(REPO_ROOT / "data/analysis"),
+                   help="analysis outputs for --loto (default: %(default)s)")
+    s.add_argument("--out", default=str(REPO_ROOT / "data/checks"), help="output folder (default: %(default)s)")
     s.set_defaults(func=cmd_check_models)
 
     s = sub.add_parser(
@@ -618,9 +637,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "approximations of the Bayesian ones (seconds for thousands of replicates); --validate N "
                     "fits the Bayesian model to N replicates and reports the agreement. Writes "
                     "data/analysis/power/ (power.json, curve.parquet, by_size.parquet).")
-    s.add_argument("--params", default=str(DEFAULT_PARAMS))
+    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
     s.add_argument("--profile", default=None, help=PROFILE_HELP)
-    s.add_argument("--analysis", default="data/analysis", help="analysis outputs (default: %(default)s)")
+    s.add_argument("--analysis", default=str(REPO_ROOT / "data/analysis"),
+                   help="analysis outputs (default: %(default)s)")
     s.add_argument("--reps", type=int, default=400, help="replicates per grid point (default %(default)s)")
     s.add_argument("--validate", type=int, default=0,
                    help="Bayesian fits to compare with the approximation (about 7 s each; default %(default)s)")
@@ -628,8 +648,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_power, timed="power")
 
     s = sub.add_parser("figures", help="draw every figure from the analysis outputs (PNG and SVG)")
-    s.add_argument("--analysis", default="data/analysis", help="analysis outputs (default: %(default)s)")
-    s.add_argument("--out", default="data/figures", help="output folder (default: %(default)s)")
+    s.add_argument("--analysis", default=str(REPO_ROOT / "data/analysis"),
+                   help="analysis outputs (default: %(default)s)")
+    s.add_argument("--out", default=str(REPO_ROOT / "data/figures"), help="output folder (default: %(default)s)")
     s.add_argument("--only", nargs="*", help="draw only these figures (names: see figures/plots.py FIGURES)")
     s.set_defaults(func=cmd_figures, timed="figures")
 
@@ -637,31 +658,43 @@ def build_parser() -> argparse.ArgumentParser:
                                       "(Quarto when installed, else pandoc + the project's Lua filter)")
     s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
     s.add_argument("--profile", default=None, help=PROFILE_HELP)
-    s.add_argument("--analysis", default="data/analysis", help="analysis outputs (default: %(default)s)")
-    s.add_argument("--figures", default="data/figures", help="figures (default: %(default)s)")
-    s.add_argument("--out", default="data/report", help="output folder (default: %(default)s)")
+    s.add_argument("--analysis", default=str(REPO_ROOT / "data/analysis"),
+                   help="analysis outputs (default: %(default)s)")
+    s.add_argument("--figures", default=str(REPO_ROOT / "data/figures"), help="figures (default: %(default)s)")
+    s.add_argument("--out", default=str(REPO_ROOT / "data/report"), help="output folder (default: %(default)s)")
     s.add_argument("--engine", choices=["auto", "quarto", "pandoc"], default="auto",
                    help="auto: quarto if on the PATH, else pandoc (default: %(default)s)")
     s.set_defaults(func=cmd_report, timed="report")
 
     s = sub.add_parser("screenshot", help="open the rendered report in headless Chromium and save a PNG; "
                                           "fails if the page is blank")
-    s.add_argument("--html", default="data/report/index.html", help="page to open (default: %(default)s)")
-    s.add_argument("--out", default="data/report/screenshot.png", help="PNG to write (default: %(default)s)")
-    s.add_argument("--width", type=int, default=1280)
-    s.add_argument("--height", type=int, default=2400)
+    s.add_argument("--html", default=str(REPO_ROOT / "data/report/index.html"),
+                   help="page to open (default: %(default)s)")
+    s.add_argument("--out", default=str(REPO_ROOT / "data/report/screenshot.png"),
+                   help="PNG to write (default: %(default)s)")
+    s.add_argument("--width", type=int, default=1280, help="window width in pixels (default: %(default)s)")
+    s.add_argument("--height", type=int, default=2400, help="window height in pixels (default: %(default)s)")
     s.add_argument("--chromium", default=None, help="browser executable (default: chromium from the PATH)")
     s.set_defaults(func=cmd_screenshot)
 
     s = sub.add_parser("import-release", help="convert the Looking Inward dataset release (jsonl) into data_raw/ tasks")
     s.add_argument("release_dir", help="folder of the release, with train/ and test/ (or jsonl files directly)")
-    s.add_argument("--out", default="data_raw", help="output folder (default: %(default)s)")
+    s.add_argument("--out", default=str(REPO_ROOT / "data_raw"), help="output folder (default: %(default)s)")
     s.add_argument("--split", choices=["train", "test"], default=None,
                    help="split for files not under train/ or test/")
     s.add_argument("--prefix", default="li_", help="prefix for imported task names (default: %(default)s)")
     s.set_defaults(func=cmd_import_release)
 
-    s = sub.add_parser("models", help="resolve model specs offline (and optionally load them)")
+    s = sub.add_parser(
+        "models", help="resolve model specs offline (and optionally load them)",
+        description="Resolves each model spec offline and says where its weights are; nothing is ever downloaded, "
+                    "and a spec whose weights are not on disk fails with what to do. A spec is one of: an embedded "
+                    "model (smollm2-135m, gemma3-270m); a Hugging Face id already in the local cache (org/name); a "
+                    "local model directory; a .gguf file; NAME=SPEC, which names the model NAME in every table; "
+                    "random:SHAPE[@TOKENIZER], a model of a real architecture with random weights (SHAPE: tiny, "
+                    "qwen2-0.5b, llama-1b, llama-3b, qwen2-7b, llama-8b, llama-70b, or a directory or cached id "
+                    "with a config.json). Example: looking-inward models --load "
+                    "llama8b=meta-llama/Llama-3.1-8B-Instruct")
     s.add_argument("specs", nargs="*", help="model specs (default: the embedded models)")
     s.add_argument("--load", action="store_true", help="also load each model and report its prompt format")
     s.set_defaults(func=cmd_models)
@@ -672,7 +705,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after a whole `dvc repro`, write the run (stage times, settings, this machine's matmul rate "
                         "and workload probe) "
                         "as the reference that `looking-inward plan` scales its time estimate from; run it on the "
-                        "run's machine, in its environment (the package's own: reproduce/reference_run.json)")
+                        "run's machine, in its environment (the package's own: reproduce/reference_run.json from a "
+                        "float32 run, reproduce/reference_run_bf16.json from a run where bf16 is fast)")
     s.set_defaults(func=cmd_timings)
 
     s = sub.add_parser("hardware", help="the hardware, and the dtype `auto` picks on it (bf16 only where a timed "
@@ -709,7 +743,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("artifacts", help="write dvc.yaml's artifacts section (the datasets and behaviour tables, "
                                         "each with its version and hashes) from the dataset manifests")
-    s.add_argument("--data-raw", default="data_raw", help="datasets folder (default: %(default)s)")
+    s.add_argument("--data-raw", default=str(REPO_ROOT / "data_raw"), help="datasets folder (default: %(default)s)")
     s.add_argument("--check", action="store_true", help="only check; exit 2 when the section is out of step")
     s.add_argument("--tag", action="store_true",
                    help="tag each dataset version in git (dataset-<task>@v<version>, annotated, at HEAD), so that "

@@ -11,7 +11,9 @@ with a message naming the key, instead of after minutes of inference.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
+import typing
 from pathlib import Path
 from typing import Literal
 
@@ -303,24 +305,59 @@ class Profile(_Strict):
 
 
 def _validation_error(path: Path, exc: ValidationError) -> ConfigError:
+    """One line per problem. A key that is not a setting is named with the setting it most resembles, and
+    that setting's own "required" error, which the misspelling caused, is folded into the same line."""
+    errors = exc.errors()
+    unknown = {tuple(e["loc"]) for e in errors if e["type"] == "extra_forbidden"}
+    missing = {tuple(e["loc"]) for e in errors if e["type"] == "missing"}
+    guesses, folded = {}, set()
+    for loc in unknown:
+        near = [str(m[-1]) for m in missing if m[:-1] == loc[:-1]] or _settings_at(loc[:-1])
+        match = difflib.get_close_matches(str(loc[-1]), near, n=1, cutoff=0.6)
+        if match:
+            guesses[loc] = match[0]
+            folded.add(loc[:-1] + (match[0],))
     lines = [f"invalid {path.name}:"]
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
+    for err in errors:
+        loc_t = tuple(err["loc"])
+        if loc_t in folded:
+            continue
+        loc = ".".join(str(p) for p in loc_t)
         got = err.get("input")
         shown = repr(got)
         # the offending value only: a whole section (a model-level check's input) is not repeated back
         value = "" if isinstance(got, (dict, list)) or len(shown) > 80 else f" (got {shown})"
-        lines.append(f"  {loc or 'params'}: {err['msg']}{value}")
+        if loc_t in guesses:
+            lines.append(f"  {loc}: not a setting{value}; did you mean {guesses[loc_t]}?")
+        else:
+            lines.append(f"  {loc or 'params'}: {err['msg']}{value}")
     return ConfigError("\n".join(lines))
 
 
-def profile_path(name: str, profiles_dir: str | Path = PROFILES_DIR) -> Path:
-    """``profiles/<name>.yaml``; an unknown name is an error that lists the known ones."""
+def _settings_at(section: tuple) -> list[str]:
+    """The setting names of a section of the params file (``()``: the top level); [] where it has none."""
+    model = Profile
+    for part in section:
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return []
+        inner = [a for a in (field.annotation, *typing.get_args(field.annotation))
+                 if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not inner:
+            return []
+        model = inner[0]
+    return list(model.model_fields)
+
+
+def profile_path(name: str, profiles_dir: str | Path = PROFILES_DIR,
+                 otherwise: str = ", or pass --params FILE instead of --profile") -> Path:
+    """``profiles/<name>.yaml``; an unknown name is an error that lists the known ones and the fix
+    (``otherwise``: the caller's alternative to adding the file)."""
     path = Path(profiles_dir) / f"{name}.yaml"
     if not path.exists():
         known = sorted(p.stem for p in Path(profiles_dir).glob("*.yaml"))
         raise ConfigError(f"profile {name!r} is not one of {known} (files in {profiles_dir}); add "
-                          f"{path.name} there, or pass --params FILE")
+                          f"{path.name} there{otherwise}")
     return path
 
 
@@ -399,7 +436,7 @@ def use_profile(name: str, params: str | Path = DEFAULT_PARAMS, force: bool = Fa
     """Write ``profiles/<name>.yaml`` to ``params`` (comments kept). Settings edited in ``params`` since it was
     written from its own profile are not overwritten unless ``force``: the error names them."""
     params = Path(params)
-    src = profile_path(name, _profiles_beside(params))
+    src = profile_path(name, _profiles_beside(params), otherwise="")
     validate(read_params(src)[1], src)
     if params.exists() and not force:
         try:

@@ -36,7 +36,7 @@ def _write(tmp_path, mutate):
 @pytest.mark.parametrize("mutate,match", [
     (lambda r: r.update(batch_size=0), r"^invalid params.yaml:\n  batch_size: .*\(got 0\)$"),
     (lambda r: r.update(dtype="float8"), r"  dtype: "),
-    (lambda r: r.update(batchsize=4), r"  batchsize: Extra inputs"),
+    (lambda r: r.update(batchsize=4), r"  batchsize: not a setting \(got 4\); did you mean batch_size\?"),
     (lambda r: r["tasks"].update(test=["colors"]), "both train and test"),
     (lambda r: r.update(models=["a", "a"]), "models must be distinct"),
     (lambda r: r["sampling"].update(n_samples=0), r"sampling\.n_samples"),
@@ -181,3 +181,59 @@ def test_the_project_root_is_found_from_the_working_directory_not_the_module(tmp
     assert out.returncode == 0, out.stderr
     assert load_params(project / "params.yaml")[0] == "default"
     assert main(["--root", str(project), "timings"]) == 2  # in a process already at another root: refused
+
+
+def _rename(section: dict, old: str, new: str) -> None:
+    section[new] = section.pop(old)
+
+
+@pytest.mark.parametrize("mutate, line", [
+    (lambda r: _rename(r, "batch_size", "batch_sise"), "  batch_sise: not a setting (got 16); did you mean batch_size?"),
+    (lambda r: _rename(r["finetune"], "lora_rank", "lora_rnak"),
+     "  finetune.lora_rnak: not a setting (got 8); did you mean lora_rank?"),
+    (lambda r: r["analysis"].update(dravs=5), "  analysis.dravs: not a setting (got 5); did you mean draws?"),
+])
+def test_a_misspelt_setting_is_one_line_that_names_the_setting_meant(tmp_path, mutate, line):
+    with pytest.raises(ConfigError) as info:
+        load_params(_write(tmp_path, mutate))
+    assert str(info.value).splitlines() == ["invalid params.yaml:", line]  # the 'required' error it caused folded in
+
+
+def test_an_unknown_profile_for_use_profile_says_how_to_add_one(tmp_path, capsys):
+    assert main(["use-profile", "nope", "--params", str(tmp_path / "params.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "add nope.yaml there" in err and "--params" not in err and not (tmp_path / "params.yaml").exists()
+    with pytest.raises(ConfigError, match="or pass --params FILE instead of --profile"):
+        load_params(DEFAULT_PARAMS, "nope")
+
+
+def test_every_path_a_command_defaults_to_is_in_the_project_not_the_working_directory():
+    from looking_inward.cli import build_parser
+    from reproduce.config import REPO_ROOT
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    paths = {(name, a.dest): a.default for name, sub in commands.items() for a in sub._actions
+             if isinstance(a.default, str) and ("/" in a.default or a.default.endswith((".cff", ".json", ".yaml")))}
+    assert ("report", "out") in paths and ("artifacts", "data_raw") in paths
+    outside = {k: v for k, v in paths.items() if not v.startswith(str(REPO_ROOT))}
+    assert not outside, outside
+
+
+def test_every_command_explains_itself_and_every_stage_command_names_its_dvc_stage():
+    from looking_inward.cli import build_parser
+    from reproduce.config import REPO_ROOT
+
+    stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
+    for name, sub in build_parser()._subparsers._group_actions[0].choices.items():
+        assert sub.description and sub.description[0].isupper(), name
+        if "Stage `" in sub.description:
+            assert sub.description.split("Stage `")[1].split("`")[0] in stages, name
+
+
+def test_artifacts_without_dataset_manifests_stops_before_touching_dvc_yaml(tmp_path, monkeypatch, capsys):
+    import reproduce.cards
+
+    monkeypatch.setattr(reproduce.cards, "sync_artifacts", lambda *a, **k: pytest.fail("dvc.yaml would be rewritten"))
+    assert main(["artifacts", "--data-raw", str(tmp_path)]) == 2
+    assert "no dataset manifests" in capsys.readouterr().err
