@@ -17,7 +17,10 @@ Reported beside the main estimate, in points:
   setting), and ``delta_compliant`` (the identified delta on compliant answers);
 * ``two_part_advantage``: the advantage the two parts imply together;
 * ``advantage_at_equal_compliance``: the advantage if the self-predictor complied exactly as often as the
-  cross-predictor, cell by cell (the part that is not compliance).
+  cross-predictor, cell by cell (the part that is not compliance);
+* ``compliance_part``: the rest of the two-part advantage, the part its different compliance makes
+  (``two_part_advantage - advantage_at_equal_compliance``, draw by draw): how much of the advantage is
+  compliance.
 
 The two parts are combined per target x task x property cell (each part averaged over the cell's answer
 units, then multiplied) and weighted by the cell's trials; a unit-level correlation between complying and
@@ -102,6 +105,7 @@ def compliance_sensitivity(trained: pd.DataFrame, groups: list[str], fit: Callab
         "conditional_difference": M.summarise_draws(wk @ (k_s - k_c)),
         "two_part_advantage": M.summarise_draws(w @ (c_s * k_s - c_c * k_c)),
         "advantage_at_equal_compliance": M.summarise_draws(w @ (c_c * (k_s - k_c))),
+        "compliance_part": M.summarise_draws(w @ ((c_s - c_c) * k_s)),
         "delta_compliant": M.summarise_draws(cond_q["delta"]),
         "compliance_delta": M.summarise_draws(comp["delta"]),
         "cells_without_compliant_answers": int(len(cells) - sum(observed)),

@@ -153,6 +153,19 @@ def _iv(row) -> dict:
     return {"mean": float(row["mean"]), "low": float(row["low"]), "high": float(row["high"])}
 
 
+def says_yes(answers: pd.Series) -> pd.Series:
+    """Whether a greedy forced-choice answer itself begins with the word yes (after opening punctuation)."""
+    return answers.fillna("").str.match(r"^\W*yes\b", case=False)
+
+
+def observed(rows: pd.DataFrame, flag: str = "detected") -> dict:
+    """Raw counts of forced-choice trials beside a model's estimate: trials, those counted (``flag``: P(yes) >
+    P(no), the two words' probabilities normalised over the pair), those whose answer itself begins with yes,
+    and the mean probability the first answer token put on neither word, in percent."""
+    return {"n": int(len(rows)), "k": int(rows[flag].sum()), "says_yes": int(says_yes(rows["answer"]).sum()),
+            "p_outside": 100 * float(rows["p_outside"].mean()) if len(rows) else float("nan")}
+
+
 def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: pd.DataFrame,
                      tables: dict[str, pd.DataFrame]) -> dict:
     """The numbers the manuscript quotes, per model, every one computed here from the fits and tables."""
@@ -164,6 +177,11 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
         fp = res["fp_rate"][res["fp_rate"]["model"] == m]
         if len(fp):
             d["fp_rate"] = _iv(fp.iloc[0])
+        asked = det[det["question"] == "detect"]
+        d["detection_observed"] = {c: observed(asked[asked["condition"] == c]) for c in sorted(asked["condition"].unique())}
+        bias = det[det["question"] == "yes_bias"]
+        if len(bias):  # questions whose true answer is no
+            d["yes_bias_observed"] = {c: observed(bias[bias["condition"] == c]) for c in sorted(bias["condition"].unique())}
         cells = res["detection_cells"]
         cells = cells[(cells["model"] == m) & (cells["condition"] == "concept")] if len(cells) else cells
         if len(cells):
@@ -172,7 +190,10 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
                                    "rate": _iv(best), "minus_fp": {"mean": float(best["diff_mean"]),
                                                                    "low": float(best["diff_low"]),
                                                                    "high": float(best["diff_high"])},
-                                   "verdict": verdict(best["diff_low"], best["diff_high"])}
+                                   "verdict": verdict(best["diff_low"], best["diff_high"]),
+                                   "observed": observed(asked[(asked["condition"] == "concept")
+                                                              & np.isclose(asked["layer_fraction"], best["layer_fraction"])
+                                                              & np.isclose(asked["strength"], best["strength"])])}
             d["detection_cells_above_fp"] = int((cells["diff_low"] > 0).sum())
             d["detection_cells"] = int(len(cells))
         ident = res["identification_cells"]

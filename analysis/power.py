@@ -165,9 +165,22 @@ def analyse(design: Design, rope: float, reps: int = 400, seed: int = 0, deltas=
     return {**out, "curve": curve, "by_size": pd.DataFrame(rows)}
 
 
+def observations_per_arm(predictions: pd.DataFrame) -> int:
+    """Experiment 1's scored trained observations of one arm (the self-predictions; the cross arm scores the
+    same target answers)."""
+    t = main_trained(predictions)
+    return int((t["kind"] == "self").sum())
+
+
+def simulated_observations(design: Design) -> int:
+    """The scored observations of one arm of ``design``: two directions x tasks x items x seeds x properties."""
+    return 2 * design.tasks * design.items * design.seeds * design.properties
+
+
 def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, str]:
-    """The run's design from its trained predictions (tasks, finetuning seeds, mean answer units per task,
-    target and seed, mean properties per task) and its heterogeneity from the advantage model's posterior
+    """The run's design from its trained predictions (tasks, finetuning seeds, mean properties per task, and
+    the answer units per task, target and seed that give a balanced design of two directions as many scored
+    observations per arm as the run) and its heterogeneity from the advantage model's posterior
     (medians; the seed scales where the model has the self-trained model as a factor), or
     :data:`PRIOR_HETEROGENEITY` without one. Returns the design and where the heterogeneity came from."""
     t = main_trained(predictions)
@@ -175,8 +188,10 @@ def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, 
         raise DataError("the predictions table has no trained rows: run the pipeline through meta_trained first")
     seeds = max(int(t["seed"].nunique()), 1)
     tasks = int(t["task"].nunique())
-    items = int(round(t.groupby(["target", "task"])["unit"].nunique().mean() / seeds))
     props = int(round(t.groupby("task")["property"].nunique().mean()))
+    # balanced, and as large as the run: as many scored observations per arm (the run's directions need not
+    # all have every task, nor every cell every item), over the simulation's two directions
+    items = max(1, int(round(observations_per_arm(t) / (2 * tasks * seeds * props))))
     if posterior is None:
         # the seed level's scales have the same priors as every other factor's (task's stand for them)
         seed_level = {"sigma_seed": PRIOR_HETEROGENEITY["sigma_task"], "tau_seed": PRIOR_HETEROGENEITY["tau_task"]}
@@ -256,12 +271,15 @@ def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_re
         import arviz as az
 
         posterior = az.from_netcdf(str(post_path))
-    design, source = design_from_run(pd.read_parquet(pred_path), posterior)
+    predictions = pd.read_parquet(pred_path)
+    design, source = design_from_run(predictions, posterior)
     bar = tqdm(total=len(ITEMS) + len(TASKS), desc="power curves", unit="design")
     result = analyse(design, rope, reps=reps, seed=seed, progress=lambda done, _t: bar.update(done - bar.n))
     bar.close()
     curve, by_size = result.pop("curve"), result.pop("by_size")
     result["heterogeneity_source"] = source
+    result["observations_per_arm"] = {"run": observations_per_arm(predictions),
+                                      "simulated": simulated_observations(design)}
     if validate_reps:
         from . import models as M
 

@@ -665,6 +665,9 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     sweep_sizes = sweep["n_examples"].dropna().unique()  # the sizes trained: one at or above a target's pairs is not
     first = done[done["seed"] == (sweep["seed"].iloc[0] if len(sweep) else done["seed"].min())]
     tables["scaling"] = tidy.accuracy_table(first, ["target", "predictor", "kind", "n_examples"])
+    metrics["scaling"] = [{"target": r.target, "n_examples": int(r.n_examples), "n": int(r.n),
+                           "accuracy": 100 * r.accuracy, "low": 100 * r.wilson_low, "high": 100 * r.wilson_high}
+                          for r in tables["scaling"].itertuples() if r.kind == "cross"]
     tables["accuracy_by_seed"], metrics["seeds"] = _seed_spread(trained)
     (tables["sensitivity_ground_truth"], tables["sensitivity_by_property"],
      metrics["sensitivity_ground_truth"]) = _sensitivity(meta_u, meta_t, _object_responses(data), n_boot, seed)
@@ -738,6 +741,9 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     # and the hierarchical model on item-level error
     cal_tables, metrics["calibration"], pairs = calibration_tables(cal, n_boot, seed)
     tables.update(cal_tables)
+    # the mean probability a predictor puts outside the options, which the paper's MAD counts as error
+    outside = cal.dropna(subset=["p_outside"]).groupby(["condition", "kind"])["p_outside"].mean()
+    metrics["calibration"]["p_outside"] = {f"{c}_{k}": 100 * float(v) for (c, k), v in outside.items()}
     errors = tidy.calibration_errors(cal)
     terr = errors[errors["condition"] == "trained"]
     for kind, g in terr.groupby("kind"):  # the raw total-variation error, descriptive

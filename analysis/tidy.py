@@ -270,7 +270,7 @@ def log_score(counts, meta) -> float:
     perfect, higher is better), the log-likelihood of the sampled counts under the predictor's distribution
     up to the multinomial coefficient, which does not depend on the predictor. With the ``raw`` meta
     distribution the mass outside the options lowers every ``meta_k``. A probability that underflowed to 0
-    is read as the smallest float32 (log = -87.3), so one impossible sample costs a finite, large penalty."""
+    is read as the smallest normal float32 (log = -87.3), so one impossible sample costs a finite, large penalty."""
     counts = np.asarray(counts, float)
     return float(counts @ np.log(np.maximum(np.asarray(meta, float), TINY)) / counts.sum())
 

@@ -104,6 +104,20 @@ def fig_id(name: str) -> str:
     return "fig-" + name.replace("_", "-")
 
 
+def run_seconds(models: dict) -> str:
+    """Each model's wall time in a stage's ``run.json``, and, where the run read finished shards of an earlier
+    run instead of computing them, how many (the time then does not cover their computation)."""
+    parts = []
+    for m, v in models.items():
+        sh = v.get("shards", {})
+        reused, total = sh.get("reused", 0), sh.get("reused", 0) + sh.get("computed", 0)
+        note = "" if not reused else (
+            f", reading {'all' if reused == total else f'{reused} of'} {total} parts of its results computed by an "
+            "earlier run")
+        parts.append(f"{m} {v['seconds']:.0f} s{note}")
+    return "; ".join(parts) if any(v.get("shards", {}).get("reused") for v in models.values()) else ", ".join(parts)
+
+
 def gate_sentence(diagnostics: list[dict]) -> str:
     """The sentence that every fit of a stage passed the gate, for its ``diagnostics`` list (``{"model", "fit",
     "diagnostics"}``), naming the fits that passed only at the longer sampling, or only at the higher target

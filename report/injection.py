@@ -13,7 +13,7 @@ import yaml
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from .formatting import fmt, gate_sentence, model_text, signed
+from .formatting import fmt, gate_sentence, model_text, run_seconds, signed
 
 INJECTION = REPO_ROOT / "data" / "injection"
 
@@ -41,20 +41,42 @@ def _table(df: pd.DataFrame, caption: str, label: str) -> str:
     return _md_table(df.astype(str), caption, label)
 
 
+def _observed(o: dict | None) -> str:
+    """The raw counts behind a modelled detection rate: trials with P(yes) > P(no), those whose answer itself
+    begins with yes, and the mean probability on neither word; '' where the numbers predate them."""
+    if not o:
+        return ""
+    return (f"observed: {o['k']} of {o['n']} trials with P(yes) > P(no), {o['says_yes']} answering \"yes\", "
+            f"{fmt(o['p_outside'])}% of the probability on neither word on average")
+
+
 def model_paragraph(m: str, d: dict) -> str:
     """The results for one model, every number from ``numbers.json``."""
     inj = d["layers_injected"]
     parts = [f"**{m}** ({d['n_layers']} blocks; injected at block{'s' if len(inj) > 1 else ''} "
              f"{', '.join(map(str, inj))})."]
+    seen = d.get("detection_observed", {})
     if "fp_rate" in d:
+        raw = f"; {_observed(seen['control'])}" if seen.get("control") else ""
         parts.append(f"On control trials (no injection) it said an injected thought was present at a rate of "
-                     f"{_p(d['fp_rate'])}.")
+                     f"{_p(d['fp_rate'])} (the model's estimate at the average concept{raw}).")
     if "detection_best" in d:
         b = d["detection_best"]
+        raw = f"; {_observed(b['observed'])}" if b.get("observed") else ""
         parts.append(f"Its highest detection rate under injection was {_p(b['rate'])} (layer fraction "
-                     f"{b['layer_fraction']:g}, strength {b['strength']:g}), {_pp(b['minus_fp'])} relative to the "
-                     f"false-positive rate, {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
+                     f"{b['layer_fraction']:g}, strength {b['strength']:g}{raw}), {_pp(b['minus_fp'])} relative to "
+                     f"the false-positive rate, {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
                      f"{d['detection_cells']} cells had detection credibly above the false-positive rate.")
+    if "concept" in seen:
+        c = seen["concept"]
+        parts.append(f"Over every trial with the concept injected, the answer itself began with \"yes\" in "
+                     f"{c['says_yes']} of {c['n']}, and the first answer token put {fmt(c['p_outside'])}% of its "
+                     f"probability on neither yes nor no on average.")
+    bias = d.get("yes_bias_observed", {})
+    if "control" in bias and "concept" in bias:
+        parts.append(f"Asked questions whose answer is no, it answered yes (P(yes) > P(no)) on "
+                     f"{bias['control']['k']} of {bias['control']['n']} trials without injection and "
+                     f"{bias['concept']['k']} of {bias['concept']['n']} with the concept injected.")
     if "identification_best" in d:
         b = d["identification_best"]
         parts.append(f"The injected concept was the most probable of the {round(1 / b['chance'])} concept words at "
@@ -96,7 +118,9 @@ def comparison_table(numbers: dict, reference: dict) -> pd.DataFrame:
         ours = []
         for m, d in numbers["models"].items():
             if key == "detection" and "detection_best" in d:
-                ours.append(f"{m}: {_p(d['detection_best']['rate'])}")
+                o = d["detection_best"].get("observed")
+                said = f", {o['says_yes']} of {o['n']} trials answering \"yes\"" if o else ""
+                ours.append(f"{m}: {_p(d['detection_best']['rate'])} with P(yes) > P(no){said}")
             elif key == "false_positives" and "fp_rate" in d:
                 ours.append(f"{m}: {_p(d['fp_rate'])}")
             elif key == "prefill" and d.get("prefill", {}).get("matching_minus_control"):
@@ -135,7 +159,7 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
                                  or "none" for _, r in ex.iterrows()],
                       "text": ex["text"].map(model_text)})
     ex = ex[["model", "condition", "concept", "layer fraction", "strength", "text", "grades", "perplexity"]]
-    secs = ", ".join(f"{m} {v['seconds']:.0f} s" for m, v in run["models"].items())
+    secs = run_seconds(run["models"])
     out = [
         f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])}",
         "",
@@ -157,8 +181,10 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
         "the assistant's copy of the sentence, per layer (95% band).](_generated/figures/injection_intention.png)"
         "{#fig-injection-intention}",
         "",
-        "![Coherence of the steered free text: share of answers the rules call coherent and median perplexity "
-        "under the unsteered model, per strength.](_generated/figures/injection_coherence.png)"
+        "![Coherence of the steered free text: share of answers coherent (the rules say so and the unsteered "
+        "model's perplexity of the text is at most "
+        f"{numbers['coherence_rule']['perplexity_factor']:g} times the median of its control answers) and median "
+        "perplexity under the unsteered model, per strength.](_generated/figures/injection_coherence.png)"
         "{#fig-injection-coherence}",
         "",
         _table(comparison_table(numbers, reference), f"Concept injection: this run next to the published study "

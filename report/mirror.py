@@ -11,7 +11,7 @@ import pandas as pd
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from .formatting import fmt, gate_sentence, model_text
+from .formatting import fmt, gate_sentence, model_text, run_seconds
 from .injection import _kappa, _p, _pp
 
 MIRROR = REPO_ROOT / "data" / "mirror"
@@ -49,8 +49,12 @@ def model_paragraph(m: str, d: dict) -> str:
         parts.append(f"By the judge's grade the largest change under alteration ({_cell(e)}) was {_pp(e)}, "
                      f"{WORDS[e['verdict']]} zero.")
     if "recognition_control" in d:
+        r = d["recognition_control"]
+        raw = (f"; observed: {r['k']} of {r['n']} replies with P(yes) > P(no)"
+               + (f", with {fmt(r['p_outside'])}% of the probability on neither word on average" if "p_outside" in r
+                  else "")) if "k" in r else ""
         parts.append(f"Asked whether it wrote its previous messages exactly as shown, it said yes at a rate of "
-                     f"{_p(d['recognition_control'])} with the clean history.")
+                     f"{_p(r)} with the clean history (the model's estimate at the average conversation{raw}).")
     if "recognition_extreme" in d:
         e = d["recognition_extreme"]
         parts.append(f"The largest drop ({_cell(e)}) was {_pp(e)}; {d['recognition_cells_below']} of "
@@ -87,7 +91,7 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
     ex = ex.assign(kind=ex["kind"].fillna("-"), level=ex["level"].map(lambda v: "-" if pd.isna(v) else f"{v:g}"),
                    reply=ex["reply"].map(model_text),
                    notices=ex["notices"].map({True: "yes", False: "no"}), p_yes=ex["p_yes"].map(lambda v: f"{v:.2f}"))
-    secs = ", ".join(f"{m} {v['seconds']:.0f} s" for m, v in run["models"].items())
+    secs = run_seconds(run["models"])
     out = [
         f"The conversations ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} "
         + (f"Noticing was graded by the rules and by a local judge model ({run['judge']})."
@@ -102,7 +106,8 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
         "{#fig-mirror-outcomes}",
         "",
         "![Surprise: mean log-probability per token of the clean minus the altered earlier replies, by kind "
-        "and level (95% intervals).](_generated/figures/mirror_surprise.png){#fig-mirror-surprise}",
+        "and level, and for another model's replies shown as the model's own (grey square; 95% "
+        "intervals).](_generated/figures/mirror_surprise.png){#fig-mirror-surprise}",
         "",
         _md_table(ex[["model", "condition", "kind", "level", "turn", "reply", "notices", "p_yes"]].astype(str),
                   "Example replies at the last measured turn (first conversation; cut to 200 characters), with "

@@ -325,6 +325,8 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     text["mad_by_target"] = "; ".join(
         f"{t}: self {fmt(v['trained_self']['mad'])}, cross {fmt(v['trained_cross']['mad'])}"
         for t, v in sorted(cal.get("mad_by_target", {}).items()) if "trained_self" in v and "trained_cross" in v) or "n/a"
+    text["calibration_outside_sentence"] = _outside_text(metrics.get("calibration", {}))
+    text["scaling_sentence"] = _scaling_text(metrics)
     text.update(_sensitivity_text(metrics))
     text.update(_seed_text(metrics))
     behaviour = metrics.get("behaviour", {})
@@ -393,6 +395,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         skipped=profile.injection is None)
     run["injection_baselines"] = str(counts.get("concept_injection", {}).get("baselines", "the"))
     run["freetext_temperature"] = fmt(profile.injection.free_text.temperature, 1) if profile.injection else "n/a"
+    run["mirror_kinds"] = ", ".join(profile.mirror.kinds) if profile.mirror else "none (the stage was skipped)"
     run["mirror_scripts_phrase"] = _subset_phrase(profile.mirror.scripts if profile.mirror else None,
                                                   counts.get("mirror_test", {}).get("scripts"), skipped=profile.mirror is None)
     text["exp1_tasks_sentence"] = _tasks_sentence(a.get("tasks"), list(profile.tasks.test))
@@ -504,15 +507,58 @@ def _compliance_text(cs: dict | None, rope: float) -> str:
                 "and cross-prediction is not a difference in compliance, and the accuracy among compliant answers "
                 "(the original's other setting) is the accuracy reported above.")
     c, k, e = cs["compliance_difference"], cs["conditional_difference"], cs["advantage_at_equal_compliance"]
-    return ("Not every trained hypothetical answer was in the requested form. The self-predictor complied "
-            f"{_interval(c)} points more often than the cross-predictor; among compliant answers the self-minus-"
-            f"cross difference is {_interval(k)} points, and the two parts together imply "
-            f"{_interval(cs['two_part_advantage'])} points. At equal compliance the advantage would be "
-            f"{_interval(e)} points, so " + _verdict(
-                e["low"], e["high"], rope, "the advantage is not only compliance",
-                "the self-predictor is worse once compliance is set aside",
-                "the advantage is practically all compliance",
-                "the data cannot tell how much of the advantage is compliance") + ".")
+    s = ("Not every trained hypothetical answer was in the requested form. The self-predictor complied "
+         f"{_interval(c)} points more often than the cross-predictor; among compliant answers the self-minus-"
+         f"cross difference is {_interval(k)} points, and the two parts together imply "
+         f"{_interval(cs['two_part_advantage'])} points. At equal compliance the advantage would be "
+         f"{_interval(e)} points")
+    part = cs.get("compliance_part")  # absent from the metrics of older runs
+    if part is None:
+        return s + "."
+    # how much of the advantage is compliance: the part the different compliance makes, judged on its own
+    return s + (f", and the part its different compliance makes is {_interval(part)} points, so " + _verdict(
+        part["low"], part["high"], rope, "part of the self-predictor's advantage is that it complied more often",
+        "the self-predictor's lower compliance takes part of its advantage away",
+        "compliance accounts for practically none of the difference",
+        "the data cannot tell how much of the difference is compliance") + ".")
+
+
+def _scaling_text(metrics: dict) -> str:
+    """The data-scaling sweep's cross-prediction accuracies per target and size, beside how much the full runs
+    of different finetuning seeds differ: each size is one run, so a difference between sizes can be the
+    run-to-run variation. Empty where the run has no sweep (or its metrics are older)."""
+    rows = metrics.get("scaling") or []
+    by = {}
+    for r in sorted(rows, key=lambda r: (r["target"], r["n_examples"])):
+        by.setdefault(r["target"], []).append(f"{fmt(r['accuracy'])}% [{fmt(r['low'])}, {fmt(r['high'])}] with "
+                                              f"{r['n_examples']} pairs")
+    parts = [f"predicting {t}, {_join(v)}" for t, v in by.items() if len(v) >= 2]
+    if not parts:
+        return ""
+    s = "Cross-prediction, first seed: " + "; ".join(parts) + "."
+    spreads = [v["cross_spread"] for v in metrics.get("seeds", {}).get("by_target", {}).values() if "cross_spread" in v]
+    if spreads:
+        s += (f" Each size is one finetuning run, and the full runs of different seeds differ in cross-prediction "
+              f"accuracy by up to {fmt(max(spreads))} points, so a difference between sizes can be run-to-run "
+              f"variation as much as the amount of data.")
+    return s
+
+
+def _outside_text(cal: dict) -> str:
+    """The probability mass outside the options, before and after training, beside the MAD without it: the
+    paper's MAD counts that mass as error, so a fall in the MAD from before to after training can be the mass
+    moving onto the options. Empty where the run's metrics lack either (older runs, a skipped condition)."""
+    out, ren = cal.get("p_outside", {}), cal.get("mad_renormalised", {})
+    cells = [f"{c}_{k}" for c in ("untrained", "trained") for k in ("self", "cross")]
+    if not all(c in out and c in ren for c in cells):
+        return ""
+    return (f"Before training the predictors put on average {fmt(out['untrained_self'])}% (self) and "
+            f"{fmt(out['untrained_cross'])}% (cross) of their probability outside the options, after it "
+            f"{fmt(out['trained_self'])}% and {fmt(out['trained_cross'])}%, and the MAD counts that mass as "
+            f"error. With each distribution renormalised over the options (the sensitivity variant of the table) the "
+            f"MAD is {fmt(ren['untrained_self']['mad'])} before and {fmt(ren['trained_self']['mad'])} after "
+            f"training for self-prediction, and {fmt(ren['untrained_cross']['mad'])} and "
+            f"{fmt(ren['trained_cross']['mad'])} for cross-prediction.")
 
 
 def _power_text(power: dict | None) -> str:
@@ -526,8 +572,10 @@ def _power_text(power: dict | None) -> str:
 
     seeds = d.get("seeds", 1)
     per = power["items_unit"] + (f" ({seeds} finetuning seeds)" if seeds >= 2 else "")
-    s = (f"For this run's design ({d['tasks']} held-out tasks, and the run's averages of {d['items']} scored "
-         f"{per} and {d['properties']} properties per task, simulated as a balanced design) and the fitted heterogeneity ({power['heterogeneity_source']}), "
+    obs = power.get("observations_per_arm")  # absent from the power results of older runs
+    size = (f": {obs['simulated']:,} scored observations per arm, against the run's {obs['run']:,}" if obs else "")
+    s = (f"For this run's design, simulated as a balanced one of the same size ({d['tasks']} held-out tasks, "
+         f"{d['items']} scored {per} and {d['properties']} properties per task{size}), and the fitted heterogeneity ({power['heterogeneity_source']}), "
          f"an advantage is declared with 80% power when it is at least {mda(power['mda_observed_tasks'])} on the "
          f"observed tasks, and at least {mda(power['mda_new_tasks'])} for a claim about new tasks "
          f"({power['reps']} simulated replicates per point).")

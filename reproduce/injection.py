@@ -471,7 +471,8 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         for part, df in runner.run().items():
             tables[part].append(df)
         run["models"][lm.name] = {"spec": ref.spec, "dtype": lm.dtype_name, "n_layers": runner.n_layers,
-                                  "layers": runner.layers, "seconds": round(time.perf_counter() - t0, 1)}
+                                  "layers": runner.layers, "seconds": round(time.perf_counter() - t0, 1),
+                                  "shards": {"computed": store.computed, "reused": store.reused}}
         del runner, engine, lm
         release_memory()
     out = {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS}

@@ -301,6 +301,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
 
     run_info = {"hardware": None, "models": {}}
     clean: dict[str, dict[str, list[str]]] = {}
+    shards: dict[str, dict[str, int]] = {}
     tables: dict[str, list[pd.DataFrame]] = {p: [] for p in PARTS}
     for ref in tqdm(plan.refs, desc="mirror test", unit="model", disable=len(plan.refs) < 2):  # clean first
         t0 = time.perf_counter()
@@ -309,6 +310,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         conv = r.store.cached("conversations", r.clean_conversations)
         clean[r.lm.name] = {s: list(g.sort_values("turn")["reply"]) for s, g in conv.groupby("script_id")}
         loaded[ref.name] = time.perf_counter() - t0
+        shards[ref.name] = {"computed": r.store.computed, "reused": r.store.reused}
         del r
         release_memory()
     for ref in plan.refs:
@@ -317,7 +319,9 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         for part, df in r.run(clean).items():
             tables[part].append(df.assign(model=r.lm.name))
         run_info["models"][r.lm.name] = {"spec": ref.spec, "dtype": r.lm.dtype_name,
-                                         "seconds": round(loaded[ref.name] + time.perf_counter() - t0, 1)}
+                                         "seconds": round(loaded[ref.name] + time.perf_counter() - t0, 1),
+                                         "shards": {k: shards[ref.name][k] + getattr(r.store, k)
+                                                    for k in ("computed", "reused")}}
         print(f"{r.lm.name}: mirror test done", file=sys.stderr)
         del r
         release_memory()

@@ -34,6 +34,9 @@ class ShardStore:
         fp = self.dir / "fingerprint.json"
         if not fp.exists():
             atomic_write_json(fp, fingerprint)
+        # shards this store computed, and shards it found finished (by an earlier, perhaps killed, run): a stage's
+        # wall time covers only the former's work
+        self.computed = self.reused = 0
 
     def path(self, key: str) -> Path:
         return self.dir / f"{key}.parquet"
@@ -46,8 +49,11 @@ class ShardStore:
 
     def cached(self, key: str, compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
         """The shard ``key``, computed and written first if it is not there yet."""
-        if not self.done(key):
+        if self.done(key):
+            self.reused += 1
+        else:
             self.write(key, compute())
+            self.computed += 1
         return self.read([key])
 
     def read(self, keys: list[str]) -> pd.DataFrame:
@@ -69,7 +75,10 @@ class ShardStore:
             chunk = items[k * size:(k + 1) * size]
             key = chunk_key(prefix, chunk)
             keys.append(key)
-            if dist.mine(k) and not self.done(key):
+            if dist.mine(k) and self.done(key):
+                self.reused += 1
+            elif dist.mine(k):
+                self.computed += 1
                 df = compute(k, chunk)
                 if "item_id" in df.columns:
                     stray = set(df["item_id"]) - {item_id(it) for it in chunk}

@@ -44,6 +44,10 @@ def test_an_advantage_that_is_mostly_compliance_is_found_out():
     assert inside(out["two_part_advantage"], raw_adv)
     # ... and most of it is compliance
     assert out["advantage_at_equal_compliance"]["high"] < out["two_part_advantage"]["low"]
+    part = out["compliance_part"]
+    assert part["low"] > out["advantage_at_equal_compliance"]["high"]
+    assert part["mean"] == pytest.approx(out["two_part_advantage"]["mean"]
+                                         - out["advantage_at_equal_compliance"]["mean"], abs=1e-9)
 
 
 def test_all_compliant_answers_fit_nothing():

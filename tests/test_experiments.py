@@ -355,8 +355,16 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
     assert {p.name for p in (out / "posterior").iterdir()} >= {"advantage.nc", "training.nc"}
     assert metrics["behaviour"]["changed"] == int(changed.changed.sum())
     assert set(pd.read_parquet(out / "tables" / "mad.parquet")["condition"]) <= {"untrained", "trained"}
+    # the mass outside the options, which the paper's MAD counts as error, from the calibration table itself
+    cal = pd.read_parquet(analysed["root"] / "data" / "calibration.parquet")
+    for (cond, kind), g in cal.groupby(["condition", "kind"]):
+        assert metrics["calibration"]["p_outside"][f"{cond}_{kind}"] == pytest.approx(100 * g.p_outside.dropna().mean())
     # the sweep's sizes as trained: 100 is above every target's pairs, so only 4 was trained
     assert metrics["run"]["scaling_sizes"] == [4]
+    sweep = pd.read_parquet(out / "tables" / "scaling.parquet").query("kind == 'cross'")
+    assert [(r["target"], r["n_examples"], r["n"]) for r in metrics["scaling"]] == list(
+        zip(sweep.target, sweep.n_examples.astype(int), sweep.n))
+    assert [r["accuracy"] for r in metrics["scaling"]] == pytest.approx(list(100 * sweep.accuracy))
     # the training-effect figure's mode baselines count the effect's cells only (the trials of both arms' cells)
     common = pd.read_parquet(out / "tables" / "training_common.parquet")
     support = metrics["training_effect"]["support"]

@@ -79,6 +79,12 @@ def test_the_design_is_read_from_the_run(tmp_path):
     assert design.sigma_seed > 0 and design.tau_seed > 0
     with pytest.raises(ValueError, match="no trained rows"):
         P.design_from_run(pred.assign(condition="untrained"))
+    # a direction without task b (as when a self-trained model never answers a task in the requested form):
+    # 30 observations per arm, not the 40 of every direction having both tasks; the balanced design has as many
+    gap = pred[~((pred.target == "m1") & (pred.task == "b"))]
+    design, _ = P.design_from_run(gap)
+    assert P.observations_per_arm(gap) == 30 == P.simulated_observations(design) - 2
+    assert (design.tasks, design.items, design.properties) == (2, 4, 2)  # 2 x 2 x 4 x 2 = 32, the nearest to 30
 
 
 def test_the_power_command_needs_the_analysis_outputs(tmp_path):

@@ -305,3 +305,91 @@ def test_an_empty_system_prompt_sends_an_empty_system_message_as_the_original():
     default, empty = (PromptFormat("chat", tok, sp).render("Hi") for sp in (None, ""))
     assert "named SmolLM" in default
     assert empty == "<|im_start|>system\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _summary(mean, low, high):
+    return {"mean": mean, "low": low, "high": high, "p_positive": 0.5}
+
+
+@pytest.mark.parametrize("part, says", [
+    (_summary(0.2, -0.6, 1.1), "compliance accounts for practically none of the difference"),
+    (_summary(6.0, 3.0, 9.0), "part of the self-predictor's advantage is that it complied more often"),
+    (_summary(-6.0, -9.0, -3.0), "the self-predictor's lower compliance takes part of its advantage away"),
+    (_summary(1.0, -1.0, 4.0), "the data cannot tell how much of the difference is compliance"),
+])
+def test_how_much_of_the_difference_is_compliance_is_judged_on_the_part_compliance_makes(part, says):
+    from report.numbers import _compliance_text
+
+    # the advantage at equal compliance is inconclusive in every case: the sentence follows the compliance part
+    cs = {"all_compliant": False, "compliance_difference": _summary(0.3, -0.5, 1.1),
+          "conditional_difference": _summary(-5.7, -9.4, -1.8), "two_part_advantage": _summary(-5.6, -9.4, -1.6),
+          "advantage_at_equal_compliance": _summary(-5.7, -9.4, -1.8), "compliance_part": part}
+    text = _compliance_text(cs, rope=2.0)
+    assert text.endswith(says + ".") and text.count(says) == 1
+    del cs["compliance_part"]  # older metrics: the numbers without a verdict on them
+    assert _compliance_text(cs, rope=2.0).endswith("-1.8] points.".replace("-", "\u2212"))
+
+
+def test_the_calibration_text_sets_the_mass_outside_the_options_beside_the_renormalised_mad():
+    from report.numbers import _outside_text
+
+    cells = ["untrained_self", "untrained_cross", "trained_self", "trained_cross"]
+    cal = {"p_outside": dict(zip(cells, [80.1, 79.0, 7.0, 6.9])),
+           "mad_renormalised": {c: {"mad": m, "low": 0.0, "high": 0.0, "bins": 10}
+                                for c, m in zip(cells, [10.0, 11.5, 15.0, 12.0])}}
+    text = _outside_text(cal)
+    assert "80.1% (self) and 79.0% (cross)" in text and "after it 7.0% and 6.9%" in text
+    assert "10.0 before and 15.0 after training for self-prediction, and 11.5 and 12.0" in text
+    del cal["p_outside"]["trained_cross"]
+    assert _outside_text(cal) == "" and _outside_text({}) == ""
+
+
+def test_the_scaling_sentence_sets_each_size_beside_the_spread_between_seeds():
+    from report.numbers import _scaling_text
+
+    rows = [{"target": "g", "n_examples": 96, "n": 131, "accuracy": 36.6, "low": 28.9, "high": 45.2},
+            {"target": "g", "n_examples": 48, "n": 131, "accuracy": 79.4, "low": 71.7, "high": 85.4},
+            {"target": "s", "n_examples": 96, "n": 178, "accuracy": 48.3, "low": 41.1, "high": 55.6}]
+    seeds = {"by_target": {"g": {"cross_spread": 50.9}, "s": {"cross_spread": 10.2}}}
+    text = _scaling_text({"scaling": rows, "seeds": seeds})
+    # sizes in order; a target with one size only is left out
+    assert text.startswith("Cross-prediction, first seed: predicting g, 79.4% [71.7, 85.4] with 48 pairs and "
+                           "36.6% [28.9, 45.2] with 96 pairs.")
+    assert "predicting s" not in text and "by up to 50.9 points" in text
+    assert "run-to-run" not in _scaling_text({"scaling": rows}) and _scaling_text({}) == ""
+
+
+def test_a_stage_time_says_when_the_run_read_results_an_earlier_run_computed():
+    from report.formatting import run_seconds
+
+    fresh = {"a": {"seconds": 120.4, "shards": {"computed": 5, "reused": 0}}, "b": {"seconds": 99.6}}
+    assert run_seconds(fresh) == "a 120 s, b 100 s"
+    again = {"a": {"seconds": 4.0, "shards": {"computed": 0, "reused": 5}},
+             "b": {"seconds": 60.0, "shards": {"computed": 2, "reused": 3}}}
+    assert run_seconds(again) == ("a 4 s, reading all 5 parts of its results computed by an earlier run; "
+                                  "b 60 s, reading 3 of 5 parts of its results computed by an earlier run")
+
+
+def test_a_detection_rate_is_quoted_beside_the_trials_that_answered_yes_and_the_mass_on_neither_word():
+    import pandas as pd
+
+    from analysis.injection_stage import observed, says_yes
+    from report.injection import model_paragraph
+
+    answers = pd.Series(["Yes.", " yes, I", "\"Yes\"", "Yesterday", "Lantern lantern", "No", None])
+    assert says_yes(answers).tolist() == [True, True, True, False, False, False, False]
+    rows = pd.DataFrame({"answer": answers, "detected": [True, True, True, True, True, False, False],
+                         "p_outside": [0.1, 0.2, 0.1, 0.9, 0.99, 0.05, 0.4]})
+    o = observed(rows)
+    assert (o["n"], o["k"], o["says_yes"]) == (7, 5, 3) and o["p_outside"] == pytest.approx(100 * 2.74 / 7)
+    iv = {"mean": 0.7, "low": 0.5, "high": 0.85}
+    d = {"n_layers": 18, "layers_injected": [7], "fp_rate": iv,
+         "detection_observed": {"control": {**o, "k": 6}, "concept": o},
+         "detection_best": {"layer_fraction": 0.8, "strength": 0.5, "rate": iv, "observed": o,
+                            "minus_fp": {"mean": 0.0, "low": -0.1, "high": 0.1}, "verdict": "unclear"},
+         "detection_cells_above_fp": 0, "detection_cells": 9,
+         "yes_bias_observed": {"control": {**o, "k": 4}, "concept": o}}
+    text = model_paragraph("m", d)
+    assert "(the model's estimate at the average concept; observed: 6 of 7 trials with P(yes) > P(no), 3 answering" in text
+    assert "strength 0.5; observed: 5 of 7 trials with P(yes) > P(no), 3 answering \"yes\", 39.1% of the" in text
+    assert "began with \"yes\" in 3 of 7" in text and "on 4 of 7 trials without injection and 5 of 7 with" in text

@@ -75,3 +75,14 @@ def test_runtime_versions_name_the_installed_libraries():
     v = versioning.runtime_versions()
     assert v["torch"].split("+")[0] == torch.__version__.split("+")[0]
     assert v["transformers"] == transformers.__version__
+
+
+def test_a_store_counts_the_shards_it_computed_and_those_an_earlier_run_left(tmp_path):
+    first = ShardStore(tmp_path, {"stage": "count"})
+    first.map("colors", ITEMS[:8], Recorder(), size=4)
+    first.cached("summary", lambda: pd.DataFrame({"n": [8]}))
+    assert (first.computed, first.reused) == (3, 0)
+    again = ShardStore(tmp_path, {"stage": "count"})  # a rerun, one chunk more
+    again.map("colors", ITEMS[:12], Recorder(), size=4)
+    again.cached("summary", lambda: pytest.fail("a finished shard is computed again"))
+    assert (again.computed, again.reused) == (1, 3)
