@@ -59,7 +59,7 @@ def detection_heatmap(inp: Inputs):
         ax.grid(False)
         f = fp[fp["model"] == m].iloc[0]
         ax.set_title(f"{m}\nfalse positives: {f['mean']:.2f} [{f['low']:.2f}, {f['high']:.2f}]", fontsize=9)
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="P(detect)")
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="share of trials with P(yes) > P(no)")
     fig.suptitle("Detection under concept injection (posterior means, 95% intervals)", y=1.04)
     inp.footer(fig)
     return fig
@@ -127,7 +127,7 @@ def prefill_rates(inp: Inputs):
         ax.set_xlabel("layer fraction / strength")
         ax.set_title(m)
         ax.set_ylim(0, 1)
-    axes[0][0].set_ylabel("P(\"accident\")")
+    axes[0][0].set_ylabel("share with P(\"accident\") > 1/2")
     axes[0][-1].legend(frameon=False)
     fig.suptitle("Prefill detection: 'did you mean that word?' (95% intervals)", y=1.03)
     inp.footer(fig)

@@ -48,8 +48,8 @@ def _panel(ax, cells: pd.DataFrame, model: str, value: str = "", baseline_label:
 def mirror_outcomes(inp: Inputs):
     """The mirror test by corruption level and kind (95% intervals, at the average conversation and turn):
     top, the probability that the next reply remarks on typos or glitches unprompted (rules); middle, the
-    probability that the model answers "yes" when asked whether it wrote its previous messages exactly as
-    shown; bottom, the share of words in its next reply showing the corruption's pattern minus the same share
+    share of replies whose P(yes) exceeds P(no) when it is asked whether it wrote its previous messages exactly
+    as shown; bottom, the share of words in its next reply showing the corruption's pattern minus the same share
     in the control condition (imitation). Black line and band: the control condition (clean history); grey
     square: another model's replies shown as the model's own."""
     noticing, recognition, imitation = inp.table("noticing_cells"), inp.table("recognition_cells"), \
@@ -66,7 +66,7 @@ def mirror_outcomes(inp: Inputs):
         for i in range(2):
             axes[i][j].set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel("P(notices unprompted)")
-    axes[1][0].set_ylabel("P(\"yes, I wrote that\")")
+    axes[1][0].set_ylabel("share answering \"yes, I wrote that\"\n(P(yes) > P(no))")
     axes[2][0].set_ylabel("imitation: pattern share\nminus control")
     axes[0][-1].legend(frameon=False, fontsize=7)
     fig.suptitle("The mirror test (posterior means, 95% intervals)", y=1.0)

@@ -90,7 +90,8 @@ def model_paragraph(m: str, d: dict) -> str:
         c = d.get("prefill", {}).get(key)
         if c:
             s = c["strongest"]
-            parts.append(f"Prefill detection, {label}: the most negative difference in P(\"accident\") was {_pp(s)} (layer "
+            parts.append(f"Prefill detection, {label}: the most negative difference in the share of trials called an "
+                         f"accident (P(\"accident\") > 1/2) was {_pp(s)} (layer "
                          f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}); {c['cells_below']} of "
                          f"{c['cells']} cells credibly below zero, {c['cells_above']} credibly above.")
     if "intention_best" in d:
@@ -124,7 +125,8 @@ def comparison_table(numbers: dict, reference: dict) -> pd.DataFrame:
             elif key == "false_positives" and "fp_rate" in d:
                 ours.append(f"{m}: {_p(d['fp_rate'])}")
             elif key == "prefill" and d.get("prefill", {}).get("matching_minus_control"):
-                ours.append(f"{m}: {_pp(d['prefill']['matching_minus_control']['strongest'])}")
+                ours.append(f"{m}: {_pp(d['prefill']['matching_minus_control']['strongest'])} in the share of "
+                            "trials with P(accident) > 1/2")
             elif key == "intention" and "intention_best" in d:
                 b = d["intention_best"]
                 ours.append(f"{m}: {signed(b['mean'], 4)} [{signed(b['low'], 4)}, {signed(b['high'], 4)}]")
@@ -164,8 +166,8 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
         f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])}",
         "",
         *[model_paragraph(m, d) + "\n" for m, d in numbers["models"].items()],
-        "![Detection of an injected concept: posterior P(\"yes\") at the average concept per layer fraction and "
-        "strength, with 95% intervals; outlined cells have detection credibly above the false-positive rate of "
+        "![Detection of an injected concept: the posterior share of trials with P(\"yes\") > P(\"no\") at the "
+        "average concept per layer fraction and strength, with 95% intervals; outlined cells have detection credibly above the false-positive rate of "
         "the control trials (in each panel's title).](_generated/figures/injection_detection.png)"
         "{#fig-injection-detection}",
         "",
@@ -173,7 +175,8 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
         "layer fraction (95% intervals), against chance (dashed) and the same trials without injection (grey "
         "band).](_generated/figures/injection_identification.png){#fig-injection-identification}",
         "",
-        "![Prefill detection: P(\"accident\") for an out-of-place prefilled word, with no injection (black), the "
+        "![Prefill detection: the share of trials whose P(\"accident\") exceeds 1/2 for an out-of-place "
+        "prefilled word, with no injection (black), the "
         "word's own concept injected on the earlier sentence (matching) and another concept injected there "
         "(random), 95% intervals.](_generated/figures/injection_prefill.png){#fig-injection-prefill}",
         "",

@@ -101,7 +101,7 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
         "",
         *[model_paragraph(m, d) + "\n" for m, d in numbers["models"].items()],
         "![The mirror test by corruption kind and level: unprompted noticing, saying \"yes\" to having written "
-        "the previous messages as shown, and imitation of the corruption (95% intervals; black: the clean "
+        "the previous messages as shown (P(yes) > P(no)), and imitation of the corruption (95% intervals; black: the clean "
         "history; grey square: another model's replies).](_generated/figures/mirror_outcomes.png)"
         "{#fig-mirror-outcomes}",
         "",
