@@ -18,9 +18,9 @@ Reported beside the main estimate, in points:
 * ``two_part_advantage``: the advantage the two parts imply together;
 * ``advantage_at_equal_compliance``: the advantage if the self-predictor complied exactly as often as the
   cross-predictor, cell by cell (the part that is not compliance);
-* ``compliance_part``: the rest of the two-part advantage, the part its different compliance makes
-  (``two_part_advantage - advantage_at_equal_compliance``, draw by draw): how much of the advantage is
-  compliance.
+* ``compliance_part``: the rest of the two-part advantage, the part due to the self-predictor's different
+  compliance rate (``two_part_advantage - advantage_at_equal_compliance``, draw by draw): how much of the
+  advantage is compliance.
 
 The two parts are combined per target x task x property cell (each part averaged over the cell's answer
 units, then multiplied) and weighted by the cell's trials; a unit-level correlation between complying and

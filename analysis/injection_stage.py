@@ -155,7 +155,7 @@ def _iv(row) -> dict:
 
 def says_yes(answers: pd.Series) -> pd.Series:
     """Whether a greedy forced-choice answer itself begins with the word yes (after opening punctuation)."""
-    return answers.fillna("").str.match(r"^\W*yes\b", case=False)
+    return answers.astype("string").fillna("").str.match(r"^\W*yes\b", case=False).astype(bool)
 
 
 def observed(rows: pd.DataFrame, flag: str = "detected") -> dict:

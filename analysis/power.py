@@ -165,22 +165,25 @@ def analyse(design: Design, rope: float, reps: int = 400, seed: int = 0, deltas=
     return {**out, "curve": curve, "by_size": pd.DataFrame(rows)}
 
 
-def observations_per_arm(predictions: pd.DataFrame) -> int:
-    """Experiment 1's scored trained observations of one arm (the self-predictions; the cross arm scores the
-    same target answers)."""
+def observations_per_direction(predictions: pd.DataFrame) -> float:
+    """Experiment 1's scored trained observations per direction (one target and one predictor), on average:
+    each target's self-predictions are one direction, and every cross direction scores the same target
+    answers, so the self arm's count over the targets is the average over every direction too."""
     t = main_trained(predictions)
-    return int((t["kind"] == "self").sum())
+    return float((t["kind"] == "self").sum() / max(t["target"].nunique(), 1))
 
 
 def simulated_observations(design: Design) -> int:
-    """The scored observations of one arm of ``design``: two directions x tasks x items x seeds x properties."""
-    return 2 * design.tasks * design.items * design.seeds * design.properties
+    """The scored observations of one direction of ``design`` (the simulation has two, each target predicted
+    by itself and by the other model): tasks x items x seeds x properties."""
+    return design.tasks * design.items * design.seeds * design.properties
 
 
 def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, str]:
     """The run's design from its trained predictions (tasks, finetuning seeds, mean properties per task, and
-    the answer units per task, target and seed that give a balanced design of two directions as many scored
-    observations per arm as the run) and its heterogeneity from the advantage model's posterior
+    the answer units per task, target and seed that give a balanced design as many scored observations per
+    direction as the run has on average; the simulation has two directions, whatever the run's number of
+    models) and its heterogeneity from the advantage model's posterior
     (medians; the seed scales where the model has the self-trained model as a factor), or
     :data:`PRIOR_HETEROGENEITY` without one. Returns the design and where the heterogeneity came from."""
     t = main_trained(predictions)
@@ -189,9 +192,9 @@ def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, 
     seeds = max(int(t["seed"].nunique()), 1)
     tasks = int(t["task"].nunique())
     props = int(round(t.groupby("task")["property"].nunique().mean()))
-    # balanced, and as large as the run: as many scored observations per arm (the run's directions need not
-    # all have every task, nor every cell every item), over the simulation's two directions
-    items = max(1, int(round(observations_per_arm(t) / (2 * tasks * seeds * props))))
+    # balanced, and as large as the run: as many scored observations per direction (a target and a predictor) as
+    # the run has on average, whose directions need not all have every task, nor every cell every item
+    items = max(1, int(round(observations_per_direction(t) / (tasks * seeds * props))))
     if posterior is None:
         # the seed level's scales have the same priors as every other factor's (task's stand for them)
         seed_level = {"sigma_seed": PRIOR_HETEROGENEITY["sigma_task"], "tau_seed": PRIOR_HETEROGENEITY["tau_task"]}
@@ -278,8 +281,8 @@ def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_re
     bar.close()
     curve, by_size = result.pop("curve"), result.pop("by_size")
     result["heterogeneity_source"] = source
-    result["observations_per_arm"] = {"run": observations_per_arm(predictions),
-                                      "simulated": simulated_observations(design)}
+    result["observations_per_direction"] = {"run": observations_per_direction(predictions),
+                                            "simulated": simulated_observations(design)}
     if validate_reps:
         from . import models as M
 

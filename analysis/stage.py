@@ -665,7 +665,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     sweep_sizes = sweep["n_examples"].dropna().unique()  # the sizes trained: one at or above a target's pairs is not
     first = done[done["seed"] == (sweep["seed"].iloc[0] if len(sweep) else done["seed"].min())]
     tables["scaling"] = tidy.accuracy_table(first, ["target", "predictor", "kind", "n_examples"])
-    metrics["scaling"] = [{"target": r.target, "n_examples": int(r.n_examples), "n": int(r.n),
+    metrics["scaling"] = [{"target": r.target, "predictor": r.predictor, "n_examples": int(r.n_examples), "n": int(r.n),
                            "accuracy": 100 * r.accuracy, "low": 100 * r.wilson_low, "high": 100 * r.wilson_high}
                           for r in tables["scaling"].itertuples() if r.kind == "cross"]
     tables["accuracy_by_seed"], metrics["seeds"] = _seed_spread(trained)

@@ -629,7 +629,8 @@ def build_parser() -> argparse.ArgumentParser:
         "power",
         help="power of the advantage verdict for the run's design: the minimum detectable advantage and curves "
              "against items per task and number of tasks",
-        description="Simulates the run's design (held-out tasks, scored items per task, properties per task) "
+        description="Simulates the run's design (held-out tasks, seeds, properties per task, and as many scored "
+                    "observations per direction as the run has on average, as a balanced two-model design) "
                     "with the heterogeneity of its fitted advantage model (posterior medians; --prior: the "
                     "priors' medians) at a grid of true advantages, and reports how often the verdict rule "
                     "calls an advantage: on the observed tasks (the manuscript's verdict on delta) and for new "
@@ -764,6 +765,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file to write (default: %(default)s)")
     s.add_argument("--force", action="store_true", help="replace params.yaml even where it has edits")
     s.set_defaults(func=cmd_use_profile)
+    for sp in sub.choices.values():  # every stage command says which stage of dvc.yaml it is
+        name = sp.get_default("timed")
+        if name and "Stage `" not in sp.description:
+            sp.description += (f" Stage `{name.replace('-', '_')}` of dvc.yaml, which lists its inputs, outputs and "
+                               "the settings it reads; `dvc repro` runs it when one of them has changed.")
     return p
 
 

@@ -46,8 +46,9 @@ def _observed(o: dict | None) -> str:
     begins with yes, and the mean probability on neither word; '' where the numbers predate them."""
     if not o:
         return ""
-    return (f"observed: {o['k']} of {o['n']} trials with P(yes) > P(no), {o['says_yes']} answering \"yes\", "
-            f"{fmt(o['p_outside'])}% of the probability on neither word on average")
+    neither = (f", {fmt(o['p_outside'])}% of the probability on neither word on average"
+               if o["p_outside"] == o["p_outside"] else "")  # NaN: no probability recorded
+    return f"observed: {o['k']} of {o['n']} trials with P(yes) > P(no), {o['says_yes']} answering \"yes\"{neither}"
 
 
 def model_paragraph(m: str, d: dict) -> str:
@@ -59,7 +60,7 @@ def model_paragraph(m: str, d: dict) -> str:
     if "fp_rate" in d:
         raw = f"; {_observed(seen['control'])}" if seen.get("control") else ""
         parts.append(f"On control trials (no injection) it said an injected thought was present at a rate of "
-                     f"{_p(d['fp_rate'])} (the model's estimate at the average concept{raw}).")
+                     f"{_p(d['fp_rate'])} (the model's estimate{raw}).")
     if "detection_best" in d:
         b = d["detection_best"]
         raw = f"; {_observed(b['observed'])}" if b.get("observed") else ""
@@ -69,9 +70,10 @@ def model_paragraph(m: str, d: dict) -> str:
                      f"{d['detection_cells']} cells had detection credibly above the false-positive rate.")
     if "concept" in seen:
         c = seen["concept"]
+        neither = (f", and the first answer token put {fmt(c['p_outside'])}% of its probability on neither yes nor "
+                   f"no on average" if c["p_outside"] == c["p_outside"] else "")
         parts.append(f"Over every trial with the concept injected, the answer itself began with \"yes\" in "
-                     f"{c['says_yes']} of {c['n']}, and the first answer token put {fmt(c['p_outside'])}% of its "
-                     f"probability on neither yes nor no on average.")
+                     f"{c['says_yes']} of {c['n']}{neither}.")
     bias = d.get("yes_bias_observed", {})
     if "control" in bias and "concept" in bias:
         parts.append(f"Asked questions whose answer is no, it answered yes (P(yes) > P(no)) on "

@@ -50,9 +50,9 @@ def model_paragraph(m: str, d: dict) -> str:
                      f"{WORDS[e['verdict']]} zero.")
     if "recognition_control" in d:
         r = d["recognition_control"]
-        raw = (f"; observed: {r['k']} of {r['n']} replies with P(yes) > P(no)"
-               + (f", with {fmt(r['p_outside'])}% of the probability on neither word on average" if "p_outside" in r
-                  else "")) if "k" in r else ""
+        po = r.get("p_outside")  # absent from older numbers; NaN where no probability was recorded
+        neither = f", with {fmt(po)}% of the probability on neither word on average" if po is not None and po == po else ""
+        raw = f"; observed: {r['k']} of {r['n']} replies with P(yes) > P(no){neither}" if "k" in r else ""
         parts.append(f"Asked whether it wrote its previous messages exactly as shown, it said yes at a rate of "
                      f"{_p(r)} with the clean history (the model's estimate at the average conversation{raw}).")
     if "recognition_extreme" in d:

@@ -507,16 +507,19 @@ def _compliance_text(cs: dict | None, rope: float) -> str:
                 "and cross-prediction is not a difference in compliance, and the accuracy among compliant answers "
                 "(the original's other setting) is the accuracy reported above.")
     c, k, e = cs["compliance_difference"], cs["conditional_difference"], cs["advantage_at_equal_compliance"]
+    at_equal = _verdict(e["low"], e["high"], rope, "an advantage", "a disadvantage", "practically none",
+                        "inconclusive")
     s = ("Not every trained hypothetical answer was in the requested form. The self-predictor complied "
          f"{_interval(c)} points more often than the cross-predictor; among compliant answers the self-minus-"
          f"cross difference is {_interval(k)} points, and the two parts together imply "
          f"{_interval(cs['two_part_advantage'])} points. At equal compliance the advantage would be "
-         f"{_interval(e)} points")
+         f"{_interval(e)} points ({at_equal})")
     part = cs.get("compliance_part")  # absent from the metrics of older runs
     if part is None:
         return s + "."
     # how much of the advantage is compliance: the part the different compliance makes, judged on its own
-    return s + (f", and the part its different compliance makes is {_interval(part)} points, so " + _verdict(
+    return s + (f", and the part due to the self-predictor's different compliance rate is {_interval(part)} points, "
+                f"so " + _verdict(
         part["low"], part["high"], rope, "part of the self-predictor's advantage is that it complied more often",
         "the self-predictor's lower compliance takes part of its advantage away",
         "compliance accounts for practically none of the difference",
@@ -524,20 +527,23 @@ def _compliance_text(cs: dict | None, rope: float) -> str:
 
 
 def _scaling_text(metrics: dict) -> str:
-    """The data-scaling sweep's cross-prediction accuracies per target and size, beside how much the full runs
-    of different finetuning seeds differ: each size is one run, so a difference between sizes can be the
-    run-to-run variation. Empty where the run has no sweep (or its metrics are older)."""
+    """The data-scaling sweep's cross-prediction accuracies per predictor, target and size, beside how much the
+    full runs of different finetuning seeds differ (with two or more seeds): each size is one run, so a
+    difference between sizes can be the run-to-run variation. Empty where the run has no sweep (or its
+    metrics are older)."""
     rows = metrics.get("scaling") or []
     by = {}
-    for r in sorted(rows, key=lambda r: (r["target"], r["n_examples"])):
-        by.setdefault(r["target"], []).append(f"{fmt(r['accuracy'])}% [{fmt(r['low'])}, {fmt(r['high'])}] with "
-                                              f"{r['n_examples']} pairs")
-    parts = [f"predicting {t}, {_join(v)}" for t, v in by.items() if len(v) >= 2]
+    for r in sorted(rows, key=lambda r: (r["target"], r.get("predictor", ""), r["n_examples"])):
+        who = f"{r['predictor']} predicting {r['target']}" if "predictor" in r else f"predicting {r['target']}"
+        by.setdefault(who, []).append(f"{fmt(r['accuracy'])}% [{fmt(r['low'])}, {fmt(r['high'])}] with "
+                                      f"{r['n_examples']} pairs")
+    parts = [f"{who}, {_join(v)}" for who, v in by.items() if len(v) >= 2]
     if not parts:
         return ""
     s = "Cross-prediction, first seed: " + "; ".join(parts) + "."
-    spreads = [v["cross_spread"] for v in metrics.get("seeds", {}).get("by_target", {}).values() if "cross_spread" in v]
-    if spreads:
+    seeds = metrics.get("seeds", {})
+    spreads = [v["cross_spread"] for v in seeds.get("by_target", {}).values() if "cross_spread" in v]
+    if spreads and len(seeds.get("seeds", [])) >= 2:
         s += (f" Each size is one finetuning run, and the full runs of different seeds differ in cross-prediction "
               f"accuracy by up to {fmt(max(spreads))} points, so a difference between sizes can be run-to-run "
               f"variation as much as the amount of data.")
@@ -572,8 +578,9 @@ def _power_text(power: dict | None) -> str:
 
     seeds = d.get("seeds", 1)
     per = power["items_unit"] + (f" ({seeds} finetuning seeds)" if seeds >= 2 else "")
-    obs = power.get("observations_per_arm")  # absent from the power results of older runs
-    size = (f": {obs['simulated']:,} scored observations per arm, against the run's {obs['run']:,}" if obs else "")
+    obs = power.get("observations_per_direction")  # absent from the power results of older runs
+    size = (f": {obs['simulated']:,} scored observations per direction, a target and its predictor, against the "
+            f"run's {fmt(obs['run'], 0)} on average" if obs else "")
     s = (f"For this run's design, simulated as a balanced one of the same size ({d['tasks']} held-out tasks, "
          f"{d['items']} scored {per} and {d['properties']} properties per task{size}), and the fitted heterogeneity ({power['heterogeneity_source']}), "
          f"an advantage is declared with 80% power when it is at least {mda(power['mda_observed_tasks'])} on the "

@@ -312,11 +312,12 @@ def _validation_error(path: Path, exc: ValidationError) -> ConfigError:
     missing = {tuple(e["loc"]) for e in errors if e["type"] == "missing"}
     guesses, folded = {}, set()
     for loc in unknown:
-        near = [str(m[-1]) for m in missing if m[:-1] == loc[:-1]] or _settings_at(loc[:-1])
+        near = list(dict.fromkeys([str(m[-1]) for m in missing if m[:-1] == loc[:-1]] + _settings_at(loc[:-1])))
         match = difflib.get_close_matches(str(loc[-1]), near, n=1, cutoff=0.6)
         if match:
             guesses[loc] = match[0]
-            folded.add(loc[:-1] + (match[0],))
+            if loc[:-1] + (match[0],) in missing:  # only a 'required' error is the misspelling's own doing
+                folded.add(loc[:-1] + (match[0],))
     lines = [f"invalid {path.name}:"]
     for err in errors:
         loc_t = tuple(err["loc"])

@@ -201,7 +201,10 @@ class MirrorRunner:
         return out
 
     def run(self, other: dict[str, dict[str, list[str]]]) -> dict[str, pd.DataFrame]:
-        conv = self.store.cached("conversations", self.clean_conversations)
+        # the clean conversations come first for every model (run_mirror), so here they are read back, which is
+        # not a reuse of an earlier run's work and is not counted as one
+        conv = (self.store.read(["conversations"]) if self.store.done("conversations")
+                else self.store.cached("conversations", self.clean_conversations))
         clean = {s: list(g.sort_values("turn")["reply"]) for s, g in conv.groupby("script_id")}
         # histories that other models' clean replies feed are read from their conversations tables
         other = {m: c for m, c in other.items() if m != self.lm.name}

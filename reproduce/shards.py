@@ -70,15 +70,14 @@ class ShardStore:
         ids>``); return every shard's rows in order. ``k`` is the chunk's index in this call (for progress
         labels): the rows must depend on the chunk's items alone. Under several processes each computes
         its share of the chunks (:func:`reproduce.dist.mine`) and all read every shard after a barrier."""
-        keys = []
-        for k in range(0, -(-len(items) // size)):
-            chunk = items[k * size:(k + 1) * size]
-            key = chunk_key(prefix, chunk)
-            keys.append(key)
-            if dist.mine(k) and self.done(key):
-                self.reused += 1
-            elif dist.mine(k):
-                self.computed += 1
+        chunks = [items[k * size:(k + 1) * size] for k in range(0, -(-len(items) // size))]
+        keys = [chunk_key(prefix, chunk) for chunk in chunks]
+        # every chunk counted, whichever process computes it, by what was finished before this call began
+        finished = [self.done(key) for key in keys]
+        self.reused += sum(finished)
+        self.computed += len(keys) - sum(finished)
+        for k, (chunk, key) in enumerate(zip(chunks, keys)):
+            if dist.mine(k) and not self.done(key):
                 df = compute(k, chunk)
                 if "item_id" in df.columns:
                     stray = set(df["item_id"]) - {item_id(it) for it in chunk}

@@ -227,8 +227,8 @@ def test_every_command_explains_itself_and_every_stage_command_names_its_dvc_sta
     stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
     for name, sub in build_parser()._subparsers._group_actions[0].choices.items():
         assert sub.description and sub.description[0].isupper(), name
-        if "Stage `" in sub.description:
-            assert sub.description.split("Stage `")[1].split("`")[0] in stages, name
+        if name.replace("-", "_") in stages and name != "datasets":  # a stage command names its stage
+            assert sub.description.split("Stage `")[1].split("`")[0] == name.replace("-", "_"), name
 
 
 def test_artifacts_without_dataset_manifests_stops_before_touching_dvc_yaml(tmp_path, monkeypatch, capsys):
@@ -237,3 +237,14 @@ def test_artifacts_without_dataset_manifests_stops_before_touching_dvc_yaml(tmp_
     monkeypatch.setattr(reproduce.cards, "sync_artifacts", lambda *a, **k: pytest.fail("dvc.yaml would be rewritten"))
     assert main(["artifacts", "--data-raw", str(tmp_path)]) == 2
     assert "no dataset manifests" in capsys.readouterr().err
+
+
+def test_a_misspelling_beside_a_bad_value_of_the_setting_meant_keeps_both_errors(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_params(_write(tmp_path, lambda r: r.update(batch_size=0, batch_sise=4)))
+    lines = str(info.value).splitlines()
+    assert "  batch_sise: not a setting (got 4); did you mean batch_size?" in lines
+    assert any(line.startswith("  batch_size: ") and "(got 0)" in line for line in lines)
+    # a section with a missing setting still offers its other settings for a misspelling
+    with pytest.raises(ConfigError, match=r"dtyp: not a setting \(got 'auto'\); did you mean dtype\?"):
+        load_params(_write(tmp_path, lambda r: (r.pop("models"), _rename(r, "dtype", "dtyp"))))

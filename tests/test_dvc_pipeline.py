@@ -337,6 +337,39 @@ def test_every_figure_is_a_dvc_plot():
                      | {f"data/mirror/figures/{n}.png" for n in MIRROR})
 
 
+def test_the_report_stage_declares_every_stage_folder_its_sections_read(tmp_path, monkeypatch):
+    """The concept-injection and mirror sections quote their run.json (hardware, times): a rerun of those stages
+    must make the report stale. Every file the section writers open under a stage folder lies under a
+    declared dependency of the report stage."""
+    from pathlib import Path
+
+    import yaml
+
+    from reproduce.config import REPO_ROOT
+    from report import injection, mirror
+
+    deps = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]["report"]["deps"]
+    opened = []
+    for method in ("read_text", "read_bytes"):
+        real = getattr(Path, method)
+        monkeypatch.setattr(Path, method, lambda self, *a, _real=real, **k: (opened.append(self), _real(self, *a, **k))[1])
+    for module, name in ((injection, "injection"), (mirror, "mirror")):
+        root = tmp_path / name  # every file the writer may read, empty or minimal: it fails after opening them
+        for sub in ("raw", "analysis", "figures"):
+            (root / sub).mkdir(parents=True)
+        for f in ("analysis/numbers.json", "figures/index.json", "raw/run.json"):
+            (root / f).write_text("{}")
+        try:
+            module.write_section(tmp_path / "gen", root)
+        except Exception:
+            pass
+    read = {(p.relative_to(tmp_path).parts[0], p.relative_to(tmp_path).parts[1]) for p in opened
+            if p.is_relative_to(tmp_path) and p.relative_to(tmp_path).parts[0] in ("injection", "mirror")}
+    assert {("injection", "raw"), ("mirror", "raw")} <= read
+    for name, sub in read:
+        assert f"data/{name}/{sub}" in deps, (name, sub)
+
+
 def test_no_layer_imports_a_later_one():
     """reproduce -> analysis -> figures -> report; the command line (looking_inward/) composes them."""
     from reproduce.config import CODE_ROOT

@@ -110,6 +110,7 @@ def small_run(models, tmp_path_factory):
 def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
     a, runner, *_ = small_run
     assert set(a) == {"detection", "identification", "freetext", "prefill", "intention"}
+    assert (runner.store.computed, runner.store.reused) == (5, 0)  # a fresh store: every part computed
     for part in a:
         assert len(a[part]) > 0
     # same inputs, same outputs: the steered parts recomputed from scratch (fresh vectors, no shards), through

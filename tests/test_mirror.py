@@ -56,6 +56,8 @@ def small(models, tmp_path_factory):
 @pytest.mark.slow
 def test_a_small_run_is_recomputable_from_its_stored_conversations(small):
     out, runner = small
+    # a fresh store: every part computed, none counted as reused (what the manuscript's run time says)
+    assert (runner.store.computed, runner.store.reused) == (3, 0)
     conv, turns, surprise = out["conversations"], out["turns"], out["surprise"]
     assert set(turns["condition"]) == {"control", "corrupted"} and set(turns["turn"]) == {2, 3}
     assert turns["p_yes"].between(0, 1).all()

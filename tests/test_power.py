@@ -80,11 +80,21 @@ def test_the_design_is_read_from_the_run(tmp_path):
     with pytest.raises(ValueError, match="no trained rows"):
         P.design_from_run(pred.assign(condition="untrained"))
     # a direction without task b (as when a self-trained model never answers a task in the requested form):
-    # 30 observations per arm, not the 40 of every direction having both tasks; the balanced design has as many
+    # 15 observations per direction on average, not the 20 of every direction having both tasks; the balanced
+    # design has about as many
     gap = pred[~((pred.target == "m1") & (pred.task == "b"))]
     design, _ = P.design_from_run(gap)
-    assert P.observations_per_arm(gap) == 30 == P.simulated_observations(design) - 2
-    assert (design.tasks, design.items, design.properties) == (2, 4, 2)  # 2 x 2 x 4 x 2 = 32, the nearest to 30
+    assert P.observations_per_direction(gap) == 15 and P.simulated_observations(design) == 16
+    assert (design.tasks, design.items, design.properties) == (2, 4, 2)  # 2 x 4 x 2 = 16, the nearest to 15
+    # three models: six directions, each of 5 items x 2 tasks x 2 properties; the two-direction simulation
+    # keeps the per-direction size (the cross arm has twice the self arm's rows)
+    three = pd.DataFrame([("trained", False, 0, "self" if p == t else "cross", f"m{t}", task, f"u{t}{task}{i}", prop)
+                          for t in range(3) for p in range(3) for task in ("a", "b") for i in range(5)
+                          for prop in ("p", "q")],
+                         columns=["condition", "scaling", "seed", "kind", "target", "task", "unit", "property"])
+    assert (three.kind == "cross").sum() == 2 * (three.kind == "self").sum()
+    design, _ = P.design_from_run(three)
+    assert P.observations_per_direction(three) == 20 == P.simulated_observations(design) and design.items == 5
 
 
 def test_the_power_command_needs_the_analysis_outputs(tmp_path):

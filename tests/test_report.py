@@ -327,7 +327,7 @@ def test_how_much_of_the_difference_is_compliance_is_judged_on_the_part_complian
     text = _compliance_text(cs, rope=2.0)
     assert text.endswith(says + ".") and text.count(says) == 1
     del cs["compliance_part"]  # older metrics: the numbers without a verdict on them
-    assert _compliance_text(cs, rope=2.0).endswith("-1.8] points.".replace("-", "\u2212"))
+    assert _compliance_text(cs, rope=2.0).endswith("-1.8] points (inconclusive).".replace("-", "\u2212"))
 
 
 def test_the_calibration_text_sets_the_mass_outside_the_options_beside_the_renormalised_mad():
@@ -350,13 +350,17 @@ def test_the_scaling_sentence_sets_each_size_beside_the_spread_between_seeds():
     rows = [{"target": "g", "n_examples": 96, "n": 131, "accuracy": 36.6, "low": 28.9, "high": 45.2},
             {"target": "g", "n_examples": 48, "n": 131, "accuracy": 79.4, "low": 71.7, "high": 85.4},
             {"target": "s", "n_examples": 96, "n": 178, "accuracy": 48.3, "low": 41.1, "high": 55.6}]
-    seeds = {"by_target": {"g": {"cross_spread": 50.9}, "s": {"cross_spread": 10.2}}}
+    seeds = {"seeds": [0, 1], "by_target": {"g": {"cross_spread": 50.9}, "s": {"cross_spread": 10.2}}}
     text = _scaling_text({"scaling": rows, "seeds": seeds})
     # sizes in order; a target with one size only is left out
     assert text.startswith("Cross-prediction, first seed: predicting g, 79.4% [71.7, 85.4] with 48 pairs and "
                            "36.6% [28.9, 45.2] with 96 pairs.")
     assert "predicting s" not in text and "by up to 50.9 points" in text
     assert "run-to-run" not in _scaling_text({"scaling": rows}) and _scaling_text({}) == ""
+    one_seed = {"seeds": [0], "by_target": {"g": {"cross_spread": 0.0}}}
+    assert "run-to-run" not in _scaling_text({"scaling": rows, "seeds": one_seed})
+    three = [{**r, "predictor": p} for r in rows[:2] for p in ("a", "b")]  # two predictors of one target
+    assert "a predicting g, 79.4% [71.7, 85.4] with 48 pairs and 36.6%" in _scaling_text({"scaling": three})
 
 
 def test_a_stage_time_says_when_the_run_read_results_an_earlier_run_computed():
@@ -390,6 +394,10 @@ def test_a_detection_rate_is_quoted_beside_the_trials_that_answered_yes_and_the_
          "detection_cells_above_fp": 0, "detection_cells": 9,
          "yes_bias_observed": {"control": {**o, "k": 4}, "concept": o}}
     text = model_paragraph("m", d)
-    assert "(the model's estimate at the average concept; observed: 6 of 7 trials with P(yes) > P(no), 3 answering" in text
+    assert "(the model's estimate; observed: 6 of 7 trials with P(yes) > P(no), 3 answering" in text
     assert "strength 0.5; observed: 5 of 7 trials with P(yes) > P(no), 3 answering \"yes\", 39.1% of the" in text
     assert "began with \"yes\" in 3 of 7" in text and "on 4 of 7 trials without injection and 5 of 7 with" in text
+    # an all-null answer column and no recorded probability: counts without a NaN in the text
+    empty = observed(pd.DataFrame({"answer": [None, None], "detected": [False, True], "p_outside": [None, None]}))
+    assert (empty["k"], empty["says_yes"]) == (1, 0)
+    assert "nan" not in model_paragraph("m", {**d, "detection_observed": {"control": empty, "concept": empty}}).lower()
