@@ -183,3 +183,40 @@ def test_the_shards_key_holds_the_seed_and_the_code_that_steers_and_grades(model
     for module in ("reproduce.properties", "reproduce.tasks"):  # modules the stage does not run keep its shards
         simulate_edit(monkeypatch, common, module)
         assert shard_fingerprint(tiny_profile(injection=SMALL), lm, data) == fp, module
+
+
+@pytest.mark.slow
+def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, tmp_path):
+    """The stages after the trials on a real small run: the analysis (every fit behind the gate), the figures
+    and the manuscript section, whose raw counts beside the modelled rates are the trial table's own."""
+    import json
+
+    from analysis.injection_stage import main as analyse
+    from analysis.injection_stage import says_yes
+    from figures.injection import run_injection_figures
+    from report.injection import write_section
+
+    lm, engine = models["smollm2-135m"]
+    profile = tiny_profile(injection=dict(SMALL, concepts=4, prefill_pairs=4, intention_sentences=6))
+    runner = Runner(profile, load_injection_dataset(), lm, engine, ShardStore(tmp_path / "work", {"run": 1}))
+    raw = tmp_path / "injection" / "raw"
+    raw.mkdir(parents=True)
+    for part, df in runner.run().items():
+        df.to_parquet(raw / f"{part}.parquet", index=False)
+    (raw / "run.json").write_text(json.dumps({"hardware": "this test's CPU", "judge": None, "models": {
+        lm.name: {"seconds": 1.0, "shards": {"computed": runner.store.computed, "reused": runner.store.reused}}}}))
+    analysis, figures = tmp_path / "injection" / "analysis", tmp_path / "injection" / "figures"
+    analyse(profile, raw=raw, out=analysis, metrics=tmp_path / "metrics.json")
+    drawn = run_injection_figures(analysis, figures, raw)
+    assert drawn and all((figures / f"{name}.png").stat().st_size > 0 for name in drawn)
+    (tmp_path / "gen" / "figures").mkdir(parents=True)
+    assert write_section(tmp_path / "gen", tmp_path / "injection")
+    text = (tmp_path / "gen" / "injection.md").read_text()
+    # the counts quoted beside the false-positive rate, recomputed from the trial table
+    det = pd.read_parquet(raw / "detection.parquet")
+    ctl = det[(det.question == "detect") & (det.condition == "control")]
+    k, n, yes = int(ctl.detected.sum()), len(ctl), int(says_yes(ctl.answer).sum())
+    assert f"observed: {k} of {n} trials with P(yes) > P(no), {yes} answering \"yes\"" in text
+    numbers = json.loads((analysis / "numbers.json").read_text())["models"][lm.name]
+    assert numbers["detection_observed"]["control"]["n"] == n
+    assert "The trials ran on this test's CPU (smollm2-135m 1 s)." in text  # a fresh store: nothing reused

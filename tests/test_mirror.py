@@ -2,6 +2,7 @@
 whose stored measures can be recomputed from its stored conversations."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -175,3 +176,39 @@ def test_the_shards_key_holds_the_seed_every_model_of_the_run_and_the_code(model
     for module in ("reproduce.properties", "reproduce.tasks"):  # modules the stage does not run keep its shards
         simulate_edit(monkeypatch, common, module)
         assert mirror.shard_fingerprint(tiny_profile(mirror=SMALL), lm, data, refs) == fp, module
+
+
+@pytest.mark.slow
+def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, tmp_path):
+    """The stages after the conversations on a real small run: the analysis (every fit behind the gate), the
+    figures and the manuscript section, whose raw counts beside the modelled rates are the turn table's own."""
+    import json
+
+    from analysis.mirror_stage import main as analyse
+    from figures.mirror import run_mirror_figures
+    from report.mirror import write_section
+
+    lm, engine = models["smollm2-135m"]
+    profile = tiny_profile(mirror=dict(SMALL, scripts=4))
+    runner = MirrorRunner(profile, load_mirror_dataset(), lm, engine, ShardStore(tmp_path / "work", {"run": 1}),
+                          [lm.name])
+    raw = tmp_path / "mirror" / "raw"
+    raw.mkdir(parents=True)
+    for part, df in runner.run({}).items():
+        df.assign(model=lm.name).to_parquet(raw / f"{part}.parquet", index=False)
+    (raw / "run.json").write_text(json.dumps({"hardware": "this test's CPU", "judge": None, "models": {
+        lm.name: {"seconds": 1.0, "shards": {"computed": runner.store.computed, "reused": runner.store.reused}}}}))
+    analysis, figures = tmp_path / "mirror" / "analysis", tmp_path / "mirror" / "figures"
+    analyse(profile, raw=raw, out=analysis, metrics=tmp_path / "metrics.json")
+    drawn = run_mirror_figures(analysis, figures, raw)
+    assert drawn and all((figures / f"{name}.png").stat().st_size > 0 for name in drawn)
+    (tmp_path / "gen" / "figures").mkdir(parents=True)
+    assert write_section(tmp_path / "gen", tmp_path / "mirror")
+    text = (tmp_path / "gen" / "mirror.md").read_text()
+    turns = pd.read_parquet(raw / "turns.parquet")
+    ctl = turns[turns.condition == "control"]
+    outside = f"{100 * ctl.p_outside.mean():.1f}%"
+    assert (f"observed: {int((ctl.p_yes > 0.5).sum())} of {len(ctl)} replies with P(yes) > P(no), with {outside} "
+            "of the probability on neither word") in text
+    assert f"in {int(turns.notices.sum())} of its {len(turns)} replies" in text
+    assert "The conversations ran on this test's CPU (smollm2-135m 1 s)." in text  # a fresh store: nothing reused
