@@ -83,6 +83,27 @@ def tiny_profile(**overrides) -> Profile:
     return Profile.model_validate(base)
 
 
+def sections_after_trials(root, name: str, parts: dict, model: str, store, profile, analyse, draw, write) -> str:
+    """A side experiment's stages after its trials, on a real small run: ``parts`` (part -> table) written as its
+    stage writes them under ``root/name/raw`` with a ``run.json`` (this test's CPU, 1 s, ``store``'s shard
+    counts for ``model``), then its analysis (``analyse``), figures (``draw``; each one drawn, not empty) and
+    manuscript section (``write``). Returns the section's text."""
+    import json
+
+    raw, analysis, figures = (root / name / sub for sub in ("raw", "analysis", "figures"))
+    raw.mkdir(parents=True)
+    for part, df in parts.items():
+        df.to_parquet(raw / f"{part}.parquet", index=False)
+    (raw / "run.json").write_text(json.dumps({"hardware": "this test's CPU", "judge": None, "models": {
+        model: {"seconds": 1.0, "shards": {"computed": store.computed, "reused": store.reused}}}}))
+    analyse(profile, raw=raw, out=analysis, metrics=root / "metrics.json")
+    drawn = draw(analysis, figures, raw)
+    assert drawn and all((figures / f"{n}.png").stat().st_size > 0 for n in drawn)
+    (root / "gen" / "figures").mkdir(parents=True)
+    assert write(root / "gen", root / name)
+    return (root / "gen" / f"{name}.md").read_text()
+
+
 @pytest.fixture(scope="session")
 def models():
     from reproduce.engine import Engine

@@ -11,7 +11,7 @@ from reproduce.datasets import DatasetError
 from reproduce.injection import Runner, assistant_span, run_concept_injection, trial_conversation
 from reproduce.injection_data import load_injection_dataset
 from reproduce.shards import ShardStore
-from tests.conftest import simulate_edit, tiny_profile
+from tests.conftest import sections_after_trials, simulate_edit, tiny_profile
 
 SMALL = dict(layer_fractions=[0.6], strengths=[0.5], concepts=3, prefill_pairs=1, intention_sentences=2,
              controls=["random", "negated"], free_text=dict(concepts=1, samples=1, max_new_tokens=8))
@@ -199,19 +199,9 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     lm, engine = models["smollm2-135m"]
     profile = tiny_profile(injection=dict(SMALL, concepts=4, prefill_pairs=4, intention_sentences=6))
     runner = Runner(profile, load_injection_dataset(), lm, engine, ShardStore(tmp_path / "work", {"run": 1}))
-    raw = tmp_path / "injection" / "raw"
-    raw.mkdir(parents=True)
-    for part, df in runner.run().items():
-        df.to_parquet(raw / f"{part}.parquet", index=False)
-    (raw / "run.json").write_text(json.dumps({"hardware": "this test's CPU", "judge": None, "models": {
-        lm.name: {"seconds": 1.0, "shards": {"computed": runner.store.computed, "reused": runner.store.reused}}}}))
-    analysis, figures = tmp_path / "injection" / "analysis", tmp_path / "injection" / "figures"
-    analyse(profile, raw=raw, out=analysis, metrics=tmp_path / "metrics.json")
-    drawn = run_injection_figures(analysis, figures, raw)
-    assert drawn and all((figures / f"{name}.png").stat().st_size > 0 for name in drawn)
-    (tmp_path / "gen" / "figures").mkdir(parents=True)
-    assert write_section(tmp_path / "gen", tmp_path / "injection")
-    text = (tmp_path / "gen" / "injection.md").read_text()
+    text = sections_after_trials(tmp_path, "injection", runner.run(), lm.name, runner.store, profile, analyse,
+                                 run_injection_figures, write_section)
+    raw, analysis = tmp_path / "injection" / "raw", tmp_path / "injection" / "analysis"
     # the counts quoted beside the false-positive rate, recomputed from the trial table
     det = pd.read_parquet(raw / "detection.parquet")
     ctl = det[(det.question == "detect") & (det.condition == "control")]

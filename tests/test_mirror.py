@@ -12,7 +12,7 @@ from reproduce.engine import derive_seed
 from reproduce.mirror import SCHEMAS, MirrorRunner, altered, conditions, messages
 from reproduce.mirror_data import load_mirror_dataset
 from reproduce.shards import ShardStore
-from tests.conftest import simulate_edit, tiny_profile
+from tests.conftest import sections_after_trials, simulate_edit, tiny_profile
 
 SMALL = dict(scripts=2, kinds=["insertion", "capitalisation"], levels=[0.6], turns=[2, 3], max_new_tokens=8)
 
@@ -182,8 +182,6 @@ def test_the_shards_key_holds_the_seed_every_model_of_the_run_and_the_code(model
 def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, tmp_path):
     """The stages after the conversations on a real small run: the analysis (every fit behind the gate), the
     figures and the manuscript section, whose raw counts beside the modelled rates are the turn table's own."""
-    import json
-
     from analysis.mirror_stage import main as analyse
     from figures.mirror import run_mirror_figures
     from report.mirror import write_section
@@ -192,19 +190,10 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     profile = tiny_profile(mirror=dict(SMALL, scripts=4))
     runner = MirrorRunner(profile, load_mirror_dataset(), lm, engine, ShardStore(tmp_path / "work", {"run": 1}),
                           [lm.name])
+    parts = {part: df.assign(model=lm.name) for part, df in runner.run({}).items()}  # as run_mirror stacks them
+    text = sections_after_trials(tmp_path, "mirror", parts, lm.name, runner.store, profile, analyse,
+                                 run_mirror_figures, write_section)
     raw = tmp_path / "mirror" / "raw"
-    raw.mkdir(parents=True)
-    for part, df in runner.run({}).items():
-        df.assign(model=lm.name).to_parquet(raw / f"{part}.parquet", index=False)
-    (raw / "run.json").write_text(json.dumps({"hardware": "this test's CPU", "judge": None, "models": {
-        lm.name: {"seconds": 1.0, "shards": {"computed": runner.store.computed, "reused": runner.store.reused}}}}))
-    analysis, figures = tmp_path / "mirror" / "analysis", tmp_path / "mirror" / "figures"
-    analyse(profile, raw=raw, out=analysis, metrics=tmp_path / "metrics.json")
-    drawn = run_mirror_figures(analysis, figures, raw)
-    assert drawn and all((figures / f"{name}.png").stat().st_size > 0 for name in drawn)
-    (tmp_path / "gen" / "figures").mkdir(parents=True)
-    assert write_section(tmp_path / "gen", tmp_path / "mirror")
-    text = (tmp_path / "gen" / "mirror.md").read_text()
     turns = pd.read_parquet(raw / "turns.parquet")
     ctl = turns[turns.condition == "control"]
     outside = f"{100 * ctl.p_outside.mean():.1f}%"
