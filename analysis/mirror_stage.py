@@ -77,9 +77,6 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
             if len(ctl):
                 d[f"{name}_control"] = {k: float(ctl.iloc[0][k]) for k in ("mean", "low", "high")}
                 d[f"{name}_control"].update(k=int(ctl.iloc[0]["k"]), n=int(ctl.iloc[0]["n"]))
-                if name == "recognition":  # the probability the answer's first token put on neither yes nor no
-                    rows = turns[(turns["model"] == m) & (turns["condition"] == "control")]
-                    d[f"{name}_control"]["p_outside"] = 100 * float(rows["p_outside"].mean())
             mc = cells[cells["model"] == m]
             if len(mc):
                 d[f"{name}_observed"] = {"k": int(mc["k"].sum()), "n": int(mc["n"].sum())}
@@ -94,6 +91,9 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
                 d[f"{name}_cells_above"] = int((c["low"] > 0).sum())
                 d[f"{name}_cells_below"] = int((c["high"] < 0).sum())
                 d[f"{name}_cells"] = int(len(c))
+        if "recognition_control" in d:  # the probability the answer's first token put on neither yes nor no
+            rows = turns[(turns["model"] == m) & (turns["condition"] == "control")]
+            d["recognition_control"]["p_outside"] = 100 * float(rows["p_outside"].mean())
         im = res["imitation_cells"]
         im = im[(im["model"] == m) & (im["condition"] == "corrupted")] if len(im) else im
         if len(im):

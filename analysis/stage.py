@@ -541,8 +541,7 @@ def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, objects: pd.DataFra
     if objects is not None:
         scorings.append(("trained_original", "trained", objects))
     for name, truth, obj in scorings:
-        p = tidy.predictions(meta_u, meta_t, ground_truth=truth, objects=obj)
-        t = p[(p["condition"] == "trained") & ~p["scaling"].astype(bool)]
+        t = tidy.main_trained(tidy.predictions(meta_u, meta_t, ground_truth=truth, objects=obj))
         if t["kind"].nunique() < 2:
             continue
         summarise(name, t)

@@ -534,11 +534,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     add_parser = sub.add_parser
 
+    def sentence(summary: str) -> str:
+        return summary[0].upper() + summary[1:] + ("" if summary.endswith(".") else ".")
+
+    def stage_sentence(name: str) -> str:
+        return (f"Stage `{name.replace('-', '_')}` of dvc.yaml, which lists its inputs, outputs and the settings it "
+                "reads; `dvc repro` runs it when one of them has changed.")
+
     def command(name: str, **kwargs) -> argparse.ArgumentParser:
         """A subcommand whose ``--help`` opens with its one-line summary where it has no longer description."""
         if kwargs.get("description") is None and kwargs.get("help"):
-            summary = kwargs["help"]
-            kwargs["description"] = summary[0].upper() + summary[1:] + ("" if summary.endswith(".") else ".")
+            kwargs["description"] = sentence(kwargs["help"])
         return add_parser(name, **kwargs)
 
     sub.add_parser = command
@@ -546,9 +552,8 @@ def build_parser() -> argparse.ArgumentParser:
     def stage(name: str, func, help: str) -> None:
         """A pipeline stage's command: reads params.yaml (or --params FILE, or --profile NAME)."""
         sp = sub.add_parser(name, help=help, description=(
-            f"{help[0].upper()}{help[1:]}. Stage `{name.replace('-', '_')}` of dvc.yaml, which lists its inputs, "
-            f"outputs and the settings it reads; `dvc repro` runs it when one of them has changed. Run alone, it "
-            f"reads params.yaml (or --params FILE, or --profile NAME) and writes the outputs dvc.yaml names."))
+            f"{sentence(help)} {stage_sentence(name)} Run alone, it reads params.yaml (or --params FILE, or "
+            "--profile NAME) and writes the outputs dvc.yaml names."))
         sp.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
         sp.add_argument("--profile", default=None, help=PROFILE_HELP)
         sp.set_defaults(func=func, timed=name)
@@ -768,8 +773,7 @@ def build_parser() -> argparse.ArgumentParser:
     for sp in sub.choices.values():  # every stage command says which stage of dvc.yaml it is
         name = sp.get_default("timed")
         if name and "Stage `" not in sp.description:
-            sp.description += (f" Stage `{name.replace('-', '_')}` of dvc.yaml, which lists its inputs, outputs and "
-                               "the settings it reads; `dvc repro` runs it when one of them has changed.")
+            sp.description += " " + stage_sentence(name)
     return p
 
 

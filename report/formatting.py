@@ -38,9 +38,14 @@ class ReportError(ProjectError, RuntimeError):
     """The report cannot be built or failed its checks; the message says what to run or fix."""
 
 
+def known(value) -> bool:
+    """Whether a number is there: not None, not NaN (what :func:`fmt` prints as 'n/a')."""
+    return not (value is None or (isinstance(value, float) and math.isnan(value)))
+
+
 def fmt(value: float, digits: int = 1) -> str:
     """A number as the manuscript prints it: fixed decimals, a true minus sign, no '-0.0'."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if not known(value):
         return "n/a"
     s = f"{value:.{digits}f}"
     if float(s) == 0:
@@ -107,15 +112,16 @@ def fig_id(name: str) -> str:
 def run_seconds(models: dict) -> str:
     """Each model's wall time in a stage's ``run.json``, and, where the run read finished shards of an earlier
     run instead of computing them, how many (the time then does not cover their computation)."""
-    parts = []
+    parts, notes = [], False
     for m, v in models.items():
         sh = v.get("shards", {})
         reused, total = sh.get("reused", 0), sh.get("reused", 0) + sh.get("computed", 0)
         note = "" if not reused else (
             f", reading {'all' if reused == total else f'{reused} of'} {total} parts of its results computed by an "
             "earlier run")
+        notes = notes or bool(note)
         parts.append(f"{m} {v['seconds']:.0f} s{note}")
-    return "; ".join(parts) if any(v.get("shards", {}).get("reused") for v in models.values()) else ", ".join(parts)
+    return ("; " if notes else ", ").join(parts)
 
 
 def gate_sentence(diagnostics: list[dict]) -> str:

@@ -13,7 +13,7 @@ import yaml
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from .formatting import fmt, gate_sentence, model_text, run_seconds, signed
+from .formatting import fmt, gate_sentence, known, model_text, run_seconds, signed
 
 INJECTION = REPO_ROOT / "data" / "injection"
 
@@ -46,8 +46,8 @@ def _observed(o: dict | None) -> str:
     begins with yes, and the mean probability on neither word; '' where the numbers predate them."""
     if not o:
         return ""
-    neither = (f", {fmt(o['p_outside'])}% of the probability on neither word on average"
-               if o["p_outside"] == o["p_outside"] else "")  # NaN: no probability recorded
+    po = o["p_outside"]
+    neither = f", {fmt(po)}% of the probability on neither word on average" if known(po) else ""
     return f"observed: {o['k']} of {o['n']} trials with P(yes) > P(no), {o['says_yes']} answering \"yes\"{neither}"
 
 
@@ -71,7 +71,7 @@ def model_paragraph(m: str, d: dict) -> str:
     if "concept" in seen:
         c = seen["concept"]
         neither = (f", and the first answer token put {fmt(c['p_outside'])}% of its probability on neither yes nor "
-                   f"no on average" if c["p_outside"] == c["p_outside"] else "")
+                   f"no on average" if known(c["p_outside"]) else "")
         parts.append(f"Over every trial with the concept injected, the answer itself began with \"yes\" in "
                      f"{c['says_yes']} of {c['n']}{neither}.")
     bias = d.get("yes_bias_observed", {})

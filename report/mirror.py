@@ -11,7 +11,7 @@ import pandas as pd
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from .formatting import fmt, gate_sentence, model_text, run_seconds
+from .formatting import fmt, gate_sentence, known, model_text, run_seconds
 from .injection import _kappa, _p, _pp
 
 MIRROR = REPO_ROOT / "data" / "mirror"
@@ -51,7 +51,7 @@ def model_paragraph(m: str, d: dict) -> str:
     if "recognition_control" in d:
         r = d["recognition_control"]
         po = r.get("p_outside")  # absent from older numbers; NaN where no probability was recorded
-        neither = f", with {fmt(po)}% of the probability on neither word on average" if po is not None and po == po else ""
+        neither = f", with {fmt(po)}% of the probability on neither word on average" if known(po) else ""
         raw = f"; observed: {r['k']} of {r['n']} replies with P(yes) > P(no){neither}" if "k" in r else ""
         parts.append(f"Asked whether it wrote its previous messages exactly as shown, it said yes at a rate of "
                      f"{_p(r)} with the clean history (the model's estimate at the average conversation{raw}).")
