@@ -296,13 +296,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
                   f"{fmt(100 * v['low'])}-{fmt(100 * v['high'])}%)" for k, v in units.items()
                   if (k in missed) == bool(missed)) + "." if units else "")
     ps = metrics.get("prior_sensitivity")
-    text["prior_sensitivity_sentence"] = (
-        f"Refitting the advantage model with every prior scale multiplied by "
-        f"{' and by '.join(fmt(f, 1) for f in ps['factors'] if f != 1.0)} moves delta by at most "
-        f"{fmt(ps['delta_spread'], 2 if abs(ps['delta_spread']) < 0.1 else 1)} points, and " + ("the verdict on delta is the same under every prior"
-                                                    if ps["verdicts_agree"] else "the verdict on delta changes with the prior")
-        + "." if ps and len(ps.get("factors", [])) > 1 else
-        "The prior-sensitivity refits were not run (`analysis.prior_sensitivity` is empty).")
+    text["prior_sensitivity_sentence"] = _prior_sensitivity_text(ps)
     untrained = [v for k, v in metrics.get("compliance", {}).items() if k.startswith("untrained_")]
     text["untrained_compliance_range"] = (f"{fmt(100 * min(untrained), 0)}-{fmt(100 * max(untrained), 0)}"
                                           if untrained else "n/a")
@@ -524,6 +518,25 @@ def _compliance_text(cs: dict | None, rope: float) -> str:
         "the self-predictor's lower compliance takes part of its advantage away",
         "compliance accounts for practically none of the difference",
         "the data cannot tell how much of the difference is compliance") + ".")
+
+
+def _prior_sensitivity_text(ps: dict | None) -> str:
+    """How far the refits with scaled priors move delta from the main fit's (the largest absolute move, with the
+    spread of all fits beside it), and whether its verdict holds."""
+    if not ps or len(ps.get("factors", [])) < 2:
+        return "The prior-sensitivity refits were not run (`analysis.prior_sensitivity` is empty)."
+    deltas = {float(f): v["delta"] for f, v in ps["by_factor"].items()}
+    move = max(abs(d - deltas[1.0]) for d in deltas.values())
+    spread = ps["delta_spread"]
+
+    def pts(x: float) -> str:
+        return fmt(x, 2 if abs(x) < 0.1 else 1)
+
+    scaled = " and by ".join(fmt(f, 1) for f in ps["factors"] if f != 1.0)
+    verdict = ("the verdict on delta is the same under every prior" if ps["verdicts_agree"]
+               else "the verdict on delta changes with the prior")
+    return (f"Refitting the advantage model with every prior scale multiplied by {scaled} moves delta by at most "
+            f"{pts(move)} points from the main fit's (the {len(deltas)} fits span {pts(spread)} points), and {verdict}.")
 
 
 def _scaling_text(metrics: dict) -> str:

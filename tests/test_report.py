@@ -401,3 +401,19 @@ def test_a_detection_rate_is_quoted_beside_the_trials_that_answered_yes_and_the_
     empty = observed(pd.DataFrame({"answer": [None, None], "detected": [False, True], "p_outside": [None, None]}))
     assert (empty["k"], empty["says_yes"]) == (1, 0)
     assert "nan" not in model_paragraph("m", {**d, "detection_observed": {"control": empty, "concept": empty}}).lower()
+
+
+def test_the_prior_sensitivity_sentence_gives_the_largest_move_from_the_main_fit_not_the_spread():
+    from report.numbers import _prior_sensitivity_text
+
+    ps = {"factors": [0.5, 1.0, 2.0], "delta_spread": 0.504, "verdicts_agree": True,
+          "by_factor": {"0.5": {"delta": -3.371}, "1": {"delta": -3.094}, "2": {"delta": -2.867}}}
+    text = _prior_sensitivity_text(ps)
+    assert "by at most 0.3 points from the main fit's (the 3 fits span 0.5 points)" in text
+    assert "the verdict on delta is the same under every prior" in text
+    # the main fit at one end: the move is the whole spread
+    ps_end = dict(ps, by_factor={"0.5": {"delta": -3.0}, "1": {"delta": -3.5}, "2": {"delta": -3.2}}, delta_spread=0.5,
+                  verdicts_agree=False)
+    assert "by at most 0.5 points" in _prior_sensitivity_text(ps_end)
+    assert "changes with the prior" in _prior_sensitivity_text(ps_end)
+    assert "were not run" in _prior_sensitivity_text({"factors": [1.0], "by_factor": {}, "delta_spread": 0.0})
