@@ -665,7 +665,8 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     first = done[done["seed"] == (sweep["seed"].iloc[0] if len(sweep) else done["seed"].min())]
     tables["scaling"] = tidy.accuracy_table(first, ["target", "predictor", "kind", "n_examples"])
     metrics["scaling"] = [{"target": r.target, "predictor": r.predictor, "n_examples": int(r.n_examples), "n": int(r.n),
-                           "accuracy": 100 * r.accuracy, "low": 100 * r.wilson_low, "high": 100 * r.wilson_high}
+                           "accuracy": 100 * r.accuracy, "low": 100 * r.wilson_low, "high": 100 * r.wilson_high,
+                           "mode_baseline": 100 * r.mode_baseline}
                           for r in tables["scaling"].itertuples() if r.kind == "cross"]
     tables["accuracy_by_seed"], metrics["seeds"] = _seed_spread(trained)
     (tables["sensitivity_ground_truth"], tables["sensitivity_by_property"],

@@ -545,12 +545,23 @@ def _scaling_text(metrics: dict) -> str:
     difference between sizes can be the run-to-run variation. Empty where the run has no sweep (or its
     metrics are older)."""
     rows = metrics.get("scaling") or []
-    by = {}
+    by, modes = {}, {}
     for r in sorted(rows, key=lambda r: (r["target"], r.get("predictor", ""), r["n_examples"])):
         who = f"{r['predictor']} predicting {r['target']}" if "predictor" in r else f"predicting {r['target']}"
         by.setdefault(who, []).append(f"{fmt(r['accuracy'])}% [{fmt(r['low'])}, {fmt(r['high'])}] with "
                                       f"{r['n_examples']} pairs")
-    parts = [f"{who}, {_join(v)}" for who, v in by.items() if len(v) >= 2]
+        if "mode_baseline" in r:
+            modes.setdefault(who, []).append(fmt(r["mode_baseline"]))
+
+    def baseline(who: str) -> str:
+        # the mode baseline of the target's own answers on the scored items: a predictor that answers one value
+        # everywhere can score high where the target's behaviour is concentrated (older metrics lack it)
+        m = modes.get(who, [])
+        if not m:
+            return ""
+        return f" (mode baseline {m[0]}%)" if len(set(m)) == 1 else f" (mode baselines {_join([x + '%' for x in m])})"
+
+    parts = [f"{who}, {_join(v)}{baseline(who)}" for who, v in by.items() if len(v) >= 2]
     if not parts:
         return ""
     s = "Cross-prediction, first seed: " + "; ".join(parts) + "."

@@ -359,6 +359,12 @@ def test_the_scaling_sentence_sets_each_size_beside_the_spread_between_seeds():
     assert "run-to-run" not in _scaling_text({"scaling": rows}) and _scaling_text({}) == ""
     one_seed = {"seeds": [0], "by_target": {"g": {"cross_spread": 0.0}}}
     assert "run-to-run" not in _scaling_text({"scaling": rows, "seeds": one_seed})
+    # with the mode baseline of the scored items: once where the sizes share it, per size where they do not
+    same = [dict(r, mode_baseline=93.0) for r in rows]
+    assert "36.6% [28.9, 45.2] with 96 pairs (mode baseline 93.0%). Each size" in _scaling_text(
+        {"scaling": same, "seeds": seeds})
+    differ = [dict(rows[0], mode_baseline=93.0), dict(rows[1], mode_baseline=92.0)]
+    assert "(mode baselines 92.0% and 93.0%)" in _scaling_text({"scaling": differ})
     three = [{**r, "predictor": p} for r in rows[:2] for p in ("a", "b")]  # two predictors of one target
     assert "a predicting g, 79.4% [71.7, 85.4] with 48 pairs and 36.6%" in _scaling_text({"scaling": three})
 
