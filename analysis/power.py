@@ -146,7 +146,9 @@ TASKS = (3, 6, 12, 24)
 def analyse(design: Design, rope: float, reps: int = 400, seed: int = 0, deltas=DELTAS, items=ITEMS,
             tasks=TASKS, progress=None) -> dict:
     """The design's power curve and minimum detectable advantages, and the curves of the minimum detectable
-    advantage against items per task (at the design's tasks) and against tasks (at its items)."""
+    advantage against items per task (at the design's tasks) and against tasks (at its items). Both grids
+    include the design's own size, so each curve passes through the run's design (that point reuses its curve)."""
+    items, tasks = sorted({*items, design.items}), sorted({*tasks, design.tasks})
     curve = power_curve(design, deltas, reps, rope, seed)
     out = {"design": asdict(design), "items_unit": items_unit(design.seeds), "rope": rope, "reps": reps,
            "mda_observed_tasks": minimum_detectable(curve, "power_observed_tasks"),

@@ -23,6 +23,26 @@ def Inputs(analysis: Path = ANALYSIS, raw: Path = RAW) -> StageInputs:
     return StageInputs(analysis, raw, "mirror_analysis", "conversations run")
 
 
+#: the gap between the highest corruption level and the point of another model's replies, on the level axis
+OTHER_GAP = 0.12
+
+
+def _other_x(cells: pd.DataFrame) -> float:
+    """Where another model's replies are drawn: right of every corruption level, at its own labelled tick."""
+    levels = cells.loc[cells["condition"] == "corrupted", "level"]
+    return (float(levels.max()) if len(levels) else 0.0) + OTHER_GAP
+
+
+def _level_axis(ax, cells: pd.DataFrame) -> None:
+    """Ticks at the corruption levels and, where drawn, one labelled for another model's replies (not a level)."""
+    levels = sorted(cells.loc[cells["condition"] == "corrupted", "level"].unique())
+    ticks, labels = list(levels), [f"{v:g}" for v in levels]
+    if (cells["condition"] == "other").any():
+        ticks.append(_other_x(cells))
+        labels.append("another\nmodel")
+    ax.set_xticks(ticks, labels)
+
+
 def _panel(ax, cells: pd.DataFrame, model: str, value: str = "", baseline_label: str = "control") -> None:
     c = cells[cells["model"] == model]
     ctl = c[c["condition"] == "control"]
@@ -41,7 +61,7 @@ def _panel(ax, cells: pd.DataFrame, model: str, value: str = "", baseline_label:
     oth = c[c["condition"] == "other"]
     if len(oth) and value == "":
         r = oth.iloc[0]
-        ax.errorbar([0.72], [r["mean"]], yerr=[[r["mean"] - r["low"]], [r["high"] - r["mean"]]], fmt="s",
+        ax.errorbar([_other_x(cells)], [r["mean"]], yerr=[[r["mean"] - r["low"]], [r["high"] - r["mean"]]], fmt="s",
                     color=OKABE_ITO["grey"], capsize=2, label="another model's replies")
 
 
@@ -63,12 +83,14 @@ def mirror_outcomes(inp: Inputs):
         axes[2][j].axhline(0, color="black", lw=0.8)
         axes[0][j].set_title(m)
         axes[2][j].set_xlabel("corruption level (share of eligible words changed)")
+        _level_axis(axes[2][j], noticing)
         for i in range(2):
             axes[i][j].set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel("P(notices unprompted)")
     axes[1][0].set_ylabel("share answering \"yes, I wrote that\"\n(P(yes) > P(no))")
     axes[2][0].set_ylabel("imitation: pattern share\nminus control")
-    axes[0][-1].legend(frameon=False, fontsize=7)
+    # outside the axes: inside, a run whose points reach the corner would hide them
+    axes[0][-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle("The mirror test (posterior means, 95% intervals)", y=1.0)
     inp.footer(fig)
     return fig
@@ -86,8 +108,10 @@ def mirror_surprise(inp: Inputs):
         ax.axhline(0, color="black", lw=0.8)
         ax.set_title(m)
         ax.set_xlabel("corruption level")
+        _level_axis(ax, su)
     axes[0][0].set_ylabel("surprise (nats per token)")
-    axes[0][-1].legend(frameon=False, fontsize=7)
+    # outside the axes: inside, a run whose points reach the corner would hide them
+    axes[0][-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle("Surprise at altered earlier replies (95% intervals)", y=1.03)
     inp.footer(fig)
     return fig

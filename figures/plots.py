@@ -244,7 +244,7 @@ def seeds(o: Outputs):
     target model, with Wilson 95% intervals and M1''s mode baseline (dashes): the spread between seeds."""
     acc = o.table("accuracy_by_seed")
     targets = _targets(acc)
-    fig, axes = plt.subplots(1, len(targets), figsize=(3.6 * len(targets), 3.2), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(targets), figsize=(3.6 * len(targets), 3.8), squeeze=False, sharey=True)
     for ax, t in zip(axes[0], targets):
         d = acc[acc["target"] == t]
         seeds_ = sorted(d["seed"].dropna().unique())
@@ -260,7 +260,7 @@ def seeds(o: Outputs):
         ax.set_xlim(-0.6, len(seeds_) - 0.4)
         ax.set_ylim(0, 100)
         ax.set_title(f"predicting {t}+self")
-        ax.legend(loc="lower right", frameon=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)  # inside, it covered points
     axes[0, 0].set_ylabel("accuracy (%)")
     fig.suptitle("Self- vs cross-prediction per finetune seed (Wilson 95% intervals)", y=1.02)
     fig.tight_layout()
@@ -442,7 +442,8 @@ def power(o: Outputs):
     axes[0].set_ylim(0, 100)
     axes[0].legend(frameon=False, loc="lower right")
     seeds = d.get("seeds", 1)
-    axes[0].set_title(f"{d['tasks']} tasks, {d['items']} items per task" + (f" x {seeds} seeds" if seeds >= 2 else ""))
+    # the design's items are the scored ones (the run's mean per task, target and seed), not the profile's items
+    axes[0].set_title(f"{d['tasks']} tasks, {d['items']} scored items per task" + (f" x {seeds} seeds" if seeds >= 2 else ""))
     for ax, axis, label in ((axes[1], "items", f"scored {meta['items_unit']}"), (axes[2], "tasks", "held-out tasks")):
         ax.axvline(d[axis], color=COLOURS["baseline"], lw=0.8, ls=":")
         ax.set_xscale("log", base=2)

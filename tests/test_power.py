@@ -60,6 +60,18 @@ def test_power_grows_with_the_advantage_and_items_and_task_spread_caps_new_task_
     assert big > small + 0.3
 
 
+def test_the_size_curves_pass_through_the_design():
+    design = P.Design(tasks=5, items=7, properties=2)
+    out = P.analyse(design, 2.0, reps=40, deltas=[0.0, 0.8], items=(10, 20), tasks=(3, 6))
+    by = out["by_size"]
+    assert list(by.loc[by["axis"] == "items", "value"]) == [7, 10, 20]
+    assert list(by.loc[by["axis"] == "tasks", "value"]) == [3, 5, 6]
+    for axis, value in (("items", 7), ("tasks", 5)):  # the design's own point is the design's curve
+        row = by[(by["axis"] == axis) & (by["value"] == value)].iloc[0]
+        assert row["mda_observed_tasks"] == out["mda_observed_tasks"] or (
+            np.isnan(row["mda_observed_tasks"]) and np.isnan(out["mda_observed_tasks"]))
+
+
 def test_minimum_detectable_interpolates_between_grid_points():
     c = pd.DataFrame({"advantage": [0.0, 5.0, 10.0], "p": [0.1, 0.6, 1.0]})
     assert P.minimum_detectable(c, "p") == pytest.approx(7.5)
