@@ -128,7 +128,7 @@ def prefill_rates(inp: Inputs):
         ax.set_title(m)
         ax.set_ylim(0, 1)
     axes[0][0].set_ylabel("share with P(\"accident\") > 1/2")
-    axes[0][-1].legend(frameon=False)
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)  # outside: shares reach 1
     fig.suptitle("Prefill detection: 'did you mean that word?' (95% intervals)", y=1.03)
     inp.footer(fig)
     return fig
@@ -182,7 +182,7 @@ def coherence_by_strength(inp: Inputs):
         axes[1][j].set_xlabel("strength (x mean residual norm)")
     axes[0][0].set_ylabel("share coherent")
     axes[1][0].set_ylabel("median perplexity")
-    axes[0][-1].legend(frameon=False, fontsize=7)
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=7)  # outside: shares reach 1
     fig.suptitle("Coherence of the steered free text", y=1.02)
     inp.footer(fig)
     return fig
