@@ -562,8 +562,11 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
     counts = (out_bc.groupby(["model", "property", "outcome"]).size().unstack("outcome")
               .reindex(columns=M.OUTCOMES, fill_value=0).fillna(0).astype(int).reset_index())
     tables["behaviour_counts"] = counts
+    # a pair can count as changed only where its old and its new answer are both in the requested form
+    comparable = int((bc["old_compliant"].astype(bool) & bc["new_compliant"].astype(bool)).sum()) if len(bc) else 0
     b = {"evaluated": int(len(bc)), "changed": int(len(out_bc)),
-         "changed_share": float(bc["changed"].mean()) if len(bc) else 0.0}
+         "changed_share": float(bc["changed"].mean()) if len(bc) else 0.0,
+         "comparable": comparable, "changed_share_of_comparable": len(out_bc) / comparable if comparable else np.nan}
     if "seed" in bc and bc["seed"].notna().any():
         b["seed"] = int(bc["seed"].dropna().iloc[0])
     for o in M.OUTCOMES:
@@ -685,6 +688,8 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
                             "by_target": _by_target(adv["effects"]),
                             "groups": groups, "fixed": adv["data"].fixed + ["self x target"],
                             "tasks": sorted(trained["task"].unique()),  # held-out tasks with scored trained rows
+                            # and per target: a target whose M1' never complied on a task has no rows there
+                            "tasks_by_target": {t: sorted(g["task"].unique()) for t, g in trained.groupby("target")},
                             "diagnostics": adv["diagnostics"], "prior_predictive_accuracy": adv["prior"],
                             "ppc_coverage": float(adv["ppc"]["covered"].mean()),
                             "ppc_units": {r.statistic: {"observed": r.observed, "low": r.rep_low, "high": r.rep_high,

@@ -83,19 +83,30 @@ def format_key(key: str, value: Any) -> str:
     if key.startswith("behaviour_model_p_"):
         return fmt(100 * value)
     if (key.endswith(("_k", "_n", "_n_informative")) or key.startswith("n_")
-            or key in ("behaviour_evaluated", "behaviour_changed")):
+            or key in ("behaviour_evaluated", "behaviour_changed", "behaviour_comparable")):
         return _count(value)
-    if key.startswith("behaviour_share_") or key == "behaviour_changed_share":
+    if key.startswith(("behaviour_share_", "behaviour_changed_share")):
         return fmt(100 * value)
     return fmt(value)
 
 
+def fmt_bound(value: float, digits: int = 1) -> str:
+    """An interval bound as :func:`fmt` prints it, with more decimals (up to three more) where a bound other
+    than zero would print as 0.0: an interval that excludes zero must not read as touching it."""
+    if known(value) and value != 0:
+        for d in range(digits, digits + 4):
+            if float(f"{value:.{d}f}") != 0:
+                return fmt(value, d)
+    return fmt(value, digits)
+
+
 def _ci(estimate: float, low: float, high: float, scale: float = 1.0) -> str:
-    """An estimate with its interval, ``"4.2 [3.0, 5.8]"``; ``scale=100`` turns shares into percentages."""
+    """An estimate with its interval, ``"4.2 [3.0, 5.8]"``; ``scale=100`` turns shares into percentages. A bound
+    that is not zero never prints as 0.0 (:func:`fmt_bound`)."""
     def scaled(v):  # a missing value (a cross-check that could not be computed) stays missing: fmt says n/a
         return None if v is None else scale * v
 
-    return f"{fmt(scaled(estimate))} [{fmt(scaled(low))}, {fmt(scaled(high))}]"
+    return f"{fmt(scaled(estimate))} [{fmt_bound(scaled(low))}, {fmt_bound(scaled(high))}]"
 
 
 def _interval(d: dict, key: str = "mean", scale: float = 1.0) -> str:

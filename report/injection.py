@@ -51,8 +51,72 @@ def _observed(o: dict | None) -> str:
     return f"observed: {o['k']} of {o['n']} trials with P(yes) > P(no), {o['says_yes']} answering \"yes\"{neither}"
 
 
-def model_paragraph(m: str, d: dict) -> str:
-    """The results for one model, every number from ``numbers.json``."""
+def _cells(tables: dict | None, name: str, model: str) -> pd.DataFrame | None:
+    """One model's rows of an analysis table (None where the table is not given or has none)."""
+    t = (tables or {}).get(name)
+    if t is None or not len(t):
+        return None
+    t = t[t["model"] == model]
+    return t if len(t) else None
+
+
+def _controls_text(det: pd.DataFrame) -> str:
+    """The random and negated vectors beside the concept vector at the cells where all were injected: the
+    observed counts of P(yes) > P(no)."""
+    ctl = det[det["condition"].isin(["random", "negated"])]
+    if not len(ctl):
+        return ""
+    cells = ctl[["layer_fraction", "strength"]].drop_duplicates()
+    concept = det[det["condition"] == "concept"].merge(cells, on=["layer_fraction", "strength"])
+    fractions = ", ".join(f"{f:g}" for f in sorted(cells["layer_fraction"].unique()))
+    parts = [f"{c} vector {int(g['k'].sum())} of {int(g['n'].sum())}" for c, g in ctl.groupby("condition")]
+    return (f"Where the control vectors were injected too (layer fraction {fractions}), P(yes) > P(no) held on "
+            f"{int(concept['k'].sum())} of {int(concept['n'].sum())} trials with the concept vector, against the "
+            + " and the ".join(parts) + " at the same cells.")
+
+
+def _yes_bias_text(yb: pd.DataFrame) -> str:
+    """How often injection raised "yes" to questions whose answer is no, cell by cell (the pooled counts can
+    hide a bias confined to a few cells)."""
+    cells = yb[yb["condition"] == "concept"]
+    above = cells[cells["diff_low"] > 0]
+    if not len(above):
+        return (f"No injected cell raised \"yes\" to these questions credibly above the control rate (0 of "
+                f"{len(cells)} cells).")
+    top = above.sort_values("diff_mean", ascending=False).iloc[0]
+    return (f"Cell by cell, {len(above)} of {len(cells)} injected cells raised \"yes\" to these questions credibly "
+            f"above the control rate, most at layer fraction {top['layer_fraction']:g}, strength "
+            f"{top['strength']:g}: {_pp({'mean': top['diff_mean'], 'low': top['diff_low'], 'high': top['diff_high']})} "
+            f"({int(top['k'])} of {int(top['n'])}), so a high detection rate in such a cell can be a general yes-bias.")
+
+
+def _prefill_note(pc: pd.DataFrame, d: dict) -> str:
+    """What the prefill contrasts can and cannot show: a floor (no control trial called an accident) and a
+    matching-minus-random difference that comes from the random injection alone."""
+    notes = []
+    ctl = pc[pc["condition"] == "control"]
+    if len(ctl) and int(ctl["k"].sum()) == 0:
+        notes.append(f"No trial without injection was called an accident (0 of {int(ctl['n'].sum())}), so a "
+                     "lowering of that share, the published effect, cannot show here")
+    pre = d.get("prefill", {})
+    mc, mr = pre.get("matching_minus_control"), pre.get("matching_minus_random")
+    rnd = pc[pc["condition"] == "random"]
+    if mc and mr and mr["cells_below"] and not mc["cells_below"] and len(rnd):
+        top = rnd.sort_values("mean", ascending=False).iloc[0]
+        notes.append(f"the matching injection is not credibly below the control in any cell, so the negative "
+                     f"matching-minus-random difference comes from the random injection raising the share called "
+                     f"an accident (up to {fmt(100 * top['mean'])}% [{fmt(100 * top['low'])}, "
+                     f"{fmt(100 * top['high'])}] at strength {top['strength']:g}, {int(top['k'])} of "
+                     f"{int(top['n'])} trials)")
+    if not notes:
+        return ""
+    s = "; ".join(notes)
+    return s[0].upper() + s[1:] + "."
+
+
+def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
+    """The results for one model, every number from ``numbers.json`` and (where given) the analysis tables
+    ``tables`` (name -> DataFrame: ``detection_cells``, ``yes_bias``, ``prefill_conditions``)."""
     inj = d["layers_injected"]
     parts = [f"**{m}** ({d['n_layers']} blocks; injected at block{'s' if len(inj) > 1 else ''} "
              f"{', '.join(map(str, inj))})."]
@@ -61,13 +125,18 @@ def model_paragraph(m: str, d: dict) -> str:
         raw = f"; {_observed(seen['control'])}" if seen.get("control") else ""
         parts.append(f"On control trials (no injection) it said an injected thought was present at a rate of "
                      f"{_p(d['fp_rate'])} (the model's estimate{raw}).")
+    det = _cells(tables, "detection_cells", m)
     if "detection_best" in d:
         b = d["detection_best"]
         raw = f"; {_observed(b['observed'])}" if b.get("observed") else ""
         parts.append(f"Its highest detection rate under injection was {_p(b['rate'])} (layer fraction "
                      f"{b['layer_fraction']:g}, strength {b['strength']:g}{raw}), {_pp(b['minus_fp'])} relative to "
                      f"the false-positive rate, {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
-                     f"{d['detection_cells']} cells had detection credibly above the false-positive rate.")
+                     f"{d['detection_cells']} cells had detection credibly above the false-positive rate"
+                     + ("" if det is None else f" and {int((det.loc[det['condition'] == 'concept', 'diff_high'] < 0).sum())}"
+                                               " credibly below it") + ".")
+        if det is not None:
+            parts.append(_controls_text(det))
     if "concept" in seen:
         c = seen["concept"]
         neither = (f", and the first answer token put {fmt(c['p_outside'])}% of its probability on neither yes nor "
@@ -79,10 +148,13 @@ def model_paragraph(m: str, d: dict) -> str:
         parts.append(f"Asked questions whose answer is no, it answered yes (P(yes) > P(no)) on "
                      f"{bias['control']['k']} of {bias['control']['n']} trials without injection and "
                      f"{bias['concept']['k']} of {bias['concept']['n']} with the concept injected.")
+        yb = _cells(tables, "yes_bias", m)
+        if yb is not None:
+            parts.append(_yes_bias_text(yb))
     if "identification_best" in d:
         b = d["identification_best"]
         parts.append(f"The injected concept was the most probable of the {round(1 / b['chance'])} concept words at "
-                     f"a rate of at most {_p(b['rate'])} (layer fraction {b['layer_fraction']:g}, strength "
+                     f"a rate of {_p(b['rate'])} in its best cell (layer fraction {b['layer_fraction']:g}, strength "
                      f"{b['strength']:g}; chance {100 * b['chance']:.1f}%), {_pp(b['minus_chance'])} against chance "
                      f"and {_pp(b['minus_control'])} against the same trials without injection; "
                      f"{d['identification_cells_above_chance']} of {d['identification_cells']} cells were credibly "
@@ -96,6 +168,11 @@ def model_paragraph(m: str, d: dict) -> str:
                          f"accident (P(\"accident\") > 1/2) was {_pp(s)} (layer "
                          f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}); {c['cells_below']} of "
                          f"{c['cells']} cells credibly below zero, {c['cells_above']} credibly above.")
+    pc = _cells(tables, "prefill_conditions", m)
+    if pc is not None and d.get("prefill"):
+        note = _prefill_note(pc, d)
+        if note:
+            parts.append(note)
     if "intention_best" in d:
         b = d["intention_best"]
         parts.append(f"Intentional control: the largest think minus don't-think cosine was "
@@ -115,23 +192,32 @@ def model_paragraph(m: str, d: dict) -> str:
     return " ".join(parts)
 
 
-def comparison_table(numbers: dict, reference: dict) -> pd.DataFrame:
+def comparison_table(numbers: dict, reference: dict, tables: dict | None = None) -> pd.DataFrame:
+    """This run beside the published numbers. The published detection rate came with no false positives, so
+    this run's detection is given relative to its false-positive rate beside the raw rate."""
     rows = []
     for key, r in reference["rows"].items():
         ours = []
         for m, d in numbers["models"].items():
             if key == "detection" and "detection_best" in d:
-                o = d["detection_best"].get("observed")
+                b = d["detection_best"]
+                o = b.get("observed")
                 said = f", {o['says_yes']} of {o['n']} trials answering \"yes\"" if o else ""
-                ours.append(f"{m}: {_p(d['detection_best']['rate'])} with P(yes) > P(no){said}")
+                ours.append(f"{m}: {_pp(b['minus_fp'])} relative to its false-positive rate in the best cell "
+                            f"({_p(b['rate'])} with P(yes) > P(no){said})")
             elif key == "false_positives" and "fp_rate" in d:
                 ours.append(f"{m}: {_p(d['fp_rate'])}")
             elif key == "prefill" and d.get("prefill", {}).get("matching_minus_control"):
+                pc = _cells(tables, "prefill_conditions", m)
+                floor = (pc is not None and int(pc.loc[pc["condition"] == "control", "k"].sum()) == 0
+                         and (pc["condition"] == "control").any())
                 ours.append(f"{m}: {_pp(d['prefill']['matching_minus_control']['strongest'])} in the share of "
-                            "trials with P(accident) > 1/2")
+                            "trials with P(accident) > 1/2" + (" (no control trial called an accident: a "
+                                                               "lowering cannot show)" if floor else ""))
             elif key == "intention" and "intention_best" in d:
                 b = d["intention_best"]
-                ours.append(f"{m}: {signed(b['mean'], 4)} [{signed(b['low'], 4)}, {signed(b['high'], 4)}]")
+                ours.append(f"{m}: {signed(b['mean'], 4)} [{signed(b['low'], 4)}, {signed(b['high'], 4)}], the largest "
+                            f"of its {d.get('intention_layers', 'n/a')} layers' estimates")
         rows.append({"Quantity": r["quantity"], "Published (theirs)": r["published"],
                      "Open replications (theirs)": r.get("replications", "-"),
                      "This run": "; ".join(ours) or "-"})
@@ -163,11 +249,14 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
                                  or "none" for _, r in ex.iterrows()],
                       "text": ex["text"].map(model_text)})
     ex = ex[["model", "condition", "concept", "layer fraction", "strength", "text", "grades", "perplexity"]]
+    tables = {n: pd.read_parquet(analysis / f"{n}.parquet") for n in ("detection_cells", "yes_bias",
+                                                                        "prefill_conditions")
+              if (analysis / f"{n}.parquet").exists()}
     secs = run_seconds(run["models"])
     out = [
         f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])}",
         "",
-        *[model_paragraph(m, d) + "\n" for m, d in numbers["models"].items()],
+        *[model_paragraph(m, d, tables) + "\n" for m, d in numbers["models"].items()],
         "![Detection of an injected concept: the posterior share of trials with P(\"yes\") > P(\"no\") at the "
         "average concept per layer fraction and strength, with 95% intervals; outlined cells have detection credibly above the false-positive rate of "
         "the control trials (in each panel's title).](_generated/figures/injection_detection.png)"
@@ -192,7 +281,7 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
         "perplexity under the unsteered model, per strength.](_generated/figures/injection_coherence.png)"
         "{#fig-injection-coherence}",
         "",
-        _table(comparison_table(numbers, reference), f"Concept injection: this run next to the published study "
+        _table(comparison_table(numbers, reference, tables), f"Concept injection: this run next to the published study "
                f"and its open replications (their numbers, quoted from {reference['source']}; not computed "
                "here).", "tbl-injection-comparison"),
         "",

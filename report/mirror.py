@@ -33,7 +33,13 @@ def model_paragraph(m: str, d: dict) -> str:
         c = d["noticing_control"]
         parts.append(f"With its clean history ({c['k']} of {c['n']}) the posterior rate is {_p(c)} (the prior keeps "
                      "an all-zero cell's interval off zero; read it by its upper bound).")
-    if "noticing_extreme" in d:
+    none_noticed = d.get("noticing_observed", {}).get("k") == 0
+    if "noticing_extreme" in d and none_noticed:
+        # every cell is 0 of n: the cells' estimates differ by the prior alone, so no cell is "the largest"
+        parts.append(f"With no reply remarking on anything in any condition, the altered cells' estimates differ from "
+                     f"the control only by the prior; {d['noticing_cells_above']} of {d['noticing_cells']} altered "
+                     "cells were credibly above it.")
+    elif "noticing_extreme" in d:
         e = d["noticing_extreme"]
         parts.append(f"The largest change under alteration ({_cell(e)}) was {_pp(e)}, {WORDS[e['verdict']]} zero; "
                      f"{d['noticing_cells_above']} of {d['noticing_cells']} altered cells were credibly above the "

@@ -7,7 +7,7 @@ import re
 
 from reproduce import __version__
 from reproduce.config import Profile
-from .formatting import _count, _interval, fmt, format_key
+from .formatting import _ci, _count, _interval, fmt, format_key
 
 
 BAYESIAN_MODELS = (("advantage", "advantage"), ("mode-baseline arms", "baseline_arms"),
@@ -92,9 +92,15 @@ def _sensitivity_text(metrics: dict) -> dict:
     verdict = lambda d: _verdict(d["low"], d["high"], rope, "positive", "negative", "practically null",  # noqa: E731
                                  "inconclusive")
     same = verdict(a) == verdict(b)
+
+    def sign_note(x: dict, y: dict) -> str:
+        """Where two estimates share a verdict but not a sign: the verdict is all they share."""
+        return (", though the two point estimates have opposite signs"
+                if x["estimate"] * y["estimate"] < 0 else "")
+
     out = {"sensitivity_verdict": (
-        f"the sign of the conclusion does not depend on which behaviour is the ground truth (the advantage is "
-        f"{verdict(a)} either way)" if same else
+        f"the verdict does not depend on which behaviour is the ground truth (the advantage is "
+        f"{verdict(a)} either way){sign_note(a, b)}" if same else
         f"the conclusion depends on which behaviour is the ground truth: the advantage is {verdict(a)} against "
         f"M1' but {verdict(b)} against the base model")}
     main = sens["trained"]
@@ -117,15 +123,16 @@ def _sensitivity_text(metrics: dict) -> dict:
             f"against the main analysis's {main['n']:,}), "
             + scored(orig, f" (in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and "
                            f"{fmt(main['mode_baseline'])}%)")
-            + (", as in the main analysis." if verdict(orig["advantage"]) == verdict(a) else
-               f", where the main analysis's is {verdict(a)}."))
+            + (f", as in the main analysis{sign_note(orig['advantage'], a)}." if verdict(orig["advantage"]) == verdict(a)
+               else f", where the main analysis's is {verdict(a)}."))
     nums = sens.get("trained_without_numbers")
     out["without_numbers_sentence"] = ""  # no number task held out: nothing to say
     if nums:
         out["without_numbers_sentence"] = (
             f"Without the held-out number task, which has no counterpart in the original's experiment 1 "
             f"({nums['n']:,} of the {main['n']:,} trained observations left), " + scored(nums)
-            + (", as with it." if verdict(nums["advantage"]) == verdict(a) else f", where with it it is {verdict(a)}."))
+            + (f", as with it{sign_note(nums['advantage'], a)}." if verdict(nums["advantage"]) == verdict(a)
+               else f", where with it it is {verdict(a)}."))
     return out
 
 
@@ -265,13 +272,27 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "is conditional on the one run made.")
     text["run_scale_sentence"] = _run_scale_text(a.get("run_scale"), metrics.get("prior_sensitivity"), word)
     g = a.get("gamma")
+    gl = a.get("gamma_logit")
+    logit = (f" The model's skill term itself, gamma on the log-odds scale, is {_ci(gl['mean'], gl['low'], gl['high'])}; "
+             f"the figure in points also carries each direction's own cell effects." if gl else "")
     text["gamma_sentence"] = (
         f"The two directions differ by gamma = {_interval(g)} points (the advantage predicting {g['first']} minus "
         f"the advantage predicting {g['second']}), which is twice the two models' difference in general "
         f"predicting skill if that skill does not depend on the target, and which the pooled trial-weighted "
-        f"difference ({_interval(a['trial_weighted'])} points) mixes into its estimate." if g else
+        f"difference ({_interval(a['trial_weighted'])} points) mixes into its estimate.{logit}" if g else
         "With more than two models every ordered pair is a direction and each model's general predicting "
         "skill is a separate term of the model.")
+    # delta in points is the model's equal-skill effect, not the plain mean of the direction rows: delta +/- gamma/2
+    # holds on the log-odds scale, and each direction's figure in points averages over its own target's rows
+    if len(dirs) == 2 and a.get("overall"):
+        plain = (dirs[0]["mean"] + dirs[1]["mean"]) / 2
+        text["delta_vs_directions"] = (
+            f"The plain mean of the two directions' advantages is {fmt(plain)} points, not delta's "
+            f"{fmt(a['overall']['mean'])}: delta +/- gamma/2 holds on the log-odds scale, while each figure in "
+            f"points averages the model's effect over its own rows (its target's tasks, properties and items); "
+            f"the two frequentist estimates below weight the directions equally and so estimate the plain mean.")
+    else:
+        text["delta_vs_directions"] = ""
     # the frequentist checks against the Bayesian trial-weighted estimate: same verdict or not
     from analysis.verdicts import verdict
 
@@ -308,6 +329,11 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
             "cross-prediction is better calibrated", "self- and cross-prediction are practically equally calibrated",
             "the data cannot tell whether self- or cross-prediction is better calibrated")
         text["rope_log_score"] = fmt(cal["log_score"]["rope"], 2)
+        by = cal["log_score"].get("by_target", {})
+        text["calibration_log_score_by_target"] = (
+            "By target (the direction-specific differences, which the pooled one averages): " + "; ".join(
+                f"predicting {t}, {_interval(v)} ({_verdict(v['low'], v['high'], cal['log_score']['rope'], 'self better calibrated', 'cross better calibrated', 'practically equal', 'inconclusive')})"
+                for t, v in sorted(by.items())) + "." if by else "")
     dif = cal.get("mad_difference", {}).get("pooled")
     if dif:
         text["mad_difference_verdict"] = _verdict(
@@ -392,7 +418,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     run["mirror_kinds"] = ", ".join(profile.mirror.kinds) if profile.mirror else "none (the stage was skipped)"
     run["mirror_scripts_phrase"] = _subset_phrase(profile.mirror.scripts if profile.mirror else None,
                                                   counts.get("mirror_test", {}).get("scripts"), skipped=profile.mirror is None)
-    text["exp1_tasks_sentence"] = _tasks_sentence(a.get("tasks"), list(profile.tasks.test))
+    text["exp1_tasks_sentence"] = _tasks_sentence(a.get("tasks"), list(profile.tasks.test), a.get("tasks_by_target"))
     if profile.behaviour_change:
         bc = profile.behaviour_change
         run.update(bc_train_items=str(bc.train_items), bc_eval_items=str(profile.behaviour_change_eval_items()),
@@ -401,15 +427,29 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     return {"n": n, "run": run, "text": text}
 
 
-def _tasks_sentence(scored: list[str] | None, held_out: list[str]) -> str:
+def _tasks_sentence(scored: list[str] | None, held_out: list[str], by_target: dict | None = None) -> str:
     """Which held-out tasks experiment 1's trained comparison could score (``scored``: the tasks of the
-    advantage model's rows; None in metrics of older runs, where nothing is said)."""
+    advantage model's rows; None in metrics of older runs, where nothing is said), and, where the targets
+    differ (``by_target``: target -> its scored tasks), which tasks each direction lacks: directions scored on
+    different tasks make gamma and the equal-task weighting mix task with direction."""
     missing = [t for t in held_out if scored is not None and t not in scored]
     if not missing:
-        return "Every held-out task has scored trained predictions." if scored is not None else ""
-    return (f"On {_join(missing)}, no self-trained model gave an answer in the requested form, so no trained "
-            f"prediction there could be scored: experiment 1's trained comparison covers "
-            f"{len(held_out) - len(missing)} of the {len(held_out)} held-out tasks.")
+        s = "Every held-out task has scored trained predictions" if scored is not None else ""
+    else:
+        s = (f"On {_join(missing)}, no self-trained model gave an answer in the requested form, so no trained "
+             f"prediction there could be scored: experiment 1's trained comparison covers "
+             f"{len(held_out) - len(missing)} of the {len(held_out)} held-out tasks")
+    lacking = {t: [x for x in (scored or held_out) if x not in tasks] for t, tasks in sorted((by_target or {}).items())}
+    lacking = {t: x for t, x in lacking.items() if x}
+    if not s:
+        return ""
+    if not lacking:
+        return s + (", predicting each target." if by_target and not missing else ".")
+    parts = [f"predicting {t}, none on {_join(x)} ({t}'s self-trained models gave no answer there in the requested "
+             f"form)" for t, x in lacking.items()]
+    return (s + " pooled over the targets, but " + "; ".join(parts) + ". So the directions are scored on different "
+            "tasks, and gamma and the equal-task weighting below mix a difference between tasks into the "
+            "difference between directions.")
 
 
 def _subset_phrase(wanted, available: int | None, skipped: bool = False) -> str:
@@ -503,8 +543,8 @@ def _compliance_text(cs: dict | None, rope: float) -> str:
     c, k, e = cs["compliance_difference"], cs["conditional_difference"], cs["advantage_at_equal_compliance"]
     at_equal = _verdict(e["low"], e["high"], rope, "an advantage", "a disadvantage", "practically none",
                         "inconclusive")
-    s = ("Not every trained hypothetical answer was in the requested form. The self-predictor complied "
-         f"{_interval(c)} points more often than the cross-predictor; among compliant answers the self-minus-"
+    s = ("Not every trained hypothetical answer was in the requested form. The self-predictor's compliance rate "
+         f"minus the cross-predictor's is {_interval(c)} points; among compliant answers the self-minus-"
          f"cross difference is {_interval(k)} points, and the two parts together imply "
          f"{_interval(cs['two_part_advantage'])} points. At equal compliance the advantage would be "
          f"{_interval(e)} points ({at_equal})")
@@ -582,8 +622,11 @@ def _outside_text(cal: dict) -> str:
     cells = [f"{c}_{k}" for c in ("untrained", "trained") for k in ("self", "cross")]
     if not all(c in out and c in ren for c in cells):
         return ""
-    return (f"Before training the predictors put on average {fmt(out['untrained_self'])}% (self) and "
-            f"{fmt(out['untrained_cross'])}% (cross) of their probability outside the options, after it "
+    before = (f"{fmt(out['untrained_self'])}% (self) and {fmt(out['untrained_cross'])}% (cross)"
+              if fmt(out["untrained_self"]) != fmt(out["untrained_cross"]) else
+              f"{fmt(out['untrained_self'])}% (self and cross alike: before training both kinds pool the same "
+              f"untrained predictors' answers)")
+    return (f"Before training the predictors put on average {before} of their probability outside the options, after it "
             f"{fmt(out['trained_self'])}% and {fmt(out['trained_cross'])}%, and the MAD counts that mass as "
             f"error. With each distribution renormalised over the options (the sensitivity variant of the table) the "
             f"MAD is {fmt(ren['untrained_self']['mad'])} before and {fmt(ren['trained_self']['mad'])} after "

@@ -196,23 +196,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         "self - cross row here weights the targets by their trials, like the pooled row of @tbl-advantage.",
         "tbl-arms")
 
-    mad = t("mad")
-    keys = ["target", "condition", "kind"]
-    raw = mad[mad["variant"] == "raw"].set_index(keys)
-    ren = mad[mad["variant"] == "renormalised"].set_index(keys)
-    order = sorted(raw.index, key=lambda k: (k[0] == "pooled", k[0], k[1] != "trained", k[2] != "self"))
-    out["calibration"] = _md_table(pd.DataFrame([{
-        "target": k[0], "condition": k[1], "kind": k[2],
-        "MAD [95% bootstrap]": _ci(raw.loc[k, "mad"], raw.loc[k, "low"], raw.loc[k, "high"]),
-        "MAD, renormalised meta": (_ci(ren.loc[k, "mad"], ren.loc[k, "low"], ren.loc[k, "high"]) if k in ren.index
-                                   else "n/a"),
-        "bins": str(int(raw.loc[k, "bins"])), "points": _count(raw.loc[k, "points"]),
-        "items": _count(raw.loc[k, "items"])} for k in order]),
-        "Calibration as the original study measures it: mean absolute difference (x100) between binned "
-        "object-level and meta-level probabilities (10 equal-frequency bins with tied probabilities kept "
-        "together, so possibly fewer; top-3 sampled behaviours), per target model and pooled. The meta-level "
-        "probabilities keep the mass the predictor puts outside the options (the paper's); the renormalised "
-        "column is the sensitivity variant. Intervals: bootstrap over items.", "tbl-calibration")
+    out["calibration"] = calibration_table(t("mad"))
     dif = t("mad_difference") if (Path(analysis) / "tables" / "mad_difference.parquet").exists() else pd.DataFrame()
     if len(dif):
         d_raw, d_ren = (dif[dif["variant"] == v].set_index("target") for v in ("raw", "renormalised"))
@@ -311,6 +295,37 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                        + "\nRelease sha256 of each dataset:\n\n" + hashes + "\n")
     return out
 
+
+
+def calibration_table(mad: pd.DataFrame) -> str:
+    """The MAD table (raw and renormalised meta distributions, per target and pooled, by condition and kind)."""
+    keys = ["target", "condition", "kind"]
+    raw = mad[mad["variant"] == "raw"].set_index(keys)
+    ren = mad[mad["variant"] == "renormalised"].set_index(keys)
+    order = sorted(raw.index, key=lambda k: (k[0] == "pooled", k[0], k[1] != "trained", k[2] != "self"))
+
+    def mad_ci(r) -> str:
+        """The MAD with its percentile interval, marked where the interval leaves out the estimate (the binned MAD
+        is biased under resampling; the interval is drawn as it is, not shifted onto the estimate)."""
+        outside = not (r["low"] <= r["mad"] <= r["high"])
+        return _ci(r["mad"], r["low"], r["high"]) + (" (a)" if outside else "")
+
+    rows = [{
+        "target": k[0], "condition": k[1], "kind": k[2],
+        "MAD [95% bootstrap]": mad_ci(raw.loc[k]),
+        "MAD, renormalised meta": mad_ci(ren.loc[k]) if k in ren.index else "n/a",
+        "bins": str(int(raw.loc[k, "bins"])), "points": _count(raw.loc[k, "points"]),
+        "items": _count(raw.loc[k, "items"])} for k in order]
+    marked = any("(a)" in str(v) for r in rows for v in r.values())
+    return _md_table(pd.DataFrame(rows),
+        "Calibration as the original study measures it: mean absolute difference (x100) between binned "
+        "object-level and meta-level probabilities (10 equal-frequency bins with tied probabilities kept "
+        "together, so possibly fewer; top-3 sampled behaviours), per target model and pooled. The meta-level "
+        "probabilities keep the mass the predictor puts outside the options (the paper's); the renormalised "
+        "column is the sensitivity variant. Intervals: percentile bootstrap over items."
+        + (" (a): the interval leaves out the estimate. The binned MAD of a resample is biased (resampling "
+           "moves the bin edges and repeats items), so most resamples can lie on one side of the estimate: such an "
+           "interval gives the spread of the resamples, not bounds centred on the estimate." if marked else ""), "tbl-calibration")
 
 def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
     """Our side of the comparison table, from ``accuracy_by_target`` (raw accuracies, as the original reports

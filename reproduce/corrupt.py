@@ -15,10 +15,7 @@ equals the requested one up to rounding, and level 0 returns the text byte for b
 - ``drop``: one letter removed (a word keeps at least two letters).
 - ``capitalisation``: the case of each letter flipped with probability 1/2, at least one letter flipped.
 
-**Imitation** (:func:`pattern_rate`): the share of a reply's eligible words that show the kind's pattern:
-``sg`` among words with a ``g`` (insertion); a case change after the first letter in a word that is not all
-capitals (capitalisation); a word outside a reference vocabulary (substitution, swap, drop: the words of the
-clean texts). Compared with the same rate in the control condition's reply.
+Whether a reply imitates the corruption is graded from its text by :func:`reproduce.imitation.pattern_counts`.
 """
 
 from __future__ import annotations
@@ -128,34 +125,3 @@ def corrupt(text: str, kind: str, rate: float, seed: int) -> Corrupted:
         last = m.end()
     out.append(text[last:])
     return Corrupted("".join(out), len(spans), changed)
-
-
-def words(text: str) -> list[str]:
-    return [w for w in WORD.findall(text) if len(w) >= MIN_LETTERS]
-
-
-def vocabulary(texts) -> frozenset[str]:
-    """The lower-cased words of ``texts``: the reference for "a word outside the vocabulary"."""
-    return frozenset(w.lower() for t in texts for w in WORD.findall(t))
-
-
-def pattern_rate(text: str, kind: str, vocab: frozenset[str] | None = None) -> float:
-    """The share of ``text``'s eligible words that show ``kind``'s pattern (NaN when it has none)."""
-    k, n = pattern_counts(text, kind, vocab)
-    return k / n if n else float("nan")
-
-
-def pattern_counts(text: str, kind: str, vocab: frozenset[str] | None = None) -> tuple[int, int]:
-    """(words showing ``kind``'s pattern, eligible words) in ``text``: the binomial counts of imitation."""
-    kind = check_kind(kind)
-    ws = words(text)
-    if kind == "insertion":
-        ws = [w for w in ws if "g" in w.lower()]
-        hits = [("sg" in w.lower()) for w in ws]
-    elif kind == "capitalisation":
-        hits = [(not w.isupper()) and any(c.isupper() for c in w[1:]) for w in ws]
-    else:
-        if vocab is None:
-            raise CorruptionError(f"pattern_rate for {kind!r} needs the reference vocabulary of the clean texts")
-        hits = [w.lower() not in vocab for w in ws]
-    return int(sum(hits)), len(hits)

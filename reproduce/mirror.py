@@ -17,8 +17,9 @@ At each measured turn ``t`` (the history holds the replies to turns ``1 .. t-1``
 - (b) **prompted recognition**: after the altered history, the question "did you write each of your previous
   messages exactly as it appears above?"; P(yes) from one forward pass, normalised over yes / no;
 - (c) **imitation**: for every kind, the counts of words in the reply (a) that show the kind's pattern
-  (:func:`reproduce.corrupt.pattern_counts`; the reference vocabulary is every word of the clean replies and
-  the scripts), compared with the control condition's reply;
+  (:func:`reproduce.imitation.pattern_counts`: for substitution, swap and drop a typo of that kind of a word of
+  the clean replies and the scripts), compared with the control condition's reply; graded from the stored
+  replies, so a change to the measure needs no new inference;
 - (d) **surprise** (``surprise.parquet``): the model's mean log-probability per token of each altered earlier
   reply given the altered history before it, against the same for its clean reply after the clean history.
 """
@@ -34,8 +35,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import graders
-from .corrupt import KINDS, corrupt, pattern_counts, vocabulary
+from . import graders, imitation
+from .corrupt import KINDS, corrupt
 from .engine import derive_seed
 from .errors import ProjectError
 from .hardware import describe
@@ -146,7 +147,7 @@ class MirrorRunner:
         turns = range(2, n + 1) if self.cfg.turns is None else [t for t in self.cfg.turns if 2 <= t <= n]
         return list(turns)
 
-    def turn_rows(self, clean: dict, other: dict, vocab) -> pd.DataFrame:
+    def turn_rows(self, clean: dict, other: dict) -> pd.DataFrame:
         """(a)-(c) for every condition, script and measured turn: reply and recognition prompts in one engine
         call, so each altered history is computed once for both."""
         question = self.data.prompts["recognition_question"]
@@ -168,11 +169,8 @@ class MirrorRunner:
         for i, spec in enumerate(specs):
             reply = cut_reply(self.lm, gens[2 * i][0].raw)
             rec = gens[2 * i + 1][0]
-            row = dict(spec, reply=reply, judge_notices=np.nan,
-                       p_yes=rec.option_probs[0], p_outside=rec.p_outside)
-            for k in KINDS:
-                row[f"pattern_k_{k}"], row[f"pattern_n_{k}"] = pattern_counts(reply, k, vocab)
-            rows.append(row)
+            rows.append(dict(spec, reply=reply, judge_notices=np.nan,
+                             p_yes=rec.option_probs[0], p_outside=rec.p_outside))
         return pd.DataFrame(rows)
 
     def surprise_rows(self, clean: dict, other: dict) -> pd.DataFrame:
@@ -208,10 +206,13 @@ class MirrorRunner:
         clean = {s: list(g.sort_values("turn")["reply"]) for s, g in conv.groupby("script_id")}
         # histories that other models' clean replies feed are read from their conversations tables
         other = {m: c for m, c in other.items() if m != self.lm.name}
-        vocab = vocabulary(list(conv["reply"]) + [t for s in self.scripts for t in s["turns"]])
-        turns = self.store.cached("turns", lambda: self.turn_rows(clean, other, vocab))
+        turns = self.store.cached("turns", lambda: self.turn_rows(clean, other))
         # graded here, after the shard: a change to the rules regrades the stored replies without regenerating them
         turns = turns.assign(notices=[graders.notices_oddity(r) for r in turns["reply"]])
+        vocab = imitation.vocabulary(list(conv["reply"]) + [t for s in self.scripts for t in s["turns"]])
+        counts = {k: [imitation.pattern_counts(r, k, vocab) for r in turns["reply"]] for k in KINDS}
+        turns = turns.assign(**{f"pattern_{c}_{k}": [x[j] for x in counts[k]]
+                                for k in KINDS for j, c in enumerate(("k", "n"))})
         surprise = self.store.cached("surprise", lambda: self.surprise_rows(clean, other))
         return {"conversations": conv, "turns": turns, "surprise": surprise}
 

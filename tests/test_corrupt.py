@@ -2,7 +2,8 @@
 
 import pytest
 
-from reproduce.corrupt import (KINDS, CorruptionError, corrupt, eligible, pattern_rate, vocabulary, words)
+from reproduce.corrupt import KINDS, CorruptionError, corrupt, eligible
+from reproduce.imitation import pattern_counts, pattern_rate, typo_of, vocabulary, words
 
 TEXT = ("Growing tomatoes is a good hobby. Give them a sunny spot, regular watering and a strong stake; "
         "by August the big vines will bring a generous harvest of bright red fruit, and maybe a few green ones. ") * 3
@@ -69,6 +70,27 @@ def test_pattern_rate_on_hand_written_replies():
     assert pattern_rate("I", "insertion") != pattern_rate("I", "insertion")  # NaN: no eligible word
     assert pattern_rate("The tOmato is NASA red", "capitalisation") == pytest.approx(1 / 4)
     vocab = vocabulary(["the tomato plant needs water"])
-    assert pattern_rate("the tomoto plnat needs water", "swap", vocab) == pytest.approx(2 / 5)
+    # "plnat" is a swap of "plant"; "tomoto" is outside the vocabulary but no swap of a word in it
+    assert pattern_rate("the tomoto plnat needs water", "swap", vocab) == pytest.approx(1 / 5)
     with pytest.raises(CorruptionError, match="vocabulary"):
         pattern_rate("x", "drop")
+
+
+def test_a_new_ordinary_word_is_no_typo_and_each_kind_recognises_its_own_typos():
+    vocab = vocabulary(["Let the sauce simmer for a while, then taste it"])
+    assert not typo_of("hours", "substitution", vocab) and not typo_of("idea", "drop", vocab)
+    assert typo_of("sauxe", "substitution", vocab)  # c -> x, QWERTY neighbours
+    assert not typo_of("sauke", "substitution", vocab)  # c -> k: not neighbours
+    assert typo_of("smimer", "swap", vocab) and not typo_of("smimer", "drop", vocab)
+    assert typo_of("simer", "drop", vocab) and typo_of("Taste".replace("a", ""), "drop", vocab)
+    assert not typo_of("simmer", "drop", vocab)  # in the vocabulary: no typo
+    # a reply that only uses new, correctly spelled words shows no pattern however different it is
+    assert pattern_counts("It's a good idea to wait a few hours", "substitution", vocab) == (0, 5)
+
+
+@pytest.mark.parametrize("kind", ["substitution", "swap", "drop"])
+def test_every_corrupted_word_reads_as_a_typo_of_its_kind(kind):
+    vocab = vocabulary([TEXT])
+    out = corrupt(TEXT, kind, 0.6, seed=3)
+    changed = [b for a, b in zip(words(TEXT), words(out.text)) if a != b]
+    assert changed and all(typo_of(w, kind, vocab) or w.lower() in vocab for w in changed)

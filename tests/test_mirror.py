@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from reproduce.config import ConfigError, load_params
-from reproduce.corrupt import KINDS, corrupt, pattern_counts, vocabulary
+from reproduce.corrupt import KINDS, corrupt
+from reproduce.imitation import pattern_counts, vocabulary
 from reproduce.engine import derive_seed
 from reproduce.mirror import SCHEMAS, MirrorRunner, altered, conditions, messages
 from reproduce.mirror_data import load_mirror_dataset
@@ -201,3 +202,15 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
             "of the probability on neither word") in text
     assert f"in {int(turns.notices.sum())} of its {len(turns)} replies" in text
     assert "The conversations ran on this test's CPU (smollm2-135m 1 s)." in text  # a fresh store: nothing reused
+
+
+def test_with_no_reply_noticing_anything_no_cell_is_named_the_largest_change():
+    from report.mirror import model_paragraph
+
+    e = {"condition": "corrupted", "kind": "capitalisation", "level": 0.3, "mean": 0.008, "low": -0.1,
+         "high": 0.2, "verdict": "unclear"}
+    d = {"scripts": 3, "turns": [2, 3], "noticing_extreme": e, "noticing_cells": 7, "noticing_cells_above": 0}
+    zero = model_paragraph("m", {**d, "noticing_observed": {"k": 0, "n": 48}})
+    assert "largest change" not in zero and "only by the prior; 0 of 7 altered cells" in zero
+    some = model_paragraph("m", {**d, "noticing_observed": {"k": 2, "n": 48}})
+    assert "The largest change under alteration (capitalisation at level 0.3) was" in some

@@ -233,3 +233,18 @@ def test_judge_grades_get_raw_rates_and_an_agreement_table_counted_by_hand(sim):
         pe = pa * pb + (1 - pa) * (1 - pb)
         assert ag.loc[m, "n"] == len(g) and ag.loc[m, "rules_yes"] == a.sum() and ag.loc[m, "judge_yes"] == b.sum()
         assert np.isclose(ag.loc[m, "agreement"], po) and np.isclose(ag.loc[m, "kappa"], (po - pe) / (1 - pe))
+
+
+def test_a_corrupted_reply_left_unchanged_is_dropped_up_to_float_rounding(sim):
+    from analysis.mirror.surprise import surprise_design
+
+    sur = sim[0]["surprise"]
+    corrupted = np.flatnonzero((sur["condition"] == "corrupted").to_numpy())
+    a, b = corrupted[:2]
+    sur = sur.copy()
+    # one reply identical to its clean reply but scored in another batch (5e-7 nats per token apart), one exactly
+    sur.loc[sur.index[a], "logprob"] = sur.loc[sur.index[a], "logprob_clean"] + 5e-7
+    sur.loc[sur.index[b], "logprob"] = sur.loc[sur.index[b], "logprob_clean"]
+    sur["surprise"] = sur["logprob_clean"] - sur["logprob"]
+    full = surprise_design(sim[0]["surprise"])
+    assert surprise_design(sur).mask.sum() == full.mask.sum() - 2  # both left out of the likelihood

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -423,3 +424,110 @@ def test_the_prior_sensitivity_sentence_gives_the_largest_move_from_the_main_fit
     assert "by at most 0.5 points" in _prior_sensitivity_text(ps_end)
     assert "changes with the prior" in _prior_sensitivity_text(ps_end)
     assert "were not run" in _prior_sensitivity_text({"factors": [1.0], "by_factor": {}, "delta_spread": 0.0})
+
+
+def test_an_interval_bound_other_than_zero_never_prints_as_zero():
+    from report.formatting import _ci, fmt_bound
+
+    assert _ci(-1.32, -2.78, -0.014) == "\u22121.3 [\u22122.8, \u22120.01]"
+    assert fmt_bound(0.0004) == "0.0004" and fmt_bound(0.0) == "0.0" and fmt_bound(-0.06) == "\u22120.1"
+    assert fmt_bound(1e-9) == "0.0"  # beyond three more decimals: zero as printed
+
+
+def _sensitivity_metrics(base: float, main: float) -> dict:
+    def adv(e):
+        return {"estimate": e, "low": e - 2.5, "high": e + 2.5}
+    return {"advantage": {"rope": 2.0},
+            "sensitivity_ground_truth": {"trained": {"advantage": adv(main), "n": 10, "self": 1, "cross": 1,
+                                                     "mode_baseline": 1},
+                                         "base": {"advantage": adv(base), "n": 10}}}
+
+
+def test_the_ground_truth_sensitivity_says_when_only_the_verdict_is_shared_not_the_sign():
+    from report.numbers import _sensitivity_text
+
+    opposite = _sensitivity_text(_sensitivity_metrics(1.9, -0.7))["sensitivity_verdict"]
+    assert "inconclusive either way" in opposite and "opposite signs" in opposite
+    assert "sign of the conclusion" not in opposite
+    same = _sensitivity_text(_sensitivity_metrics(0.9, 0.2))["sensitivity_verdict"]
+    assert "inconclusive either way" in same and "opposite" not in same
+
+
+def test_the_tasks_sentence_names_the_tasks_a_direction_lacks():
+    from report.numbers import _tasks_sentence
+
+    held = ["a", "b", "c"]
+    every = _tasks_sentence(held, held, {"m1": held, "m2": held})
+    assert every == "Every held-out task has scored trained predictions, predicting each target."
+    uneven = _tasks_sentence(held, held, {"m1": held, "m2": ["a"]})
+    assert "predicting m2, none on b and c" in uneven and "different tasks" in uneven and "m1" not in uneven
+    assert _tasks_sentence(held, held) == "Every held-out task has scored trained predictions."
+    assert _tasks_sentence(None, held) == ""
+
+
+def test_the_compliance_sentence_states_a_signed_difference_not_more_often():
+    from report.numbers import _compliance_text
+
+    def d(m):
+        return {"mean": m, "low": m - 1, "high": m + 1}
+    cs = {"all_compliant": False, "compliance_difference": d(-1.3), "conditional_difference": d(0.5),
+          "two_part_advantage": d(0.2), "advantage_at_equal_compliance": d(0.1)}
+    text = _compliance_text(cs, 2.0)
+    assert "compliance rate minus the cross-predictor's is \u22121.3" in text and "more often than" not in text
+
+
+def test_the_calibration_table_marks_an_interval_that_leaves_out_its_estimate():
+    import pandas as pd
+    from report.tables import calibration_table
+
+    rows = []
+    for variant in ("raw", "renormalised"):
+        for target in ("m1", "pooled"):
+            for condition in ("untrained", "trained"):
+                for kind in ("self", "cross"):
+                    odd = (variant, target, condition, kind) == ("renormalised", "m1", "untrained", "self")
+                    rows.append({"variant": variant, "target": target, "condition": condition, "kind": kind,
+                                 "mad": 9.0, "low": 9.4 if odd else 5.0, "high": 17.0, "points": 50, "items": 20,
+                                 "bins": 10})
+    table = calibration_table(pd.DataFrame(rows))
+    assert "9.0 [9.4, 17.0] (a)" in table and table.count("(a)") == 2  # the row, and the caption's explanation
+    clean = calibration_table(pd.DataFrame(rows).assign(low=5.0))
+    assert "(a)" not in clean
+
+
+def _injection_tables():
+    det = pd.DataFrame({"model": "m", "condition": ["concept"] * 3 + ["random", "negated"],
+                        "layer_fraction": [0.4, 0.6, 0.6, 0.6, 0.6], "strength": [1.0, 1.0, 2.0, 1.0, 1.0],
+                        "n": 12, "k": [2, 3, 4, 10, 11], "diff_mean": -0.3, "diff_low": -0.5,
+                        "diff_high": [-0.1, 0.2, -0.05, 0.1, 0.1]})
+    yb = pd.DataFrame({"model": "m", "condition": "concept", "layer_fraction": [0.4, 0.8], "strength": [1.0, 2.0],
+                       "n": 28, "k": [10, 25], "diff_mean": [0.05, 0.48], "diff_low": [-0.1, 0.25],
+                       "diff_high": [0.2, 0.69]})
+    pc = pd.DataFrame({"model": "m", "condition": ["control", "matching", "random"], "layer_fraction": [None, 0.6, 0.6],
+                       "strength": [0.0, 1.0, 1.0], "n": 24, "k": [0, 0, 14], "mean": [0.05, 0.05, 0.6],
+                       "low": [0.01, 0.01, 0.4], "high": [0.2, 0.2, 0.8]})
+    return {"detection_cells": det, "yes_bias": yb, "prefill_conditions": pc}
+
+
+def test_the_injection_paragraph_reports_controls_cell_level_yes_bias_and_what_prefill_cannot_show():
+    from report.injection import model_paragraph
+
+    iv = {"mean": 0.7, "low": 0.5, "high": 0.85}
+    contrast = lambda below: {"cells": 1, "cells_below": below, "cells_above": 0,  # noqa: E731
+                              "strongest": {**iv, "mean": -0.5, "layer_fraction": 0.6, "strength": 1.0}}
+    d = {"n_layers": 18, "layers_injected": [7], "fp_rate": iv,
+         "detection_best": {"layer_fraction": 0.8, "strength": 0.5, "rate": iv,
+                            "minus_fp": {"mean": 0.0, "low": -0.1, "high": 0.1}, "verdict": "unclear"},
+         "detection_cells_above_fp": 0, "detection_cells": 3,
+         "yes_bias_observed": {"control": {"k": 4, "n": 28}, "concept": {"k": 35, "n": 56}},
+         "prefill": {"matching_minus_control": contrast(0), "matching_minus_random": contrast(1)}}
+    text = model_paragraph("m", d, _injection_tables())
+    assert "0 of 3 cells had detection credibly above the false-positive rate and 2 credibly below it" in text
+    assert "(layer fraction 0.6), P(yes) > P(no) held on 3 of 12 trials with the concept vector, against the " \
+           "negated vector 11 of 12 and the random vector 10 of 12" in text
+    assert "1 of 2 injected cells raised \"yes\"" in text and "strength 2: +48.0 points [+25.0, +69.0] (25 of 28)" in text
+    assert "(0 of 24), so a lowering" in text and "comes from the random injection" in text
+    assert "14 of 24 trials" in text
+    # without the tables: the numbers.json sentences alone, none of the table-based ones
+    plain = model_paragraph("m", d)
+    assert "credibly below it" not in plain and "control vectors" not in plain and "cannot show" not in plain

@@ -15,7 +15,7 @@ from .design import COLUMNS, CONDITIONS, KINDS, LEVELS
 SALIENCE = {"insertion": 1.0, "substitution": 0.6, "swap": 0.5, "drop": 0.4, "capitalisation": 1.2}
 IMITABILITY = {"insertion": 1.5, "substitution": 0.5, "swap": 0.5, "drop": 0.5, "capitalisation": 1.2}
 #: the simulated baseline share of each kind's pattern in clean replies (for substitution, swap and drop the
-#: pattern is a word outside the clean texts' vocabulary, the same measure for all three)
+#: pattern is a typo of that kind of a word of the clean texts)
 BASELINE = {"insertion": 0.004, "substitution": 0.01, "swap": 0.01, "drop": 0.01, "capitalisation": 0.005}
 #: the simulated mean surprise (nats per token) per unit of level, by kind
 SURPRISE_PER_LEVEL = {"insertion": 1.5, "substitution": 2.5, "swap": 2.0, "drop": 1.8, "capitalisation": 3.0}

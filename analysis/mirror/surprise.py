@@ -43,13 +43,20 @@ class SurpriseDesign:
     dropped: int  # rows without a surprise (no clean reference to compare with)
 
 
+#: nats per token within which a corrupted reply's mean log-probability counts as its clean reply's (unchanged)
+UNCHANGED_ATOL = 1e-4
+
+
 def surprise_design(surprise: pd.DataFrame) -> SurpriseDesign:
     rows = check_table(surprise, "surprise")
     rows = rows[rows["condition"] != "control"]
     # a corrupted reply that the corruption left unchanged (a short reply at a low level: round(level * n) = 0)
     # is the clean reply itself, with a surprise of exactly 0 that says nothing about noticing; a pile of such
-    # exact zeros would collapse a cell's noise scale
-    rows = rows[~((rows["condition"] == "corrupted") & (rows["logprob"] == rows["logprob_clean"]))]
+    # exact zeros would collapse a cell's noise scale. "Unchanged" up to float32 rounding: the same reply scored
+    # in another batch can differ by 1e-6 nats per token, while one changed token moves the mean by far more
+    same = np.isclose(rows["logprob"].to_numpy(dtype=float), rows["logprob_clean"].to_numpy(dtype=float),
+                      rtol=0.0, atol=UNCHANGED_ATOL)
+    rows = rows[~((rows["condition"] == "corrupted").to_numpy() & same)]
     finite = np.isfinite(rows["surprise"].to_numpy(dtype=float))
     dropped = int((~finite).sum())
     rows = rows[finite]

@@ -1,0 +1,79 @@
+"""The mirror test's imitation measure: how many words of a reply show a corruption kind's pattern
+(:mod:`reproduce.corrupt`). Graded from the stored replies after the stage's shards, and kept out of every
+shard fingerprint, so a change to the measure regrades without new inference.
+
+- ``insertion``: ``sg`` among the words that contain a ``g``;
+- ``capitalisation``: a case change after the first letter of a word that is not all capitals;
+- ``substitution``, ``swap``, ``drop``: a typo of that kind of a known word (:func:`typo_of`): outside the
+  reference vocabulary (the words of the clean replies and the scripts) and one QWERTY-neighbour substitution,
+  adjacent swap or dropped letter away from a word inside it. A word the reply uses for the first time, spelled
+  correctly, is no typo: counting every word outside the vocabulary would read any reply that differs from the
+  clean one as imitation.
+"""
+
+from __future__ import annotations
+
+from .corrupt import MIN_LETTERS, NEIGHBOURS, WORD, CorruptionError, check_kind
+
+
+def words(text: str) -> list[str]:
+    """The words a corruption can touch: runs of letters of at least :data:`reproduce.corrupt.MIN_LETTERS`."""
+    return [w for w in WORD.findall(text) if len(w) >= MIN_LETTERS]
+
+
+def vocabulary(texts) -> frozenset[str]:
+    """The lower-cased words of ``texts``: the words a typo is recognised against."""
+    return frozenset(w.lower() for t in texts for w in WORD.findall(t))
+
+
+def _variants(word: str, kind: str):
+    """The words one change of ``kind`` away from ``word`` in the reverse direction: the words that this kind's
+    corruptor could have turned into ``word`` (lower case)."""
+    if kind == "substitution":  # neighbours are symmetric: a letter came from one of its neighbours
+        for i, c in enumerate(word):
+            for n in NEIGHBOURS.get(c, ""):
+                yield word[:i] + n + word[i + 1:]
+    elif kind == "swap":
+        for i in range(len(word) - 1):
+            if word[i] != word[i + 1]:
+                yield word[:i] + word[i + 1] + word[i] + word[i + 2:]
+    elif kind == "drop":
+        for i in range(len(word) + 1):
+            for c in "abcdefghijklmnopqrstuvwxyz":
+                yield word[:i] + c + word[i:]
+
+
+def typo_of(word: str, kind: str, vocab: frozenset[str]) -> bool:
+    """Whether ``word`` looks like a ``kind`` typo of a known word: it is outside ``vocab`` and one change of
+    ``kind`` away from a word inside it (a QWERTY neighbour substituted, two adjacent letters swapped, one letter
+    dropped). A new but ordinary word is no typo."""
+    w = word.lower()
+    return w not in vocab and any(v in vocab for v in _variants(w, kind))
+
+
+def pattern_counts(text: str, kind: str, vocab: frozenset[str] | None = None) -> tuple[int, int]:
+    """(words showing ``kind``'s pattern, eligible words) in ``text``: the binomial counts of imitation.
+
+    The pattern: ``sg`` among words with a ``g`` (insertion); a case change after the first letter in a word
+    that is not all capitals (capitalisation); a typo of a word of ``vocab`` by that kind (substitution, swap,
+    drop: :func:`typo_of`, against the words of the clean replies and the scripts). A word outside the
+    vocabulary that is no such typo (a word the reply uses for the first time) does not count: otherwise any
+    reply that differs from the clean one would read as imitation."""
+    kind = check_kind(kind)
+    ws = words(text)
+    if kind == "insertion":
+        ws = [w for w in ws if "g" in w.lower()]
+        hits = [("sg" in w.lower()) for w in ws]
+    elif kind == "capitalisation":
+        hits = [(not w.isupper()) and any(c.isupper() for c in w[1:]) for w in ws]
+    else:
+        if vocab is None:
+            raise CorruptionError(f"pattern_counts for {kind!r} needs the reference vocabulary of the clean texts")
+        hits = [typo_of(w, kind, vocab) for w in ws]
+    return int(sum(hits)), len(hits)
+
+
+def pattern_rate(text: str, kind: str, vocab: frozenset[str] | None = None) -> float:
+    """The share of ``text``'s eligible words that show ``kind``'s pattern (NaN when it has none)."""
+    k, n = pattern_counts(text, kind, vocab)
+    return k / n if n else float("nan")
