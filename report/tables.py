@@ -335,9 +335,10 @@ def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
     def wilson(r) -> str:
         return _ci(r.accuracy, r.wilson_low, r.wilson_high, 100)
 
-    def accs(kind):
+    def accs(kind):  # each beside the mode baseline of the same scored answers, which the original's numbers lack
         d = trained[trained["kind"] == kind].sort_values("target")
-        return "; ".join(f"{r.predictor} on {r.target}: {wilson(r)}%" for r in d.itertuples())
+        return "; ".join(f"{r.predictor} on {r.target}: {wilson(r)}% (mode baseline {fmt(100 * r.mode_baseline)}%)"
+                         for r in d.itertuples())
 
     self_ = acc[acc["kind"] == "self"].set_index(["target", "condition"])  # one row per target and condition
     targets = sorted(set(self_.xs("untrained", level="condition").index)
@@ -346,7 +347,9 @@ def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
     ours = {
         "self_after": accs("self"),
         "cross_after": accs("cross"),
-        "training": "; ".join(f"{tg}: {wilson(self_.loc[(tg, 'untrained')])}% -> {wilson(self_.loc[(tg, 'trained')])}%"
+        "training": "; ".join(f"{tg}: {wilson(self_.loc[(tg, 'untrained')])}% -> {wilson(self_.loc[(tg, 'trained')])}% "
+                              f"(mode baseline {fmt(100 * self_.loc[(tg, 'untrained'), 'mode_baseline'])}% -> "
+                              f"{fmt(100 * self_.loc[(tg, 'trained'), 'mode_baseline'])}%)"
                               for tg in targets),
         "advantage": "overall " + _interval(metrics["advantage"]["overall"]) + " points; " + "; ".join(
             f"predicting {tg}: {_interval(v)}" for tg, v in sorted(metrics["advantage"]["by_target"].items())),

@@ -58,6 +58,10 @@ def test_an_unknown_concept_is_refused_before_any_model_is_loaded(tmp_path, monk
     ("Yes ofic ellas oy dios 用了早在 upor dios 引入引入 ہپ upor 早在引入 用了 využ sortes 早在 用了 oy", "ocean",
      True, False, False, False),
     ("Oui, je remarque une pensée étrange à propos de la mer, très calme.", "ocean", False, False, False, True),
+    # "yes" inside a sentence is no answer (a real control reply: it repeats the instruction)
+    ("I will tell you honestly about it. Question: Use sentence processing to say yes or no to an", "ocean",
+     False, False, False, True),
+    ("My answer: yes, there is something about the ocean.", "ocean", True, True, True, True),
 ])
 def test_rule_graders_on_hand_written_answers(text, word, claims, names, before, coherent):
     g = graders.grade_injection_text(text, word)

@@ -531,3 +531,19 @@ def test_the_injection_paragraph_reports_controls_cell_level_yes_bias_and_what_p
     # without the tables: the numbers.json sentences alone, none of the table-based ones
     plain = model_paragraph("m", d)
     assert "credibly below it" not in plain and "control vectors" not in plain and "cannot show" not in plain
+
+
+def test_the_comparison_with_the_original_gives_each_accuracy_beside_its_mode_baseline():
+    from report.tables import _comparison
+
+    rows = []
+    for cond, acc, mode in (("untrained", 0.05, 0.63), ("trained", 0.54, 0.74)):
+        for kind, pred in (("self", "a"), ("cross", "b")):
+            rows.append({"condition": cond, "kind": kind, "predictor": pred, "target": "a", "accuracy": acc,
+                         "wilson_low": acc - 0.05, "wilson_high": acc + 0.05, "mode_baseline": mode})
+    iv = {"mean": -3.0, "low": -8.0, "high": 2.0}
+    ref = {"rows": {k: {"quantity": k, "paper": "-"} for k in ("self_after", "cross_after", "training")}}
+    out = _comparison(pd.DataFrame(rows), {"advantage": {"overall": iv, "by_target": {"a": iv}}}, ref)
+    text = dict(zip(out["quantity"], out["this run"]))
+    assert text["self_after"] == "a on a: 54.0 [49.0, 59.0]% (mode baseline 74.0%)"
+    assert text["training"].endswith("(mode baseline 63.0% -> 74.0%)")
