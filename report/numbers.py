@@ -288,7 +288,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         plain = (dirs[0]["mean"] + dirs[1]["mean"]) / 2
         text["delta_vs_directions"] = (
             f"The plain mean of the two directions' advantages is {fmt(plain)} points, not delta's "
-            f"{fmt(a['overall']['mean'])}: delta +/- gamma/2 holds on the log-odds scale, while each figure in "
+            f"{fmt(a['overall']['mean'])}: delta \u00b1 gamma/2 holds on the log-odds scale, while each figure in "
             f"points averages the model's effect over its own rows (its target's tasks, properties and items); "
             f"the two frequentist estimates below weight the directions equally and so estimate the plain mean.")
     else:
@@ -332,7 +332,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         by = cal["log_score"].get("by_target", {})
         text["calibration_log_score_by_target"] = (
             "By target (the direction-specific differences, which the pooled one averages): " + "; ".join(
-                f"predicting {t}, {_interval(v)} ({_verdict(v['low'], v['high'], cal['log_score']['rope'], 'self better calibrated', 'cross better calibrated', 'practically equal', 'inconclusive')})"
+                f"predicting {t}, {fmt(v['mean'], 2)} [{fmt(v['low'], 2)}, {fmt(v['high'], 2)}] ({_verdict(v['low'], v['high'], cal['log_score']['rope'], 'self better calibrated', 'cross better calibrated', 'practically equal', 'inconclusive')})"
                 for t, v in sorted(by.items())) + "." if by else "")
     dif = cal.get("mad_difference", {}).get("pooled")
     if dif:
@@ -445,10 +445,10 @@ def _tasks_sentence(scored: list[str] | None, held_out: list[str], by_target: di
         return ""
     if not lacking:
         return s + (", predicting each target." if by_target and not missing else ".")
-    parts = [f"predicting {t}, none on {_join(x)} ({t}'s self-trained models gave no answer there in the requested "
-             f"form)" for t, x in lacking.items()]
-    return (s + " pooled over the targets, but " + "; ".join(parts) + ". So the directions are scored on different "
-            "tasks, and gamma and the equal-task weighting below mix a difference between tasks into the "
+    parts = [f"predicting {t} there are none on {_join(x)} ({t}'s self-trained models gave no answer there in the "
+             f"requested form)" for t, x in lacking.items()]
+    return (s + " when the targets are pooled, but " + "; ".join(parts) + ". So the directions are scored on "
+            "different tasks, and gamma and the equal-task weighting below mix a difference between tasks into the "
             "difference between directions.")
 
 

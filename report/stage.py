@@ -32,13 +32,17 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     reference = yaml.safe_load((Path(paper) / "reference_results.yml").read_text())
     gen = Path(paper) / "_generated"
     power = _read_json(Path(analysis) / "power" / "power.json", "power")
-    counts = {m["name"]: m.get("counts", {}) for m in read_manifests(data_raw, "experiment")}
+    experiments = read_manifests(data_raw, "experiment")
+    counts = {m["name"]: m.get("counts", {}) for m in experiments}
+    # the experiment datasets the run's stages read (a profile without a section skips its stage)
+    ran = {"concept_injection": profile.injection is not None, "mirror_test": profile.mirror is not None}
+    experiments = [m for m in experiments if ran.get(m["name"], False)]
     meta = build_numbers(numbers, metrics, profile, profile_name, power, counts)
     atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(_markdown_safe(meta), sort_keys=True,
                                                            allow_unicode=True).encode())
     for name in index:  # the figures travel with the manuscript, so that it renders from paper/ alone
         atomic_write_bytes(gen / "figures" / f"{name}.png", (Path(figures) / f"{name}.png").read_bytes())
-    for name, md in build_tables(analysis, metrics, manifests, reference).items():
+    for name, md in build_tables(analysis, metrics, manifests, reference, experiments).items():
         atomic_write_bytes(gen / "tables" / f"{name}.md", md.encode())
     from .injection import INJECTION, write_section
 

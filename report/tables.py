@@ -29,8 +29,10 @@ def _target_acceptance(value: float, diverged: bool) -> str:
     return f"{value:g}" + (" (after divergences)" if diverged else "")
 
 
-def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference: dict) -> dict[str, str]:
-    """The manuscript's tables as markdown, each from an analysis table or the dataset manifests."""
+def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference: dict,
+                 experiments: list[dict] | None = None) -> dict[str, str]:
+    """The manuscript's tables as markdown, each from an analysis table or the dataset manifests (``manifests``:
+    the task datasets; ``experiments``: the concept-injection and mirror-test datasets the run's stages read)."""
     t = lambda name: pd.read_parquet(Path(analysis) / "tables" / f"{name}.parquet")  # noqa: E731
     out = {}
 
@@ -292,7 +294,11 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     out["datasets"] = (_md_table(ds, "The task datasets this run used. Each is cited by its version and its "
                                      "release sha256 (listed below the table), which covers the version, the "
                                      "licence and every byte of the items.", "tbl-datasets")
-                       + "\nRelease sha256 of each dataset:\n\n" + hashes + "\n")
+                       + "\nRelease sha256 of each dataset:\n\n" + hashes + "\n"
+                       + ("\nThe experiment datasets (concept injection and the mirror test), cited the same way:\n\n"
+                          + "\n".join(f"- {m['name']} {m['version']} ({m['licence']}): `{m['release_sha256']}`"
+                                      for m in sorted(experiments, key=lambda m: m["name"])) + "\n"
+                          if experiments else ""))
     return out
 
 

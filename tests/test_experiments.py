@@ -500,6 +500,10 @@ def test_report_quotes_the_metrics(analysed, rendered):
     used = set(analysed["profile"].tasks.train) | set(analysed["profile"].tasks.test)
     for mf in read_manifests(REPO_ROOT / "data_raw"):
         assert (mf["release_sha256"] in html) == (mf["name"] in used)
+    profile = analysed["profile"]  # and the experiment datasets of the stages its profile runs
+    ran = {"concept_injection": profile.injection is not None, "mirror_test": profile.mirror is not None}
+    for mf in read_manifests(REPO_ROOT / "data_raw", "experiment"):
+        assert (mf["release_sha256"] in html) == ran[mf["name"]]
 
 
 def test_report_screenshot_in_headless_chromium_is_not_blank(rendered, tmp_path):

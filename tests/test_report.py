@@ -460,7 +460,7 @@ def test_the_tasks_sentence_names_the_tasks_a_direction_lacks():
     every = _tasks_sentence(held, held, {"m1": held, "m2": held})
     assert every == "Every held-out task has scored trained predictions, predicting each target."
     uneven = _tasks_sentence(held, held, {"m1": held, "m2": ["a"]})
-    assert "predicting m2, none on b and c" in uneven and "different tasks" in uneven and "m1" not in uneven
+    assert "predicting m2 there are none on b and c" in uneven and "different tasks" in uneven and "m1" not in uneven
     assert _tasks_sentence(held, held) == "Every held-out task has scored trained predictions."
     assert _tasks_sentence(None, held) == ""
 
