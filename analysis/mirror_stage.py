@@ -68,7 +68,10 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
     for m in sorted(turns["model"].unique()):
         d: dict = {"rows": int((turns["model"] == m).sum()),
                    "scripts": int(turns[turns["model"] == m]["script_id"].nunique()),
-                   "turns": sorted(int(t) for t in turns[turns["model"] == m]["turn"].unique())}
+                   "turns": sorted(int(t) for t in turns[turns["model"] == m]["turn"].unique()),
+                   # replies after a corrupted history the corruption left unchanged: out of every fit
+                   "unchanged_histories": int(((turns["model"] == m) & (turns["condition"] == "corrupted")
+                                               & (pd.to_numeric(turns["history_changed"]) == 0)).sum())}
         for name in ("noticing", "recognition", "judge_noticing"):
             cells, con = res[f"{name}_cells"], res[f"{name}_contrasts"]
             if cells.empty:

@@ -26,6 +26,11 @@ def _cell(d: dict) -> str:
 
 def model_paragraph(m: str, d: dict) -> str:
     parts = [f"**{m}** ({d['scripts']} conversations, turns {', '.join(map(str, d['turns']))})."]
+    if d.get("unchanged_histories"):
+        n = d["unchanged_histories"]
+        parts.append(f"{n} {'reply' if n == 1 else 'replies'} after a corrupted history followed one the corruption "
+                     "left unchanged (no earlier reply had a word it could alter) and "
+                     f"{'is' if n == 1 else 'are'} left out of the noticing, recognition and imitation counts below.")
     if "noticing_observed" in d:
         o = d["noticing_observed"]
         parts.append(f"It remarked on typos or glitches unprompted in {o['k']} of its {o['n']} replies.")

@@ -71,6 +71,18 @@ HEADLINES = {
 }
 
 
+def _criterion_clause(a: dict) -> str:
+    """Where the verdict on delta leaves the original study's own criterion (an advantage in every direction)
+    unstated but the data settle it: a direction in which cross-prediction is credibly better."""
+    if a.get("headline") == "advantage in every direction":
+        return ""
+    worse = [d["target"] for d in a.get("directions", []) if d.get("verdict") == "negative"]
+    if not worse:
+        return ""
+    return (f"By the original study's criterion, an advantage in every direction, self-prediction does not beat "
+            f"cross-prediction here: predicting {_join(worse)}, cross-prediction is credibly better.")
+
+
 def _by_model(values: dict) -> str:
     """``{model: setting}`` as text: the one setting when every model shares it, else each model's."""
     if not values:
@@ -240,6 +252,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     tr = metrics["training_effect"]["overall"]
     text = {
         "advantage_verdict": HEADLINES[a["headline"]][0],
+        "criterion_sentence": _criterion_clause(a),
         "conclusion": HEADLINES[a["headline"]][1],
         "rope": fmt(rope),
         "training_verdict": _verdict(tr["low"], tr["high"], rope, "raised", "lowered", "left practically unchanged",

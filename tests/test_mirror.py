@@ -200,7 +200,11 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     outside = f"{100 * ctl.p_outside.mean():.1f}%"
     assert (f"observed: {int((ctl.p_yes > 0.5).sum())} of {len(ctl)} replies with P(yes) > P(no), with {outside} "
             "of the probability on neither word") in text
-    assert f"in {int(turns.notices.sum())} of its {len(turns)} replies" in text
+    # replies after a corrupted history the corruption left unchanged are no altered trials and are not counted
+    unchanged = (turns.condition == "corrupted") & (turns.history_changed == 0)
+    kept = turns[~unchanged]
+    assert f"in {int(kept.notices.sum())} of its {len(kept)} replies" in text
+    assert (f"{int(unchanged.sum())} repl" in text) == bool(unchanged.any())
     assert "The conversations ran on this test's CPU (smollm2-135m 1 s)." in text  # a fresh store: nothing reused
 
 
@@ -214,3 +218,21 @@ def test_with_no_reply_noticing_anything_no_cell_is_named_the_largest_change():
     assert "largest change" not in zero and "only by the prior; 0 of 7 altered cells" in zero
     some = model_paragraph("m", {**d, "noticing_observed": {"k": 2, "n": 48}})
     assert "The largest change under alteration (capitalisation at level 0.3) was" in some
+
+
+def test_a_corrupted_history_left_unchanged_is_no_altered_trial():
+    from analysis.mirror.design import altered_only, check_table
+    from report.mirror import model_paragraph
+
+    base = {"model": "m", "script_id": "s", "kind": None, "level": 0.0, "turn": 2, "history_eligible": 3,
+            "reply": "fine", "notices": False, "judge_notices": np.nan, "p_yes": 0.9, "p_outside": 0.1,
+            **{f"pattern_{c}_{k}": 0 for k in KINDS for c in ("k", "n")}}
+    turns = pd.DataFrame([{**base, "condition": "control", "history_changed": 0},
+                          {**base, "condition": "corrupted", "kind": "insertion", "level": 0.3, "history_changed": 0,
+                           "history_eligible": 0},
+                          {**base, "condition": "corrupted", "kind": "insertion", "level": 0.6, "history_changed": 2}])
+    kept = altered_only(check_table(turns, "turns"))
+    assert list(kept["level"]) == [0.0, 0.6]
+    text = model_paragraph("m", {"scripts": 1, "turns": [2], "unchanged_histories": 1})
+    assert "1 reply after a corrupted history followed one the corruption left unchanged" in text
+    assert "left unchanged" not in model_paragraph("m", {"scripts": 1, "turns": [2], "unchanged_histories": 0})

@@ -547,3 +547,13 @@ def test_the_comparison_with_the_original_gives_each_accuracy_beside_its_mode_ba
     text = dict(zip(out["quantity"], out["this run"]))
     assert text["self_after"] == "a on a: 54.0 [49.0, 59.0]% (mode baseline 74.0%)"
     assert text["training"].endswith("(mode baseline 63.0% -> 74.0%)")
+
+
+def test_the_headline_states_the_originals_criterion_where_a_direction_is_credibly_reversed():
+    from report.numbers import _criterion_clause
+
+    dirs = [{"target": "a", "verdict": "negative"}, {"target": "b", "verdict": "inconclusive"}]
+    assert _criterion_clause({"headline": "inconclusive", "directions": dirs}).endswith(
+        "does not beat cross-prediction here: predicting a, cross-prediction is credibly better.")
+    assert _criterion_clause({"headline": "inconclusive", "directions": dirs[1:]}) == ""
+    assert _criterion_clause({"headline": "advantage in every direction", "directions": dirs}) == ""

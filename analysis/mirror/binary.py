@@ -13,7 +13,7 @@ from reproduce.errors import DataError
 from ..injection.design import _codes
 from ..injection.likelihood import _aggregate, _draws, _sigmoid
 from .design import (CELL, CONDITIONS, LOGIT_SD, OUTCOMES, SLOPE_SD, _binomial_logit, _cells, _conversation_codes,
-                     _conversation_draws, _conversation_effects, _label, _summary, check_table)
+                     _conversation_draws, _conversation_effects, _label, _summary, altered_only, check_table)
 
 if TYPE_CHECKING:
     import arviz as az
@@ -68,7 +68,7 @@ def _outcome(rows: pd.DataFrame, outcome: str) -> tuple[pd.DataFrame, np.ndarray
 def binary_design(turns: pd.DataFrame, outcome: str) -> BinaryDesign:
     """The :class:`BinaryDesign` of the ``turns`` table (all models) for ``outcome``: ``notices``,
     ``judge_notices`` (rows with a judge grade; ``> 0.5``) or ``says_yes`` (``p_yes > 0.5``)."""
-    rows = check_table(turns, "turns")
+    rows = altered_only(check_table(turns, "turns"))
     rows, y = _outcome(rows, outcome)
     if rows.empty:
         raise DataError("the mirror turns table is empty: run the mirror stage first")

@@ -122,6 +122,14 @@ def check_table(rows: pd.DataFrame, table: str) -> pd.DataFrame:
     return rows
 
 
+def altered_only(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (checked turns) without the corrupted rows whose history the corruption left unchanged
+    (``history_changed == 0``: no earlier reply had an eligible word, as for insertion in replies without a
+    ``g``). Such a history is the clean one byte for byte, so its reply is a control trial, not an altered one."""
+    unchanged = (rows["condition"] == "corrupted") & (pd.to_numeric(rows["history_changed"]) == 0)
+    return rows[~unchanged]
+
+
 def _kind_rank(kind) -> int:
     return KINDS.index(kind) if kind in KINDS else -1
 

@@ -11,7 +11,7 @@ from reproduce.errors import DataError
 
 from .. import models as M
 from .binary import binary_design, binary_summary, noticing_model, recognition_model
-from .design import CELL, COLUMNS, _cells, check_table
+from .design import CELL, COLUMNS, _cells, altered_only, check_table
 from .imitation import _imitation_cells, imitation_design, imitation_model, imitation_rows, imitation_summary
 from .surprise import surprise_design, surprise_model, surprise_summary
 
@@ -94,7 +94,7 @@ def frequentist_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     turns = tables.get("turns")
     if turns is None or turns.empty:
         return pd.DataFrame(columns=cols)
-    rows = check_table(turns, "turns")
+    rows = altered_only(check_table(turns, "turns"))  # as the models count them
     parts = []
     outcomes = [("notices", rows, rows["notices"].to_numpy(bool)), ("says_yes", rows, rows["p_yes"].to_numpy(float) > 0.5)]
     if has_judge(rows):

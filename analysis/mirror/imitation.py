@@ -12,7 +12,7 @@ from reproduce.errors import DataError
 
 from ..injection.likelihood import _draws, _sigmoid
 from .design import (KINDS, LOGIT_SD, SCALE_SD, _binomial_logit, _cell_key, _cells, _conversation_codes,
-                     _conversation_effects, _summary, check_table)
+                     _conversation_effects, _summary, altered_only, check_table)
 
 if TYPE_CHECKING:
     import arviz as az
@@ -40,9 +40,10 @@ class ImitationDesign:
 def imitation_rows(turns: pd.DataFrame) -> pd.DataFrame:
     """The observations of the imitation model: every corrupted row with its own kind's pattern counts
     (``k``, ``n``), and every control row once per kind with that kind's counts; replies without an eligible
-    word for the kind (``n = 0``) carry no information and are left out. Columns ``model, script_id, turn,
+    word for the kind (``n = 0``) carry no information and are left out, as are replies after a corrupted history
+    the corruption left unchanged (:func:`analysis.mirror.design.altered_only`). Columns ``model, script_id, turn,
     condition, kind, level, k, n``."""
-    rows = check_table(turns, "turns")
+    rows = altered_only(check_table(turns, "turns"))
     keep = ["model", "script_id", "turn", "condition", "kind", "level"]
     parts = []
     cor = rows[rows["condition"] == "corrupted"]
