@@ -557,3 +557,20 @@ def test_the_headline_states_the_originals_criterion_where_a_direction_is_credib
         "does not beat cross-prediction here: predicting a, cross-prediction is credibly better.")
     assert _criterion_clause({"headline": "inconclusive", "directions": dirs[1:]}) == ""
     assert _criterion_clause({"headline": "advantage in every direction", "directions": dirs}) == ""
+
+
+def test_the_injection_paragraph_counts_negative_layers_and_says_when_the_lowest_strength_already_degenerates():
+    from report.injection import model_paragraph
+
+    layers = pd.DataFrame({"model": "m", "layer": [0, 1, 2], "low": [0.01, -0.2, -0.3], "high": [0.02, 0.1, -0.01]})
+    coh = pd.DataFrame({"model": "m", "condition": ["control", "concept", "concept"], "strength": [0.0, 0.5, 1.0],
+                        "n": 4})
+    d = {"n_layers": 3, "layers_injected": [1], "intention_layers_above": 1, "intention_layers": 3,
+         "intention_best": {"mean": 0.015, "low": 0.01, "high": 0.02, "layer": 0, "layer_fraction": 0.0},
+         "degenerate_strength": {"0.4": 0.5, "0.8": 1.0}}
+    text = model_paragraph("m", d, {"intention_layers": layers, "coherence": coh})
+    assert "1 of 3 layers credibly above zero and 1 credibly below." in text
+    assert ("At layer fraction 0.4 that is already the lowest strength tried (0.5), so no steered free text there "
+            "is mostly coherent. Each cell holds 4 answers.") in text
+    later = model_paragraph("m", {**d, "degenerate_strength": {"0.4": 1.0}}, {"coherence": coh})
+    assert "lowest strength" not in later and "strength 1. Each cell holds 4 answers." in later
