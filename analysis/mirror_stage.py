@@ -106,6 +106,12 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
                                   "verdict": verdict(top["diff_low"], top["diff_high"])}
             d["imitation_cells_above"] = int((im["diff_low"] > 0).sum())
             d["imitation_cells"] = int(len(im))
+            # the measure's false positives: another model's replies hold none of the corruptions, so any pattern
+            # word in the reply that follows them is the measure's, not an imitation
+            oth = turns[(turns["model"] == m) & (turns["condition"] == "other")]
+            if len(oth):
+                d["imitation_other"] = {k: {"k": int(oth[f"pattern_k_{k}"].sum()), "n": int(oth[f"pattern_n_{k}"].sum())}
+                                        for k in sorted(set(im["kind"]))}
         su = res["surprise_cells"]
         su = su[su["model"] == m] if len(su) else su
         if len(su):

@@ -75,6 +75,11 @@ def model_paragraph(m: str, d: dict) -> str:
         parts.append(f"Imitation: the share of words of its next reply showing the pattern rose most for "
                      f"{e['kind']} at level {e['level']:g}, by {_pp(e)} over the control; "
                      f"{d['imitation_cells_above']} of {d['imitation_cells']} cells credibly above.")
+        if d.get("imitation_other"):  # the measure on replies after a history without any corruption
+            parts.append("After another model's replies, which hold none of the corruptions, the words counted as a "
+                         "pattern were " + ", ".join(f"{v['k']} of {v['n']} ({k})"
+                                                     for k, v in sorted(d["imitation_other"].items()))
+                         + ": the measure's own false positives.")
     if "surprise" in d:
         top = max(d["surprise"], key=lambda r: r["mean"])
         parts.append(f"Surprise: {d['surprise_cells_above']} of {d['surprise_cells']} altered cells made its earlier "

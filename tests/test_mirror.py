@@ -236,3 +236,15 @@ def test_a_corrupted_history_left_unchanged_is_no_altered_trial():
     text = model_paragraph("m", {"scripts": 1, "turns": [2], "unchanged_histories": 1})
     assert "1 reply after a corrupted history followed one the corruption left unchanged" in text
     assert "left unchanged" not in model_paragraph("m", {"scripts": 1, "turns": [2], "unchanged_histories": 0})
+
+
+def test_the_section_gives_the_imitation_measures_false_positives_after_another_models_replies():
+    from report.mirror import model_paragraph
+
+    top = {"kind": "substitution", "level": 0.6, "mean": 0.09, "low": -0.08, "high": 0.37}
+    d = {"scripts": 3, "turns": [2, 3], "imitation_top": top, "imitation_cells": 6, "imitation_cells_above": 0,
+         "imitation_other": {"substitution": {"k": 2, "n": 174}, "capitalisation": {"k": 0, "n": 174}}}
+    text = model_paragraph("m", d)
+    assert ("the words counted as a pattern were 0 of 174 (capitalisation), 2 of 174 (substitution): the "
+            "measure's own false positives.") in text
+    assert "false positives" not in model_paragraph("m", {k: v for k, v in d.items() if k != "imitation_other"})

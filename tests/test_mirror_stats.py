@@ -248,3 +248,19 @@ def test_a_corrupted_reply_left_unchanged_is_dropped_up_to_float_rounding(sim):
     sur["surprise"] = sur["logprob_clean"] - sur["logprob"]
     full = surprise_design(sim[0]["surprise"])
     assert surprise_design(sur).mask.sum() == full.mask.sum() - 2  # both left out of the likelihood
+
+
+def test_the_headline_numbers_count_the_imitation_measure_after_another_models_replies(sim, fitted):
+    from analysis.mirror_stage import headline_numbers
+
+    tables, _ = sim
+    res, _ = fitted
+    h = headline_numbers(res, tables)
+    turns = tables["turns"]
+    for m, d in h["models"].items():
+        oth = turns[(turns["model"] == m) & (turns["condition"] == "other")]
+        kinds = sorted(set(res["imitation_cells"].loc[res["imitation_cells"]["model"] == m, "kind"].dropna()))
+        assert sorted(d["imitation_other"]) == kinds
+        for k in kinds:  # counted by hand from the turn table
+            assert d["imitation_other"][k] == {"k": int(oth[f"pattern_k_{k}"].sum()),
+                                               "n": int(oth[f"pattern_n_{k}"].sum())}
