@@ -250,6 +250,7 @@ def test_a_corrupted_reply_left_unchanged_is_dropped_up_to_float_rounding(sim):
     assert surprise_design(sur).mask.sum() == full.mask.sum() - 2  # both left out of the likelihood
 
 
+@pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
 def test_the_headline_numbers_count_the_imitation_measure_after_another_models_replies(sim, fitted):
     from analysis.mirror_stage import headline_numbers
 
