@@ -195,6 +195,7 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
                                                               & np.isclose(asked["layer_fraction"], best["layer_fraction"])
                                                               & np.isclose(asked["strength"], best["strength"])])}
             d["detection_cells_above_fp"] = int((cells["diff_low"] > 0).sum())
+            d["detection_cells_below_fp"] = int((cells["diff_high"] < 0).sum())
             d["detection_cells"] = int(len(cells))
         ident = res["identification_cells"]
         ident = ident[(ident["model"] == m) & (ident["condition"] == "concept")] if len(ident) else ident
@@ -224,6 +225,7 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
             d["intention_best"] = {"layer": int(best["layer"]), "layer_fraction": float(best["layer_fraction"]),
                                    **_iv(best), "verdict": verdict(best["low"], best["high"])}
             d["intention_layers_above"] = int((il["low"] > 0).sum())
+            d["intention_layers_below"] = int((il["high"] < 0).sum())
             d["intention_layers"] = int(len(il))
         dg = degen[degen["model"] == m]
         d["degenerate_strength"] = {f"{r['layer_fraction']:g}": (None if np.isnan(r["degenerate_strength"])

@@ -17,6 +17,7 @@ from reproduce.graders import agreement
 from reproduce.io import atomic_dir, atomic_write_json
 
 from . import mirror as MI
+from .mirror.design import unchanged_history
 from .injection_stage import verdict
 from .stage import _settings
 
@@ -65,13 +66,13 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
     out: dict = {"models": {}}
     turns = tables["turns"]
     agree = grader_agreement(turns).set_index("model")
+    unchanged = unchanged_history(turns)
     for m in sorted(turns["model"].unique()):
         d: dict = {"rows": int((turns["model"] == m).sum()),
                    "scripts": int(turns[turns["model"] == m]["script_id"].nunique()),
                    "turns": sorted(int(t) for t in turns[turns["model"] == m]["turn"].unique()),
                    # replies after a corrupted history the corruption left unchanged: out of every fit
-                   "unchanged_histories": int(((turns["model"] == m) & (turns["condition"] == "corrupted")
-                                               & (pd.to_numeric(turns["history_changed"]) == 0)).sum())}
+                   "unchanged_histories": int((unchanged[turns["model"] == m]).sum())}
         for name in ("noticing", "recognition", "judge_noticing"):
             cells, con = res[f"{name}_cells"], res[f"{name}_contrasts"]
             if cells.empty:

@@ -100,13 +100,14 @@ def fmt_bound(value: float, digits: int = 1) -> str:
     return fmt(value, digits)
 
 
-def _ci(estimate: float, low: float, high: float, scale: float = 1.0) -> str:
+def _ci(estimate: float, low: float, high: float, scale: float = 1.0, digits: int = 1) -> str:
     """An estimate with its interval, ``"4.2 [3.0, 5.8]"``; ``scale=100`` turns shares into percentages. A bound
-    that is not zero never prints as 0.0 (:func:`fmt_bound`)."""
+    that is not zero never prints as zero (:func:`fmt_bound`)."""
     def scaled(v):  # a missing value (a cross-check that could not be computed) stays missing: fmt says n/a
         return None if v is None else scale * v
 
-    return f"{fmt(scaled(estimate))} [{fmt_bound(scaled(low))}, {fmt_bound(scaled(high))}]"
+    return (f"{fmt(scaled(estimate), digits)} [{fmt_bound(scaled(low), digits)}, "
+            f"{fmt_bound(scaled(high), digits)}]")
 
 
 def _interval(d: dict, key: str = "mean", scale: float = 1.0) -> str:

@@ -14,6 +14,7 @@ from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
 from .formatting import fmt, gate_sentence, known, model_text, run_seconds, signed
+from .numbers import _join
 
 INJECTION = REPO_ROOT / "data" / "injection"
 
@@ -114,14 +115,6 @@ def _prefill_note(pc: pd.DataFrame, d: dict) -> str:
     return s[0].upper() + s[1:] + "."
 
 
-def _below_layers(layers: pd.DataFrame | None) -> str:
-    """The layers whose think minus don't-think cosine is credibly negative ('' where none is or no table)."""
-    if layers is None:
-        return ""
-    below = int((layers["high"] < 0).sum())
-    return f" and {below} credibly below" if below else ""
-
-
 def _lowest_strength_note(deg: dict, coh: pd.DataFrame | None) -> str:
     """Where the text was mostly incoherent already at the lowest strength tried, every free-text result of that
     layer fraction comes from a degenerate regime; and how few answers a cell holds."""
@@ -136,19 +129,14 @@ def _lowest_strength_note(deg: dict, coh: pd.DataFrame | None) -> str:
     per_cell = f" Each cell holds {n[0]} answers." if len(n) == 1 else f" Each cell holds {n[0]} to {n[-1]} answers."
     if not at_lowest:
         return per_cell
-    where = "every layer fraction" if len(at_lowest) == len(deg) else "layer fraction " + _and(at_lowest)
+    where = "every layer fraction" if len(at_lowest) == len(deg) else "layer fraction " + _join(at_lowest)
     return (f" At {where} that is already the lowest strength tried ({lowest:g}), so no steered free text there is "
             f"mostly coherent." + per_cell)
 
 
-def _and(words: list[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
 def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     """The results for one model, every number from ``numbers.json`` and (where given) the analysis tables
-    ``tables`` (name -> DataFrame: ``detection_cells``, ``yes_bias``, ``prefill_conditions``, ``intention_layers``,
-    ``coherence``)."""
+    ``tables`` (name -> DataFrame: ``detection_cells``, ``yes_bias``, ``prefill_conditions``, ``coherence``)."""
     inj = d["layers_injected"]
     parts = [f"**{m}** ({d['n_layers']} blocks; injected at block{'s' if len(inj) > 1 else ''} "
              f"{', '.join(map(str, inj))})."]
@@ -165,8 +153,8 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
                      f"{b['layer_fraction']:g}, strength {b['strength']:g}{raw}), {_pp(b['minus_fp'])} relative to "
                      f"the false-positive rate, {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
                      f"{d['detection_cells']} cells had detection credibly above the false-positive rate"
-                     + ("" if det is None else f" and {int((det.loc[det['condition'] == 'concept', 'diff_high'] < 0).sum())}"
-                                               " credibly below it") + ".")
+                     + (f" and {d['detection_cells_below_fp']} credibly below it" if "detection_cells_below_fp" in d
+                        else "") + ".")
         if det is not None:
             parts.append(_controls_text(det))
     if "concept" in seen:
@@ -210,7 +198,8 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
         parts.append(f"Intentional control: the largest think minus don't-think cosine was "
                      f"{signed(b['mean'], 4)} [{signed(b['low'], 4)}, {signed(b['high'], 4)}] at block {b['layer']} (layer fraction "
                      f"{b['layer_fraction']:.2f}); {d['intention_layers_above']} of {d['intention_layers']} layers "
-                     "credibly above zero" + _below_layers(_cells(tables, "intention_layers", m)) + ".")
+                     "credibly above zero" + (f" and {d['intention_layers_below']} credibly below"
+                                              if d.get("intention_layers_below") else "") + ".")
     deg = {k: v for k, v in d.get("degenerate_strength", {}).items()}
     if deg:
         txt = "; ".join(f"layer fraction {k}: {'none of the strengths tried' if v is None else f'strength {v:g}'}"
@@ -283,8 +272,7 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
                       "text": ex["text"].map(model_text)})
     ex = ex[["model", "condition", "concept", "layer fraction", "strength", "text", "grades", "perplexity"]]
     tables = {n: pd.read_parquet(analysis / f"{n}.parquet") for n in ("detection_cells", "yes_bias",
-                                                                        "prefill_conditions", "intention_layers",
-                                                                        "coherence")
+                                                                        "prefill_conditions", "coherence")
               if (analysis / f"{n}.parquet").exists()}
     secs = run_seconds(run["models"])
     out = [

@@ -345,7 +345,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         by = cal["log_score"].get("by_target", {})
         text["calibration_log_score_by_target"] = (
             "By target (the direction-specific differences, which the pooled one averages): " + "; ".join(
-                f"predicting {t}, {fmt(v['mean'], 2)} [{fmt(v['low'], 2)}, {fmt(v['high'], 2)}] ({_verdict(v['low'], v['high'], cal['log_score']['rope'], 'self better calibrated', 'cross better calibrated', 'practically equal', 'inconclusive')})"
+                f"predicting {t}, {_ci(v['mean'], v['low'], v['high'], digits=2)} ({_verdict(v['low'], v['high'], cal['log_score']['rope'], 'self better calibrated', 'cross better calibrated', 'practically equal', 'inconclusive')})"
                 for t, v in sorted(by.items())) + "." if by else "")
     dif = cal.get("mad_difference", {}).get("pooled")
     if dif:
@@ -445,17 +445,17 @@ def _tasks_sentence(scored: list[str] | None, held_out: list[str], by_target: di
     advantage model's rows; None in metrics of older runs, where nothing is said), and, where the targets
     differ (``by_target``: target -> its scored tasks), which tasks each direction lacks: directions scored on
     different tasks make gamma and the equal-task weighting mix task with direction."""
-    missing = [t for t in held_out if scored is not None and t not in scored]
+    if scored is None:
+        return ""
+    missing = [t for t in held_out if t not in scored]
     if not missing:
-        s = "Every held-out task has scored trained predictions" if scored is not None else ""
+        s = "Every held-out task has scored trained predictions"
     else:
         s = (f"On {_join(missing)}, no self-trained model gave an answer in the requested form, so no trained "
              f"prediction there could be scored: experiment 1's trained comparison covers "
              f"{len(held_out) - len(missing)} of the {len(held_out)} held-out tasks")
-    lacking = {t: [x for x in (scored or held_out) if x not in tasks] for t, tasks in sorted((by_target or {}).items())}
+    lacking = {t: [x for x in scored if x not in tasks] for t, tasks in sorted((by_target or {}).items())}
     lacking = {t: x for t, x in lacking.items() if x}
-    if not s:
-        return ""
     if not lacking:
         return s + (", predicting each target." if by_target and not missing else ".")
     parts = [f"predicting {t} there are none on {_join(x)} ({t}'s self-trained models gave no answer there in the "

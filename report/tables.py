@@ -302,7 +302,6 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     return out
 
 
-
 def calibration_table(mad: pd.DataFrame) -> str:
     """The MAD table (raw and renormalised meta distributions, per target and pooled, by condition and kind)."""
     keys = ["target", "condition", "kind"]
@@ -310,11 +309,11 @@ def calibration_table(mad: pd.DataFrame) -> str:
     ren = mad[mad["variant"] == "renormalised"].set_index(keys)
     order = sorted(raw.index, key=lambda k: (k[0] == "pooled", k[0], k[1] != "trained", k[2] != "self"))
 
+    def outside(r) -> bool:  # the percentile interval leaves out its estimate (it is shown as it is, not shifted)
+        return not (r["low"] <= r["mad"] <= r["high"])
+
     def mad_ci(r) -> str:
-        """The MAD with its percentile interval, marked where the interval leaves out the estimate (the binned MAD
-        is biased under resampling; the interval is drawn as it is, not shifted onto the estimate)."""
-        outside = not (r["low"] <= r["mad"] <= r["high"])
-        return _ci(r["mad"], r["low"], r["high"]) + (" (a)" if outside else "")
+        return _ci(r["mad"], r["low"], r["high"]) + (" (a)" if outside(r) else "")
 
     rows = [{
         "target": k[0], "condition": k[1], "kind": k[2],
@@ -322,7 +321,7 @@ def calibration_table(mad: pd.DataFrame) -> str:
         "MAD, renormalised meta": mad_ci(ren.loc[k]) if k in ren.index else "n/a",
         "bins": str(int(raw.loc[k, "bins"])), "points": _count(raw.loc[k, "points"]),
         "items": _count(raw.loc[k, "items"])} for k in order]
-    marked = any("(a)" in str(v) for r in rows for v in r.values())
+    marked = any(outside(r) for _, r in pd.concat([raw, ren]).iterrows())
     return _md_table(pd.DataFrame(rows),
         "Calibration as the original study measures it: mean absolute difference (x100) between binned "
         "object-level and meta-level probabilities (10 equal-frequency bins with tied probabilities kept "
@@ -332,6 +331,7 @@ def calibration_table(mad: pd.DataFrame) -> str:
         + (" (a): the interval leaves out the estimate. The binned MAD of a resample is biased (resampling "
            "moves the bin edges and repeats items), so most resamples can lie on one side of the estimate: such an "
            "interval gives the spread of the resamples, not bounds centred on the estimate." if marked else ""), "tbl-calibration")
+
 
 def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
     """Our side of the comparison table, from ``accuracy_by_target`` (raw accuracies, as the original reports

@@ -213,4 +213,12 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     assert f"observed: {k} of {n} trials with P(yes) > P(no), {yes} answering \"yes\"" in text
     numbers = json.loads((analysis / "numbers.json").read_text())["models"][lm.name]
     assert numbers["detection_observed"]["control"]["n"] == n
+    # the cells below the false-positive rate and the layers below zero, beside their twins above, from the fits' tables
+    cells = pd.read_parquet(analysis / "detection_cells.parquet")
+    cells = cells[(cells.model == lm.name) & (cells.condition == "concept")]
+    assert numbers["detection_cells_below_fp"] == int((cells.diff_high < 0).sum())
+    assert (f"credibly above the false-positive rate and {numbers['detection_cells_below_fp']} credibly below it"
+            in text)
+    layers = pd.read_parquet(analysis / "intention_layers.parquet")
+    assert numbers["intention_layers_below"] == int((layers[layers.model == lm.name].high < 0).sum())
     assert "The trials ran on this test's CPU (smollm2-135m 1 s)." in text  # a fresh store: nothing reused

@@ -518,7 +518,7 @@ def test_the_injection_paragraph_reports_controls_cell_level_yes_bias_and_what_p
     d = {"n_layers": 18, "layers_injected": [7], "fp_rate": iv,
          "detection_best": {"layer_fraction": 0.8, "strength": 0.5, "rate": iv,
                             "minus_fp": {"mean": 0.0, "low": -0.1, "high": 0.1}, "verdict": "unclear"},
-         "detection_cells_above_fp": 0, "detection_cells": 3,
+         "detection_cells_above_fp": 0, "detection_cells_below_fp": 2, "detection_cells": 3,
          "yes_bias_observed": {"control": {"k": 4, "n": 28}, "concept": {"k": 35, "n": 56}},
          "prefill": {"matching_minus_control": contrast(0), "matching_minus_random": contrast(1)}}
     text = model_paragraph("m", d, _injection_tables())
@@ -530,7 +530,10 @@ def test_the_injection_paragraph_reports_controls_cell_level_yes_bias_and_what_p
     assert "14 of 24 trials" in text
     # without the tables: the numbers.json sentences alone, none of the table-based ones
     plain = model_paragraph("m", d)
-    assert "credibly below it" not in plain and "control vectors" not in plain and "cannot show" not in plain
+    assert "control vectors" not in plain and "cannot show" not in plain and "injected cells raised" not in plain
+    # the count below the false-positive rate is numbers.json's, beside the count above it
+    assert "and 2 credibly below it" in plain
+    assert "credibly below it" not in model_paragraph("m", {k: v for k, v in d.items() if k != "detection_cells_below_fp"})
 
 
 def test_the_comparison_with_the_original_gives_each_accuracy_beside_its_mode_baseline():
@@ -562,13 +565,13 @@ def test_the_headline_states_the_originals_criterion_where_a_direction_is_credib
 def test_the_injection_paragraph_counts_negative_layers_and_says_when_the_lowest_strength_already_degenerates():
     from report.injection import model_paragraph
 
-    layers = pd.DataFrame({"model": "m", "layer": [0, 1, 2], "low": [0.01, -0.2, -0.3], "high": [0.02, 0.1, -0.01]})
     coh = pd.DataFrame({"model": "m", "condition": ["control", "concept", "concept"], "strength": [0.0, 0.5, 1.0],
                         "n": 4})
-    d = {"n_layers": 3, "layers_injected": [1], "intention_layers_above": 1, "intention_layers": 3,
+    d = {"n_layers": 3, "layers_injected": [1], "intention_layers_above": 1, "intention_layers_below": 1,
+         "intention_layers": 3,
          "intention_best": {"mean": 0.015, "low": 0.01, "high": 0.02, "layer": 0, "layer_fraction": 0.0},
          "degenerate_strength": {"0.4": 0.5, "0.8": 1.0}}
-    text = model_paragraph("m", d, {"intention_layers": layers, "coherence": coh})
+    text = model_paragraph("m", d, {"coherence": coh})
     assert "1 of 3 layers credibly above zero and 1 credibly below." in text
     assert ("At layer fraction 0.4 that is already the lowest strength tried (0.5), so no steered free text there "
             "is mostly coherent. Each cell holds 4 answers.") in text

@@ -122,12 +122,16 @@ def check_table(rows: pd.DataFrame, table: str) -> pd.DataFrame:
     return rows
 
 
-def altered_only(rows: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` (checked turns) without the corrupted rows whose history the corruption left unchanged
+def unchanged_history(rows: pd.DataFrame) -> pd.Series:
+    """Per row of a turns table: a corrupted row whose history the corruption left unchanged
     (``history_changed == 0``: no earlier reply had an eligible word, as for insertion in replies without a
     ``g``). Such a history is the clean one byte for byte, so its reply is a control trial, not an altered one."""
-    unchanged = (rows["condition"] == "corrupted") & (pd.to_numeric(rows["history_changed"]) == 0)
-    return rows[~unchanged]
+    return (rows["condition"] == "corrupted") & (pd.to_numeric(rows["history_changed"]) == 0)
+
+
+def altered_only(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (checked turns) without the rows of :func:`unchanged_history`."""
+    return rows[~unchanged_history(rows)]
 
 
 def _kind_rank(kind) -> int:
