@@ -203,9 +203,10 @@ def mad_difference_bootstrap(pairs: pd.DataFrame, n_boot: int, seed: int, bins: 
 def calibration_tables(cal: pd.DataFrame, n_boot: int, seed: int) -> tuple[dict, dict, pd.DataFrame]:
     """Experiment 2 as the paper measures it: per meta variant (``raw``, the paper's; ``renormalised``, the
     sensitivity), condition, kind and target model (and ``pooled`` over targets), the MAD with its bootstrap
-    interval and the binned curve; and, after training, the paired bootstrap of MAD(self) - MAD(cross).
-    Returns the tables ``mad``, ``calibration_curve`` and ``mad_difference``, the metrics, and the raw
-    calibration points."""
+    interval and the binned curve; and, after training, the paired bootstrap of MAD(self) - MAD(cross). These
+    pool the points of every closed property of every held-out task; :func:`calibration_cells` gives the same
+    per task x property, the original's scope. Returns the tables ``mad``, ``calibration_curve``,
+    ``mad_difference`` and ``mad_cells``, the metrics, and the raw calibration points."""
     mads, curves, diffs, metrics = [], [], [], {}
     raw_pairs = None
     for variant in tidy.META_VARIANTS:
@@ -223,8 +224,9 @@ def calibration_tables(cal: pd.DataFrame, n_boot: int, seed: int) -> tuple[dict,
             t = p[p["condition"] == "trained"]
             if (t["kind"] == "self").sum() >= MAD_BINS and (t["kind"] == "cross").sum() >= MAD_BINS:
                 diffs.append({"variant": variant, "target": target, **mad_difference_bootstrap(t, n_boot, seed)})
+    cells = calibration_cells(raw_pairs, n_boot, seed) if raw_pairs is not None and len(raw_pairs) else pd.DataFrame()
     tables = {"mad": pd.DataFrame(mads), "calibration_curve": pd.concat(curves, ignore_index=True) if curves else
-              pd.DataFrame(), "mad_difference": pd.DataFrame(diffs)}
+              pd.DataFrame(), "mad_difference": pd.DataFrame(diffs), "mad_cells": cells}
     mad_t, dif = tables["mad"], tables["mad_difference"]
 
     def entries(variant: str, target: str) -> dict:
@@ -241,8 +243,70 @@ def calibration_tables(cal: pd.DataFrame, n_boot: int, seed: int) -> tuple[dict,
     metrics = {"mad": entries("raw", "pooled"), "mad_by_target": {t: entries("raw", t) for t in targets},
                "mad_difference": differences("raw"),
                "mad_renormalised": entries("renormalised", "pooled"),
-               "mad_difference_renormalised": differences("renormalised")}
+               "mad_difference_renormalised": differences("renormalised"),
+               "mad_cells": calibration_cell_metrics(cells)}
     return tables, metrics, raw_pairs
+
+
+#: the original's headline calibration cell (``side_experiments/19_sep_calibration_main_fig.py``: the animals
+#: task, the second character of the answer); its other calibration scripts take one task and property each too
+ORIGINAL_CALIBRATION_CELL = ("animals", "second_character")
+
+
+def calibration_cells(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = MAD_BINS) -> pd.DataFrame:
+    """The MAD on the original's scope: one held-out task and one property at a time (its calibration scripts
+    each bin the points of one task x property; the pooled MAD of :func:`calibration_tables` bins the points
+    of every closed property of every held-out task together). ``pairs``: the raw-variant calibration points
+    (:func:`analysis.tidy.calibration_pairs`). Per task x property and per target model (and ``pooled`` over
+    targets): the MAD of the untrained self-predictor and of both trained predictors, each with its item
+    bootstrap interval, and the paired bootstrap of MAD(self) - MAD(cross) after training. A cell needs
+    ``bins`` points of a predictor for its MAD, and of both trained predictors for the difference; cells below
+    that are listed with NaN, so the table shows what the run could not measure.
+
+    Columns: ``task, property, target, original`` (the original's headline cell), then for each of
+    ``untrained_self, trained_self, trained_cross``: ``<arm>, <arm>_low, <arm>_high, <arm>_points``; then
+    ``difference, low, high, items``."""
+    rows = []
+    for (task, prop), g in pairs.groupby(["task", "property"], sort=True):
+        scopes = [(t, g[g["target"] == t]) for t in sorted(g["target"].unique())] + [("pooled", g)]
+        for target, p in scopes:
+            row = {"task": task, "property": prop, "target": target,
+                   "original": (task, prop) == ORIGINAL_CALIBRATION_CELL}
+            for condition, kind in (("untrained", "self"), ("trained", "self"), ("trained", "cross")):
+                arm, sub = f"{condition}_{kind}", p[(p["condition"] == condition) & (p["kind"] == kind)]
+                r = mad_bootstrap(sub, n_boot, seed, bins) if len(sub) >= bins else {}
+                row.update({arm: r.get("mad", np.nan), f"{arm}_low": r.get("low", np.nan),
+                            f"{arm}_high": r.get("high", np.nan), f"{arm}_points": len(sub)})
+            t = p[p["condition"] == "trained"]
+            enough = (t["kind"] == "self").sum() >= bins and (t["kind"] == "cross").sum() >= bins
+            d = mad_difference_bootstrap(t, n_boot, seed, bins) if enough else {}
+            row.update({"difference": d.get("difference", np.nan), "low": d.get("low", np.nan),
+                        "high": d.get("high", np.nan), "items": d.get("items", tidy.item_of(t).nunique())})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def calibration_cell_metrics(cells: pd.DataFrame) -> dict:
+    """The per-cell MADs in short: how many task x property cells (pooled over targets) have a paired
+    difference, in how many self-prediction is better calibrated (difference below 0) and in how many the
+    interval excludes 0 either way; and the original's headline cell, per target and pooled."""
+    pooled = cells[(cells["target"] == "pooled") & cells["difference"].notna()] if len(cells) else cells
+    out = {"cells": int(len(pooled)), "cells_total": int((cells["target"] == "pooled").sum()) if len(cells) else 0,
+           "self_lower": int((pooled["difference"] < 0).sum()) if len(pooled) else 0,
+           "self_credibly_better": int((pooled["high"] < 0).sum()) if len(pooled) else 0,
+           "cross_credibly_better": int((pooled["low"] > 0).sum()) if len(pooled) else 0,
+           "task": ORIGINAL_CALIBRATION_CELL[0], "property": ORIGINAL_CALIBRATION_CELL[1], "original": {}}
+    def num(v):  # a cell too small for a MAD: null in metrics.json, not NaN
+        return None if pd.isna(v) else float(v)
+
+    for r in cells[cells["original"]].itertuples() if len(cells) else []:
+        entry = {arm: {"mad": num(getattr(r, arm)), "low": num(getattr(r, f"{arm}_low")),
+                       "high": num(getattr(r, f"{arm}_high")), "points": int(getattr(r, f"{arm}_points"))}
+                 for arm in ("untrained_self", "trained_self", "trained_cross")}
+        entry["difference"] = {"difference": num(r.difference), "low": num(r.low), "high": num(r.high),
+                               "items": int(r.items)}
+        out["original"][r.target] = entry
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ stage

@@ -78,16 +78,17 @@ def format_key(key: str, value: Any) -> str:
     with one decimal."""
     if key.endswith(("p_positive", "p_value", "p_every_direction")):
         return fmt_prob(value)
-    if key.startswith("calibration_log_score_"):  # nats per sample
-        return fmt(value, 2)
+    bound = fmt_bound if key.endswith(("_low", "_high")) else fmt  # a nonzero bound never prints as 0.0
+    if key.startswith("calibration_log_score_") or "_logit_" in key:  # nats per sample; log-odds
+        return bound(value, 2)
     if key.startswith("behaviour_model_p_"):
-        return fmt(100 * value)
+        return bound(100 * value)
     if (key.endswith(("_k", "_n", "_n_informative")) or key.startswith("n_")
             or key in ("behaviour_evaluated", "behaviour_changed", "behaviour_comparable")):
         return _count(value)
     if key.startswith(("behaviour_share_", "behaviour_changed_share")):
-        return fmt(100 * value)
-    return fmt(value)
+        return bound(100 * value)
+    return bound(value)
 
 
 def fmt_bound(value: float, digits: int = 1) -> str:

@@ -246,8 +246,10 @@ def comparison_table(numbers: dict, reference: dict, tables: dict | None = None)
     return pd.DataFrame(rows)
 
 
-def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROOT / "paper") -> bool:
-    """Write ``gen/injection.md`` (and copy the figures into ``gen/figures``); False when the stage did not run."""
+def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROOT / "paper",
+                  temperature: float | None = None) -> bool:
+    """Write ``gen/injection.md`` (and copy the figures into ``gen/figures``); False when the stage did not run.
+    ``temperature``: the free text's sampling temperature (``injection.free_text.temperature``), for a caption."""
     analysis, figures = Path(injection) / "analysis", Path(injection) / "figures"
     path = Path(gen) / "injection.md"
     if not (analysis / "numbers.json").exists() or not (figures / "index.json").exists():
@@ -307,7 +309,8 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
                f"and its open replications (their numbers, quoted from {reference['source']}; not computed "
                "here).", "tbl-injection-comparison"),
         "",
-        _table(ex, "Example transcripts (free text sampled at T = 1, cut to 220 characters) with the rules' "
+        _table(ex, "Example transcripts (free text sampled" + (f" at T = {temperature:g}" if temperature is not None
+                                                                else "") + ", cut to 220 characters) with the rules' "
                "grades and the unsteered model's perplexity of the text. Coherent: the rules say so and the "
                f"perplexity is at most {numbers['coherence_rule']['perplexity_factor']:g} times the median of the same model's control "
                "answers, as in the coherence figure (the rules catch repetition, the perplexity word salad).",

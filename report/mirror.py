@@ -29,15 +29,16 @@ def model_paragraph(m: str, d: dict) -> str:
     if d.get("unchanged_histories"):
         n = d["unchanged_histories"]
         parts.append(f"{n} {'reply' if n == 1 else 'replies'} after a corrupted history followed one the corruption "
-                     "left unchanged (no earlier reply had a word it could alter) and "
+                     "left unchanged (in every earlier reply the share came to no word once rounded) and "
                      f"{'is' if n == 1 else 'are'} left out of the noticing, recognition and imitation counts below.")
     if "noticing_observed" in d:
         o = d["noticing_observed"]
         parts.append(f"It remarked on typos or glitches unprompted in {o['k']} of its {o['n']} replies.")
     if "noticing_control" in d:
         c = d["noticing_control"]
-        parts.append(f"With its clean history ({c['k']} of {c['n']}) the posterior rate is {_p(c)} (the prior keeps "
-                     "an all-zero cell's interval off zero; read it by its upper bound).")
+        parts.append(f"With its clean history ({c['k']} of {c['n']}) the posterior rate is {_p(c)}" + (
+            " (the prior keeps an all-zero cell's interval off zero; read it by its upper bound)." if c["k"] == 0
+            else "."))
     none_noticed = d.get("noticing_observed", {}).get("k") == 0
     if "noticing_extreme" in d and none_noticed:
         # every cell is 0 of n: the cells' estimates differ by the prior alone, so no cell is "the largest"

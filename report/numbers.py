@@ -7,7 +7,7 @@ import re
 
 from reproduce import __version__
 from reproduce.config import Profile
-from .formatting import _ci, _count, _interval, fmt, format_key
+from .formatting import _ci, _count, _interval, fmt, format_key, known
 
 
 BAYESIAN_MODELS = (("advantage", "advantage"), ("mode-baseline arms", "baseline_arms"),
@@ -286,7 +286,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     text["run_scale_sentence"] = _run_scale_text(a.get("run_scale"), metrics.get("prior_sensitivity"), word)
     g = a.get("gamma")
     gl = a.get("gamma_logit")
-    logit = (f" The model's skill term itself, gamma on the log-odds scale, is {_ci(gl['mean'], gl['low'], gl['high'])}; "
+    logit = (f" The model's skill term itself, gamma on the log-odds scale, is {_ci(gl['mean'], gl['low'], gl['high'], digits=2)}; "
              f"the figure in points also carries each direction's own cell effects." if gl else "")
     text["gamma_sentence"] = (
         f"The two directions differ by gamma = {_interval(g)} points (the advantage predicting {g['first']} minus "
@@ -359,6 +359,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         f"{t}: self {fmt(v['trained_self']['mad'])}, cross {fmt(v['trained_cross']['mad'])}"
         for t, v in sorted(cal.get("mad_by_target", {}).items()) if "trained_self" in v and "trained_cross" in v) or "n/a"
     text["calibration_outside_sentence"] = _outside_text(metrics.get("calibration", {}))
+    text["calibration_cells_sentence"] = _calibration_cells_text(metrics.get("calibration", {}), rope)
     text["scaling_sentence"] = _scaling_text(metrics)
     text.update(_sensitivity_text(metrics))
     text.update(_seed_text(metrics))
@@ -419,6 +420,11 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     run["dtype"] = _by_model(precision.get("dtype", {}))
     run["mixed_precision"] = _by_model(precision.get("mixed_precision", {}))
     run["dtype_setting"] = profile.dtype
+    factors = [f"{f:g}" for f in profile.analysis.prior_sensitivity]
+    run["prior_sensitivity_phrase"] = (
+        f"The advantage model is refitted with every prior scale multiplied by {' and by '.join(factors)} "
+        "(`analysis.prior_sensitivity`), and delta, gamma and the verdict are reported for each." if factors else
+        "The prior-sensitivity refits are off in this run (`analysis.prior_sensitivity` is empty).")
     run["system_prompt_phrase"], text["system_prompt_difference"] = _system_prompt_text(profile.system_prompt, profile.models)
     run["base_dtype"] = _by_model(precision.get("base_dtype", {}))
     counts = counts or {}
@@ -427,6 +433,9 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         profile.injection.concepts if profile.injection else None, counts.get("concept_injection", {}).get("concepts"),
         skipped=profile.injection is None)
     run["injection_baselines"] = str(counts.get("concept_injection", {}).get("baselines", "the"))
+    n_concepts = (profile.injection.concepts if profile.injection else None) or counts.get("concept_injection", {}).get("concepts")
+    run["identification_set"] = (f"the {n_concepts} concept words of the run (chance 1/{n_concepts})" if n_concepts
+                                 else "the run's concept words")
     run["freetext_temperature"] = fmt(profile.injection.free_text.temperature, 1) if profile.injection else "n/a"
     run["mirror_kinds"] = ", ".join(profile.mirror.kinds) if profile.mirror else "none (the stage was skipped)"
     run["mirror_scripts_phrase"] = _subset_phrase(profile.mirror.scripts if profile.mirror else None,
@@ -645,6 +654,42 @@ def _outside_text(cal: dict) -> str:
             f"MAD is {fmt(ren['untrained_self']['mad'])} before and {fmt(ren['trained_self']['mad'])} after "
             f"training for self-prediction, and {fmt(ren['untrained_cross']['mad'])} and "
             f"{fmt(ren['trained_cross']['mad'])} for cross-prediction.")
+
+
+def _calibration_cells_text(cal: dict, rope: float) -> str:
+    """The MAD on the original's scope (one task and one property at a time): its headline cell after and
+    before training, and how the task x property cells of this run fall. Empty for older metrics."""
+    cells = cal.get("mad_cells")
+    if not cells:
+        return ""
+    cell = f"the {cells['task']} task's {cells['property'].replace('_', ' ')}"
+    o = cells["original"].get("pooled")
+    opening = ("The original computes the MAD on one task and one property at a time; its headline calibration "
+               f"figure is {cell} (from a prompt asking for one animal, where ours asks for five). ")
+    if not o or not known(o["difference"]["difference"]):
+        points = o["trained_self"]["points"] if o else 0
+        head = (f"This run has too few points on that cell for a MAD ({points} after training, where a MAD needs "
+                "at least 10). ")
+    else:
+        d = o["difference"]
+        untrained = o["untrained_self"]
+        before = (f"; before training, {fmt(untrained['mad'])} [{fmt(untrained['low'])}, {fmt(untrained['high'])}]"
+                  if known(untrained["mad"]) else "")
+        head = (f"On that cell (pooled over targets, {d['items']} items) the MAD after training is "
+                f"{_ci(o['trained_self']['mad'], o['trained_self']['low'], o['trained_self']['high'])} for self- and "
+                f"{_ci(o['trained_cross']['mad'], o['trained_cross']['low'], o['trained_cross']['high'])} for "
+                f"cross-prediction{before}; self minus cross is {_ci(d['difference'], d['low'], d['high'])} "
+                "(paired bootstrap): " + _verdict(
+                    d["low"], d["high"], rope, "cross-prediction is better calibrated there",
+                    "self-prediction is better calibrated there", "practically equal there",
+                    "the data cannot tell which is better calibrated there") + ". ")
+    spread = (f"Of the {cells['cells_total']} task x property cells of the held-out tasks, {cells['cells']} have "
+              f"enough points for both trained predictors; in {cells['self_lower']} of them self-prediction has the "
+              f"lower MAD, and the paired interval lies below 0 in {cells['self_credibly_better']} and above 0 in "
+              f"{cells['cross_credibly_better']} (@tbl-calibration-cells). The pooled MAD above bins the points of "
+              "every cell together, where a cell's bins hold its own points only, so it is not an average of the "
+              "cells' MADs.")
+    return opening + head + spread
 
 
 def _power_text(power: dict | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -38,15 +39,22 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     ran = {"concept_injection": profile.injection is not None, "mirror_test": profile.mirror is not None}
     experiments = [m for m in experiments if ran.get(m["name"], False)]
     meta = build_numbers(numbers, metrics, profile, profile_name, power, counts)
+    from .injection import INJECTION
+
+    # the concept-injection analysis's coherence rule, which the methods quote (n/a where that stage did not run)
+    inj_numbers = Path(injection if injection is not None else Path(analysis).parent / INJECTION.name) / "analysis" / "numbers.json"
+    rule = json.loads(inj_numbers.read_text()).get("coherence_rule", {}) if inj_numbers.exists() else {}
+    meta["run"]["coherence_perplexity_factor"] = f"{rule['perplexity_factor']:g}" if rule else "n/a"
     atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(_markdown_safe(meta), sort_keys=True,
                                                            allow_unicode=True).encode())
     for name in index:  # the figures travel with the manuscript, so that it renders from paper/ alone
         atomic_write_bytes(gen / "figures" / f"{name}.png", (Path(figures) / f"{name}.png").read_bytes())
     for name, md in build_tables(analysis, metrics, manifests, reference, experiments).items():
         atomic_write_bytes(gen / "tables" / f"{name}.md", md.encode())
-    from .injection import INJECTION, write_section
+    from .injection import write_section
 
-    write_section(gen, injection if injection is not None else Path(analysis).parent / INJECTION.name, Path(paper))
+    write_section(gen, injection if injection is not None else Path(analysis).parent / INJECTION.name, Path(paper),
+                  temperature=profile.injection.free_text.temperature if profile.injection else None)
     from .mirror import write_section as write_mirror
 
     write_mirror(gen, Path(analysis).parent / "mirror")

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis import tidy
-from analysis.stage import (calibration_curve, calibration_tables, mad, mad_bins, mad_difference_bootstrap,
+from analysis.stage import (ORIGINAL_CALIBRATION_CELL, calibration_cells, calibration_curve, calibration_tables, mad, mad_bins, mad_difference_bootstrap,
                             mad_resamples)
 
 
@@ -182,6 +182,46 @@ def test_calibration_tables_per_target_pooled_and_both_variants():
     assert set(metrics["mad_by_target"]) == {"m1", "m2"} and set(metrics["mad_difference"]) == {"m1", "m2", "pooled"}
     g = pairs[(pairs["condition"] == "trained") & (pairs["kind"] == "self")]
     assert metrics["mad"]["trained_self"]["mad"] == pytest.approx(mad(g["object_prob"], g["meta_prob"]))
+
+
+@pytest.mark.slow
+def test_the_per_cell_mad_bins_each_task_and_property_alone():
+    """The original's scope: a cell's MAD equals the MAD of that cell's points alone (not a slice of the pooled
+    bins), the original's headline cell is marked, and a cell with too few points is listed, not dropped."""
+    rng = np.random.default_rng(3)
+    rows = []
+    cells = ((*ORIGINAL_CALIBRATION_CELL, 12), ("animals", "starts_with_vowel", 12), ("years", "is_even", 2))
+    for task, prop, n_items in cells:
+        for cond, om, seed in (("untrained", "m", pd.NA), ("trained", "m+self-s0", 0)):
+            for kind, pred in (("self", "m"), ("cross", "x")):
+                for i in range(n_items):
+                    counts = rng.multinomial(10, [0.5, 0.3, 0.2]).tolist()
+                    rows.append(_cal_row(condition=cond, predictor=pred, target="m", object_model=om, seed=seed,
+                                         kind=kind, task=task, property=prop, item_id=f"i{i}", object_counts=counts,
+                                         object_probs=[c / 10 for c in counts],
+                                         meta_probs=list(rng.dirichlet(np.ones(3))), p_outside=0.1))
+    tables, metrics, pairs = calibration_tables(pd.DataFrame(rows), 500, seed=0)
+    c = tables["mad_cells"]
+    assert len(c) == 6 and set(c["target"]) == {"m", "pooled"}
+    for (task, prop, n_items) in cells:
+        row = c[(c.task == task) & (c.property == prop) & (c.target == "pooled")].iloc[0]
+        g = pairs[(pairs.task == task) & (pairs.property == prop) & (pairs.condition == "trained")]
+        s, x = g[g.kind == "self"], g[g.kind == "cross"]
+        assert row["original"] == ((task, prop) == ORIGINAL_CALIBRATION_CELL)
+        assert row["trained_self_points"] == len(s) and row["trained_cross_points"] == len(x)
+        if len(s) >= 10:
+            assert row["trained_self"] == pytest.approx(mad(s["object_prob"], s["meta_prob"]))
+            assert row["trained_cross"] == pytest.approx(mad(x["object_prob"], x["meta_prob"]))
+            assert row["difference"] == pytest.approx(row["trained_self"] - row["trained_cross"])
+            assert row["low"] <= row["difference"] <= row["high"]
+        else:  # 2 items x at most 3 behaviours: fewer than 10 points, no MAD
+            assert np.isnan(row["trained_self"]) and np.isnan(row["difference"])
+    # the pooled MAD bins every cell's points together, so it is not the mean of the cells' MADs
+    assert metrics["mad"]["trained_self"]["mad"] != pytest.approx(c[c.target == "pooled"]["trained_self"].mean())
+    m = metrics["mad_cells"]
+    assert m["cells"] == 2 and m["cells_total"] == 3 and set(m["original"]) == {"m", "pooled"}
+    assert m["original"]["pooled"]["trained_self"]["mad"] == pytest.approx(
+        c[c.original & (c.target == "pooled")]["trained_self"].iloc[0])
 
 
 def test_the_log_score_is_the_counts_log_likelihood_per_sample():

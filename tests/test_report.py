@@ -42,6 +42,11 @@ def test_posterior_probabilities_state_their_ends_as_bounds():
     ("behaviour_evaluated", 2520.0, "2,520"),
     ("n_observations_trained", 8348, "8,348"),
     ("calibration_mad_trained_self_mad", 6.9156, "6.9"),
+    # a bound other than zero never prints as 0.0 (the paired delta's upper bound of the committed run)
+    ("advantage_paired_delta_high", 0.0041, "0.004"),
+    ("advantage_paired_delta_low", -10.52, f"{MINUS}10.5"),
+    ("advantage_paired_delta_mean", 0.0041, "0.0"),
+    ("advantage_delta_logit_low", -1.0234, f"{MINUS}1.02"),
 ])
 def test_each_kind_of_number_is_formatted_by_its_name(key, value, expected):
     assert format_key(key, value) == expected

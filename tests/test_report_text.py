@@ -33,3 +33,30 @@ def test_the_manuscript_says_how_many_concepts_and_scripts_a_run_used():
     assert _subset_phrase(4, None) == "the first 4"
     assert _subset_phrase(None, 50, skipped=True) == _subset_phrase(12, 50, skipped=True) == "the 50"
     assert _subset_phrase(None, None) == "the"
+
+
+def test_the_manuscript_gives_the_mad_on_the_originals_scope():
+    from report.numbers import _calibration_cells_text
+
+    arm = {"mad": 12.0, "low": 8.0, "high": 20.0, "points": 24}
+    cells = {"cells": 9, "cells_total": 15, "self_lower": 6, "self_credibly_better": 1, "cross_credibly_better": 0,
+             "task": "animals", "property": "second_character",
+             "original": {"pooled": {"untrained_self": arm, "trained_self": arm,
+                                     "trained_cross": {**arm, "mad": 18.0, "low": 11.0, "high": 25.0},
+                                     "difference": {"difference": -6.0, "low": -14.0, "high": 1.5, "items": 8}}}}
+    text = _calibration_cells_text({"mad_cells": cells}, rope=2.0)
+    assert text.startswith("The original computes the MAD on one task and one property at a time; its headline "
+                           "calibration figure is the animals task's second character")
+    assert ("after training is 12.0 [8.0, 20.0] for self- and 18.0 [11.0, 25.0] for cross-prediction; before "
+            "training, 12.0 [8.0, 20.0]; self minus cross is \u22126.0 [\u221214.0, 1.5] (paired bootstrap): the data "
+            "cannot tell which is better calibrated there.") in text
+    assert "Of the 15 task x property cells of the held-out tasks, 9 have enough points" in text
+    assert "in 6 of them self-prediction has the lower MAD, and the paired interval lies below 0 in 1 and above 0 in 0" in text
+    # a run with too few points on the cell says so instead of printing a MAD
+    few = {**cells, "original": {"pooled": {"untrained_self": arm, "trained_self": {**arm, "mad": float("nan"), "points": 6},
+                                            "trained_cross": arm,
+                                            "difference": {"difference": float("nan"), "low": float("nan"),
+                                                           "high": float("nan"), "items": 2}}}}
+    assert "This run has too few points on that cell for a MAD (6 after training" in _calibration_cells_text(
+        {"mad_cells": few}, rope=2.0)
+    assert _calibration_cells_text({}, rope=2.0) == ""

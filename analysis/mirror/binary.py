@@ -168,8 +168,8 @@ def noticing_model(turns: pd.DataFrame, outcome: str = "notices") -> pm.Model:
 
 def recognition_model(turns: pd.DataFrame) -> pm.Model:
     """Prompted recognition: the same hierarchical logistic regression as :func:`noticing_model` for
-    ``says_yes = p_yes > 0.5`` (asked "did you write each of your previous messages exactly as it appears
-    above?", the model claims the history as its own)::
+    ``says_yes = p_yes > 0.5`` (asked "did you write every reply shown above as yours exactly as it appears,
+    word for word?", the model claims the history as its own)::
 
         says_yes_i ~ Bernoulli(p_i)
         logit p_i = mu[m_i, c_i] + beta[m_i, g_i] * (turn_i - tbar) / sd_turn + u[s_i] + w[m_i, s_i]
