@@ -658,7 +658,8 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
     orig = tidy.behaviour_original(out_bc)
     tables["behaviour_original"] = orig
     b["original"] = {r["model"]: {"n": int(r["n"]), **{f"{k}_{side}": 100 * r[f"{k}_{side}"]
-                                                     for side in ("new", "old") for k in ("p", "low", "high", "baseline")}}
+                                                     for side in ("new", "old")
+                                                     for k in ("p", "low", "high", "baseline", "micro_baseline")}}
                      for _, r in orig.iterrows()}
     b["permutation"] = {f"{r.model}_{r.statistic}": {"observed": 100 * r.observed, "null_mean": 100 * r.null_mean,
                                                      "null_low": 100 * r.null_low, "null_high": 100 * r.null_high,

@@ -356,9 +356,12 @@ def behaviour_original(out: pd.DataFrame) -> pd.DataFrame:
     new) and P(prediction = old) on them, and the mode baselines of the new and of the old values recomputed on
     those same items per model x property (the two "among" properties as one; ties by sort order). ``out`` is
     :func:`behaviour_outcomes`'s table. Per model and pooled (``model = "pooled"``, each item's baseline still
-    from its own model's mode); Wilson 95% intervals for the two match rates. Columns: ``model, n, k_new, p_new,
-    low_new, high_new, baseline_new, k_old, p_old, low_old, high_old, baseline_old``; with no compliant
-    prediction a model's rates are NaN."""
+    from its own model's mode); Wilson 95% intervals for the two match rates. Beside them
+    (``micro_baseline_*``) the baseline of the original's paper figure for its pooled bar
+    (``final_10_9_claude_shift_3000.py`` with ``micro_average=True``: every property relabelled as one before
+    the modes, so one mode over all of a model's values). Columns: ``model, n, k_new, p_new, low_new, high_new,
+    baseline_new, micro_baseline_new, k_old, p_old, low_old, high_old, baseline_old, micro_baseline_old``;
+    with no compliant prediction a model's rates are NaN."""
     from .frequentist import wilson
 
     ok = out[out["compliant_after"].astype(bool)].copy()
@@ -368,6 +371,10 @@ def behaviour_original(out: pd.DataFrame) -> pd.DataFrame:
     for side in ("new", "old"):
         mode = ok.groupby([ok["model"], pooled_property])[f"{side}_value"].transform(lambda v: _mode(v)[0])
         ok[f"orig_mode_{side}_correct"] = (ok[f"{side}_value"] == mode).astype(int)
+        # the paper figure's micro-average bar (final_10_9_claude_shift_3000.py, micro_average=True): every
+        # property relabelled as one before recalculate_mode, so one mode over all of a model's values
+        micro = ok.groupby("model")[f"{side}_value"].transform(lambda v: _mode(v)[0])
+        ok[f"micro_mode_{side}_correct"] = (ok[f"{side}_value"] == micro).astype(int)
     rows = []
     for model in [*sorted(out["model"].unique()), "pooled"]:
         g = ok if model == "pooled" else ok[ok["model"] == model]
@@ -378,7 +385,8 @@ def behaviour_original(out: pd.DataFrame) -> pd.DataFrame:
             lo, hi = wilson(k, n) if n else (np.nan, np.nan)
             row.update({f"k_{side}": k, f"p_{side}": k / n if n else np.nan, f"low_{side}": float(lo),
                         f"high_{side}": float(hi),
-                        f"baseline_{side}": g[f"orig_mode_{side}_correct"].mean() if n else np.nan})
+                        f"baseline_{side}": g[f"orig_mode_{side}_correct"].mean() if n else np.nan,
+                        f"micro_baseline_{side}": g[f"micro_mode_{side}_correct"].mean() if n else np.nan})
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -227,3 +227,17 @@ def test_the_originals_computation_pools_the_two_among_properties_into_one_mode(
     assert m["n"] == 10
     assert m["baseline_new"] == pytest.approx(7 / 10) and m["baseline_old"] == pytest.approx(7 / 10)
     assert tidy.behaviour_tracking(out).set_index("model").loc["m", "baseline_new"] == pytest.approx(9 / 10)
+    # the paper figure's pooled bar: one mode over all the model's values, "false" new (7 of 10) and "true" old
+    assert m["micro_baseline_new"] == pytest.approx(7 / 10) and m["micro_baseline_old"] == pytest.approx(7 / 10)
+
+
+def test_the_paper_figures_pooled_bar_takes_one_mode_over_every_property():
+    """Counted by hand: a word property whose new values are "a" x3 and a boolean one whose new values are
+    "true" x5; per property each mode is right on every item (8 of 8), one mode over both ("true") on 5 of 8."""
+    w = _bc(["a"] * 3, ["b"] * 3, ["a"] * 3, prop="first_character")
+    t = _bc(["true"] * 5, ["false"] * 5, ["true"] * 5, prop="starts_with_vowel")
+    t["item_id"] = [f"k-t{i}" for i in range(5)]
+    out = tidy.behaviour_outcomes(pd.concat([w, t], ignore_index=True))
+    m = tidy.behaviour_original(out).set_index("model").loc["m"]
+    assert m["n"] == 8 and m["baseline_new"] == pytest.approx(1.0)
+    assert m["micro_baseline_new"] == pytest.approx(5 / 8) and m["micro_baseline_old"] == pytest.approx(5 / 8)
