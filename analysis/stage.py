@@ -289,12 +289,14 @@ def calibration_cells(pairs: pd.DataFrame, n_boot: int, seed: int, bins: int = M
 def calibration_cell_metrics(cells: pd.DataFrame) -> dict:
     """The per-cell MADs in short: how many task x property cells (pooled over targets) have a paired
     difference, in how many self-prediction is better calibrated (difference below 0) and in how many the
-    interval excludes 0 either way; and the original's headline cell, per target and pooled."""
+    interval excludes 0 either way, and the fewest items a cell has (a bootstrap over a handful of items has
+    few distinct resamples); and the original's headline cell, per target and pooled."""
     pooled = cells[(cells["target"] == "pooled") & cells["difference"].notna()] if len(cells) else cells
     out = {"cells": int(len(pooled)), "cells_total": int((cells["target"] == "pooled").sum()) if len(cells) else 0,
            "self_lower": int((pooled["difference"] < 0).sum()) if len(pooled) else 0,
            "self_credibly_better": int((pooled["high"] < 0).sum()) if len(pooled) else 0,
            "cross_credibly_better": int((pooled["low"] > 0).sum()) if len(pooled) else 0,
+           "items_min": int(pooled["items"].min()) if len(pooled) else 0,
            "task": ORIGINAL_CALIBRATION_CELL[0], "property": ORIGINAL_CALIBRATION_CELL[1], "original": {}}
     def num(v):  # a cell too small for a MAD: null in metrics.json, not NaN
         return None if pd.isna(v) else float(v)

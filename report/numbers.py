@@ -656,6 +656,10 @@ def _outside_text(cal: dict) -> str:
             f"{fmt(ren['trained_cross']['mad'])} for cross-prediction.")
 
 
+#: below this many items per cell the per-cell MAD intervals are called rough and no cell count is given by them
+CELL_ITEMS_FOR_INTERVALS = 10
+
+
 def _calibration_cells_text(cal: dict, rope: float) -> str:
     """The MAD on the original's scope (one task and one property at a time): its headline cell after and
     before training, and how the task x property cells of this run fall. Empty for older metrics."""
@@ -679,16 +683,23 @@ def _calibration_cells_text(cal: dict, rope: float) -> str:
                 f"{_ci(o['trained_self']['mad'], o['trained_self']['low'], o['trained_self']['high'])} for self- and "
                 f"{_ci(o['trained_cross']['mad'], o['trained_cross']['low'], o['trained_cross']['high'])} for "
                 f"cross-prediction{before}; self minus cross is {_ci(d['difference'], d['low'], d['high'])} "
-                "(paired bootstrap): " + _verdict(
+                "(paired bootstrap): " + (_verdict(
                     d["low"], d["high"], rope, "cross-prediction is better calibrated there",
                     "self-prediction is better calibrated there", "practically equal there",
-                    "the data cannot tell which is better calibrated there") + ". ")
+                    "the data cannot tell which is better calibrated there")
+                    if d["items"] >= CELL_ITEMS_FOR_INTERVALS else
+                    f"too few items for a verdict (fewer than {CELL_ITEMS_FOR_INTERVALS})") + ". ")
     spread = (f"Of the {cells['cells_total']} task x property cells of the held-out tasks, {cells['cells']} have "
               f"enough points for both trained predictors; in {cells['self_lower']} of them self-prediction has the "
-              f"lower MAD, and the paired interval lies below 0 in {cells['self_credibly_better']} and above 0 in "
-              f"{cells['cross_credibly_better']} (@tbl-calibration-cells). The pooled MAD above bins the points of "
-              "every cell together, where a cell's bins hold its own points only, so it is not an average of the "
-              "cells' MADs.")
+              "lower MAD")
+    few = cells.get("items_min", 0) < CELL_ITEMS_FOR_INTERVALS
+    spread += (f" (@tbl-calibration-cells). A cell holds as few as {cells.get('items_min', 0)} items (the "
+               "calibration subset), and a bootstrap over so few items has few distinct resamples, so the cells' "
+               "intervals are rough and the cells describe rather than test; the pooled MAD is the comparison." if few
+               else f", and the paired interval lies below 0 in {cells['self_credibly_better']} and above 0 in "
+               f"{cells['cross_credibly_better']} (@tbl-calibration-cells).")
+    spread += (" The pooled MAD bins the points of every cell together, where a cell's bins hold its own points "
+               "only, so it is not an average of the cells' MADs.")
     return opening + head + spread
 
 

@@ -40,10 +40,11 @@ def test_the_manuscript_gives_the_mad_on_the_originals_scope():
 
     arm = {"mad": 12.0, "low": 8.0, "high": 20.0, "points": 24}
     cells = {"cells": 9, "cells_total": 15, "self_lower": 6, "self_credibly_better": 1, "cross_credibly_better": 0,
+             "items_min": 12,
              "task": "animals", "property": "second_character",
              "original": {"pooled": {"untrained_self": arm, "trained_self": arm,
                                      "trained_cross": {**arm, "mad": 18.0, "low": 11.0, "high": 25.0},
-                                     "difference": {"difference": -6.0, "low": -14.0, "high": 1.5, "items": 8}}}}
+                                     "difference": {"difference": -6.0, "low": -14.0, "high": 1.5, "items": 12}}}}
     text = _calibration_cells_text({"mad_cells": cells}, rope=2.0)
     assert text.startswith("The original computes the MAD on one task and one property at a time; its headline "
                            "calibration figure is the animals task's second character")
@@ -57,6 +58,14 @@ def test_the_manuscript_gives_the_mad_on_the_originals_scope():
                                             "trained_cross": arm,
                                             "difference": {"difference": float("nan"), "low": float("nan"),
                                                            "high": float("nan"), "items": 2}}}}
+    small = {**cells, "original": {"pooled": {**cells["original"]["pooled"],
+                                              "difference": {"difference": -6.0, "low": -14.0, "high": 1.5, "items": 4}}}}
+    assert "(paired bootstrap): too few items for a verdict (fewer than 10)." in _calibration_cells_text(
+        {"mad_cells": small}, rope=2.0)
     assert "This run has too few points on that cell for a MAD (6 after training" in _calibration_cells_text(
         {"mad_cells": few}, rope=2.0)
+    # cells of a handful of items: no count of intervals, a caution instead
+    rough = _calibration_cells_text({"mad_cells": {**cells, "items_min": 4}}, rope=2.0)
+    assert "in 6 of them self-prediction has the lower MAD (@tbl-calibration-cells). A cell holds as few as 4" in rough
+    assert "lies below 0" not in rough
     assert _calibration_cells_text({}, rope=2.0) == ""
