@@ -662,7 +662,9 @@ CELL_ITEMS_FOR_INTERVALS = 10
 
 def _calibration_cells_text(cal: dict, rope: float) -> str:
     """The MAD on the original's scope (one task and one property at a time): its headline cell after and
-    before training, and how the task x property cells of this run fall. Empty for older metrics."""
+    before training, and how the task x property cells of this run fall. Empty for older metrics. (No
+    cross-reference inside: citeproc reads the numbers' metadata, where "@tbl-..." is an unknown citation; the
+    manuscript names the table after the sentence.)"""
     cells = cal.get("mad_cells")
     if not cells:
         return ""
@@ -693,11 +695,11 @@ def _calibration_cells_text(cal: dict, rope: float) -> str:
               f"enough points for both trained predictors; in {cells['self_lower']} of them self-prediction has the "
               "lower MAD")
     few = cells.get("items_min", 0) < CELL_ITEMS_FOR_INTERVALS
-    spread += (f" (@tbl-calibration-cells). A cell holds as few as {cells.get('items_min', 0)} items (the "
+    spread += (f". A cell holds as few as {cells.get('items_min', 0)} items (the "
                "calibration subset), and a bootstrap over so few items has few distinct resamples, so the cells' "
                "intervals are rough and the cells describe rather than test; the pooled MAD is the comparison." if few
                else f", and the paired interval lies below 0 in {cells['self_credibly_better']} and above 0 in "
-               f"{cells['cross_credibly_better']} (@tbl-calibration-cells).")
+               f"{cells['cross_credibly_better']}.")
     spread += (" The pooled MAD bins the points of every cell together, where a cell's bins hold its own points "
                "only, so it is not an average of the cells' MADs.")
     return opening + head + spread

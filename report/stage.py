@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -39,6 +40,12 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     ran = {"concept_injection": profile.injection is not None, "mirror_test": profile.mirror is not None}
     experiments = [m for m in experiments if ran.get(m["name"], False)]
     meta = build_numbers(numbers, metrics, profile, profile_name, power, counts)
+    # pandoc reads numbers.yml as metadata, where citeproc would take "@tbl-x" for an unknown citation
+    crossrefs = sorted(f"{part}.{k}" for part, d in meta.items() if isinstance(d, dict) for k, v in d.items()
+                       if isinstance(v, str) and re.search(r"@(tbl|fig|sec)-", v))
+    if crossrefs:
+        raise ReportError(f"generated text holds a cross-reference, which the manuscript must make instead: "
+                          f"{', '.join(crossrefs)}")
     from .injection import INJECTION
 
     # the concept-injection analysis's coherence rule, which the methods quote (n/a where that stage did not run)
