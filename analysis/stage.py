@@ -986,7 +986,15 @@ def jsonable(obj):
     return obj
 
 
+#: InferenceData attributes that record when a fit ran and how long it took: dropped before writing, so that a
+#: posterior file's bytes depend on the draws alone and a rerun leaves dvc.lock unchanged
+TIME_ATTRS = ("created_at", "sampling_time")
+
+
 def _write_netcdf(idata, path: Path) -> None:
+    for group in idata.groups():
+        for key in TIME_ATTRS:
+            getattr(idata, group).attrs.pop(key, None)
     with atomic_path(path) as tmp:
         idata.to_netcdf(str(tmp))
 
