@@ -576,8 +576,11 @@ def calibration_model(errors: pd.DataFrame, groups: list[str], unit: str | None 
     return model
 
 
-#: priors of :func:`log_score_model`, on the standardised log-score
+#: priors of :func:`log_score_model`, on the standardised log-score, and the scale of its residual SDs' prior
 LOG_SCORE_PRIORS = Priors(alpha=1.0, beta=1.0, sigma=0.5, tau=0.5, unit=0.5)
+LOG_SCORE_RESIDUAL = 1.0
+#: the training-effect model's priors (:func:`to_cells`' default)
+TRAINING_PRIORS = Priors()
 
 
 def log_score_model(errors: pd.DataFrame, groups: list[str], unit: str | None = "unit", scale_by: list[str] | None = None):
@@ -603,7 +606,7 @@ def log_score_model(errors: pd.DataFrame, groups: list[str], unit: str | None = 
     coords["scale_group"] = ["|".join(v) for v in levels]
     with pm.Model(coords=coords) as model:
         eta = _linear_predictor(errors, "self", groups, unit, coords, priors=LOG_SCORE_PRIORS)
-        sigma_obs = pm.HalfNormal("sigma_obs", 1.0, dims="scale_group")
+        sigma_obs = pm.HalfNormal("sigma_obs", LOG_SCORE_RESIDUAL, dims="scale_group")
         pm.Normal("y", mu=eta, sigma=sigma_obs[codes], observed=(y - mean) / sd)
     return model, (mean, sd)
 
@@ -652,6 +655,9 @@ def _beta_mean_precision(name: str, mu, phi, observed: np.ndarray):
 
 # ------------------------------------------------------------------------------------ behaviour model
 OUTCOMES = ["new", "old", "neither"]
+#: the behaviour-change model's priors (logit): each model x outcome ``mu ~ Normal(0, mu)``, the task, property
+#: and answer-unit scales ``~ HalfNormal``
+BEHAVIOUR_PRIORS = {"mu": 1.5, "task": 1.0, "property": 1.0, "unit": 0.5}
 
 
 def behaviour_model(rows: pd.DataFrame):
@@ -677,8 +683,9 @@ def behaviour_model(rows: pd.DataFrame):
     if (y < 0).any():
         raise ValueError(f"outcomes must be one of {OUTCOMES}")
     with pm.Model(coords=coords) as model:
-        theta = pm.Normal("mu", 0.0, 1.5, dims=("model", "outcome"))[idx["model"]]
-        for g, scale in (("task", 1.0), ("property", 1.0), ("unit", 0.5)):
+        theta = pm.Normal("mu", 0.0, BEHAVIOUR_PRIORS["mu"], dims=("model", "outcome"))[idx["model"]]
+        for g in ("task", "property", "unit"):
+            scale = BEHAVIOUR_PRIORS[g]
             sg = pm.HalfNormal(f"sigma_{g}", scale, dims="outcome")
             theta = theta + sg * pm.Normal(f"z_{g}", 0.0, 1.0, dims=(g, "outcome"))[idx[g]]
         logits = pm.math.concatenate([theta, pm.math.zeros((len(rows), 1))], axis=1)

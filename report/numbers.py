@@ -420,6 +420,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     run["dtype"] = _by_model(precision.get("dtype", {}))
     run["mixed_precision"] = _by_model(precision.get("mixed_precision", {}))
     run["dtype_setting"] = profile.dtype
+    run.update(_prior_scales())
     factors = [f"{f:g}" for f in profile.analysis.prior_sensitivity]
     run["prior_sensitivity_phrase"] = (
         f"The advantage model is refitted with every prior scale multiplied by {' and by '.join(factors)} "
@@ -658,6 +659,20 @@ def _outside_text(cal: dict) -> str:
 
 #: below this many items per cell the per-cell MAD intervals are called rough and no cell count is given by them
 CELL_ITEMS_FOR_INTERVALS = 10
+
+
+def _prior_scales() -> dict[str, str]:
+    """The Bayesian models' prior scales, as the methods quote them, from the constants the models use
+    (``analysis.models``), so the manuscript cannot state other priors than the ones fitted."""
+    from analysis import models as M
+
+    out = {}
+    for prefix, p in (("adv", M.ADVANTAGE_PRIORS), ("te", M.TRAINING_PRIORS), ("ls", M.LOG_SCORE_PRIORS)):
+        out.update({f"prior_{prefix}_{k}": f"{getattr(p, k):g}" for k in ("alpha", "beta", "sigma", "tau", "unit",
+                                                                         "fixed", "gamma")})
+    out["prior_ls_residual"] = f"{M.LOG_SCORE_RESIDUAL:g}"
+    out.update({f"prior_bc_{k}": f"{v:g}" for k, v in M.BEHAVIOUR_PRIORS.items()})
+    return out
 
 
 def _calibration_cells_text(cal: dict, rope: float) -> str:
