@@ -334,6 +334,25 @@ def _train_loop(lm: LoadedModel, model, accelerator, pairs: list, order: list[in
     return summary
 
 
+def portable_adapter(folder: Path, spec: str) -> None:
+    """peft writes the local folder of the base model's weights (this machine's model cache) into a saved
+    adapter's ``adapter_config.json`` and model card; name the model's spec there instead (``smollm2-135m``,
+    an HF id, a path as given), so that an adapter's bytes, and the run's ``dvc.lock``, do not depend on where
+    the cache is. Nothing reads that field back: adapters are applied to a base loaded from its own spec."""
+    folder = Path(folder)
+    cfg_file, card = folder / "adapter_config.json", folder / "README.md"
+    cfg = json.loads(cfg_file.read_text())
+    local = {cfg.get("base_model_name_or_path")}
+    cfg["base_model_name_or_path"] = spec
+    atomic_write_json(cfg_file, cfg)
+    if card.exists():  # the front matter names the folder twice: "base_model: <folder>", "base_model:adapter:<folder>"
+        text = card.read_text()
+        local |= {ln[len("base_model: "):].strip() for ln in text.splitlines() if ln.startswith("base_model: ")}
+        for path in sorted((p for p in local if p and p != spec), key=len, reverse=True):
+            text = text.replace(path, spec)
+        card.write_text(text)
+
+
 def _save_checkpoint(ckpt: Path, fp: str, step: int, log: list, adapter: dict, optimizer: dict) -> None:
     buf = io.BytesIO()
     torch.save({"fingerprint": fp, "step": step, "log": log, "adapter": adapter, "optimizer": optimizer}, buf)
@@ -343,6 +362,7 @@ def _save_checkpoint(ckpt: Path, fp: str, step: int, log: list, adapter: dict, o
 def _save_final(out_dir: Path, model, log: list, summary: dict) -> None:
     with atomic_dir(out_dir / "adapter") as tmp:
         model.save_pretrained(tmp)
+        portable_adapter(tmp, summary["model"])
     atomic_write_bytes(out_dir / "train_log.tsv",
                        ("step\tloss\n" + "".join(f"{s}\t{v:.6f}\n" for s, v in log)).encode())
     atomic_write_json(out_dir / "summary.json", summary)  # written last: its presence means "done"

@@ -147,3 +147,24 @@ def test_a_run_after_another_sees_only_its_own_adapters(tmp_path):
                 for k, v in expected_b.items():
                     torch.testing.assert_close(lm.model.state_dict()[k], v, rtol=0, atol=1e-6)
         assert all(torch.equal(base.model.state_dict()[k], v) for k, v in before.items())
+
+
+def test_a_saved_adapter_names_the_model_spec_not_this_machines_cache(tiny, tmp_path):
+    """peft writes the base model's local folder into the adapter's config and model card; the finetuning
+    stage names the spec instead, so the same run in another cache folder gives the same bytes."""
+    from reproduce.finetune import portable_adapter
+
+    model = copy.deepcopy(tiny.model)  # the module's model keeps its own name
+    digests = []
+    for cache in ("/one/cache/models/smollm2-135m-abc", "/another/place/models/smollm2-135m-abc"):
+        model.config._name_or_path = model.name_or_path = cache  # as a model loaded from that folder has them
+        folder = _adapter(model, tmp_path / cache.split("/")[1], seed=0)
+        assert f"base_model:adapter:{cache}" in (folder / "README.md").read_text()  # what peft writes
+        portable_adapter(folder, "smollm2-135m")
+        cfg = json.loads((folder / "adapter_config.json").read_text())
+        assert cfg["base_model_name_or_path"] == "smollm2-135m"
+        card = (folder / "README.md").read_text()
+        assert cache not in card and "base_model: smollm2-135m\n" in card and "base_model:adapter:smollm2-135m" in card
+        digests.append({n: (folder / n).read_bytes() for n in ("adapter_config.json", "README.md")})
+    assert digests[0] == digests[1]
+    read_lora(folder)  # still a LoRA adapter folder the stages read
