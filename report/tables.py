@@ -222,7 +222,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                 return (_ci(getattr(r, a), getattr(r, f"{a}_low"), getattr(r, f"{a}_high"))
                         if getattr(r, a) == getattr(r, a) else "n/a")
             out["calibration_cells"] = _md_table(pd.DataFrame([{
-                "task": r.task + (" (a)" if r.original else ""), "property": r.property, "items": _count(r.items),
+                "task": r.task + (" (o)" if r.original else ""), "property": r.property, "items": _count(r.items),
                 "points self / cross": f"{_count(r.trained_self_points)} / {_count(r.trained_cross_points)}",
                 "before training (self)": arm(r, "untrained_self"),
                 "MAD self": arm(r, "trained_self"), "MAD cross": arm(r, "trained_cross"),
@@ -231,9 +231,10 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                 for r in c.itertuples()]),
                 "Calibration on the original's scope: the MAD of each held-out task and property alone (the points of "
                 "that cell only, binned as above), pooled over targets, with 95% item-bootstrap intervals; after "
-                "training unless marked. (a): the original's headline calibration cell. n/a: fewer than 10 points. "
-                "A bootstrap over a handful of items has few distinct resamples: with few items, read the intervals "
-                "as rough.",
+                "training unless marked. (o): the original's headline calibration cell. n/a: fewer than 10 points. "
+                "A bootstrap over a handful of items has few distinct resamples, and the binned MAD is biased under "
+                "resampling (see the MAD table), so an interval can touch or leave out its estimate: with few "
+                "items, read the intervals as rough.",
                 "tbl-calibration-cells")
     out.setdefault("calibration_cells", "")  # the manuscript includes the file whatever the run measured
 
