@@ -93,6 +93,11 @@ class Finetune(_Strict):
     epochs: float = Field(gt=0, le=100)
     batch_size: int = Field(ge=1, le=4096)
     max_examples: int | None = Field(default=None, ge=1, description="cap on training pairs per target")
+    examples_per_cell: int | None = Field(
+        default=None, ge=1, description="the original's construction (evals/create_finetuning_dataset.py): at most "
+                                        "this many compliant pairs drawn (seeded) from each train task x property "
+                                        "before the pairs are shuffled and max_examples applies; null: every "
+                                        "compliant pair, shuffled together")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = Field(
         default="auto", description="auto: bf16 autocast where bf16 is measured fast on the device, else none")
     base_dtype: Literal["auto", "float32", "bfloat16"] = Field(

@@ -14,6 +14,24 @@ from .common import (DATA, Plan, TrainingRun, WORK, _bases, _finetune_params, _g
                      cross_runs, self_runs, trained_model_name)
 
 
+def per_cell(objects: pd.DataFrame, target: str, n: int | None, seed: int) -> pd.DataFrame:
+    """The original's finetuning data (``evals/create_finetuning_dataset.py``: ``n_train_items`` compliant rows
+    sampled, seeded, from each task x property config, the configs then concatenated): ``target``'s compliant
+    train-split rows of ``objects`` reduced to at most ``n`` per task x property, drawn with ``seed``; the
+    other rows are left out, since only these make pairs. ``n`` None: ``objects`` unchanged (every compliant
+    pair is a candidate, and :func:`reproduce.finetune.training_examples` shuffles them together)."""
+    if n is None:
+        return objects
+    import numpy as np
+
+    rows = objects[(objects["model"] == target) & (objects["split"] == "train") & objects["compliant"].astype(bool)]
+    rows = rows.sort_values(["task", "property", "item_id"], kind="stable")
+    rng = np.random.default_rng(seed)
+    keep = [g.iloc[np.sort(rng.choice(len(g), size=min(n, len(g)), replace=False))]
+            for _, g in rows.groupby(["task", "property"], sort=True)]
+    return pd.concat(keep) if keep else rows
+
+
 def _train(plan: Plan, runs: list[TrainingRun], examples: dict[tuple[str, int], pd.DataFrame], out: Path,
            curves: Path, work: Path) -> list[dict]:
     """Train ``runs`` (each on ``examples[(target, seed)]``, its first ``n_examples`` for a sweep run) and
@@ -65,7 +83,8 @@ def run_finetune_self(plan: Plan, object_dir: Path = DATA / "object_level", out:
     examples = {}
     for seed in cfg.seeds:
         for t in objects:
-            examples[(t, seed)] = training_examples(objects[t], plan.tasks, t, seed, cfg.max_examples)
+            examples[(t, seed)] = training_examples(per_cell(objects[t], t, cfg.examples_per_cell, seed), plan.tasks,
+                                                    t, seed, cfg.max_examples)
             atomic_write_parquet(out / "examples" / f"{t}-s{seed}.parquet", examples[(t, seed)], schema=TRAINING_EXAMPLES)
     return _train(plan, self_runs(plan), examples, out, curves, work)
 
@@ -83,7 +102,8 @@ def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_train
     examples = {}
     for (t, seed), obj in objects.items():
         name = trained_model_name(t, seed)
-        examples[(t, seed)] = training_examples(obj, plan.tasks, name, seed, cfg.max_examples)
+        examples[(t, seed)] = training_examples(per_cell(obj, name, cfg.examples_per_cell, seed), plan.tasks, name,
+                                                seed, cfg.max_examples)
         atomic_write_parquet(out / "examples" / f"{name}.parquet", examples[(t, seed)],
                              schema=TRAINING_EXAMPLES)
         if cfg.max_examples and len(examples[(t, seed)]) < cfg.max_examples:
