@@ -694,7 +694,7 @@ def _calibration_cells_text(cal: dict, rope: float) -> str:
     else:
         d = o["difference"]
         untrained = o["untrained_self"]
-        before = (f"; before training, {fmt(untrained['mad'])} [{fmt(untrained['low'])}, {fmt(untrained['high'])}]"
+        before = (f"; before training, {_ci(untrained['mad'], untrained['low'], untrained['high'])}"
                   if known(untrained["mad"]) else "")
         head = (f"On that cell (pooled over targets, {d['items']} items) the MAD after training is "
                 f"{_ci(o['trained_self']['mad'], o['trained_self']['low'], o['trained_self']['high'])} for self- and "
