@@ -68,11 +68,11 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
     agree = grader_agreement(turns).set_index("model")
     unchanged = unchanged_history(turns)
     for m in sorted(turns["model"].unique()):
-        d: dict = {"rows": int((turns["model"] == m).sum()),
-                   "scripts": int(turns[turns["model"] == m]["script_id"].nunique()),
-                   "turns": sorted(int(t) for t in turns[turns["model"] == m]["turn"].unique()),
+        own = turns["model"] == m
+        d: dict = {"rows": int(own.sum()), "scripts": int(turns[own]["script_id"].nunique()),
+                   "turns": sorted(int(t) for t in turns[own]["turn"].unique()),
                    # replies after a corrupted history the corruption left unchanged: out of every fit
-                   "unchanged_histories": int((unchanged[turns["model"] == m]).sum())}
+                   "unchanged_histories": int(unchanged[own].sum())}
         for name in ("noticing", "recognition", "judge_noticing"):
             cells, con = res[f"{name}_cells"], res[f"{name}_contrasts"]
             if cells.empty:
@@ -109,7 +109,7 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
             d["imitation_cells"] = int(len(im))
             # the measure's false positives: another model's replies hold none of the corruptions, so any pattern
             # word in the reply that follows them is the measure's, not an imitation
-            oth = turns[(turns["model"] == m) & (turns["condition"] == "other")]
+            oth = turns[own & (turns["condition"] == "other")]
             if len(oth):
                 d["imitation_other"] = {k: {"k": int(oth[f"pattern_k_{k}"].sum()), "n": int(oth[f"pattern_n_{k}"].sum())}
                                         for k in sorted(set(im["kind"]))}

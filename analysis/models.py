@@ -685,8 +685,7 @@ def behaviour_model(rows: pd.DataFrame):
     with pm.Model(coords=coords) as model:
         theta = pm.Normal("mu", 0.0, BEHAVIOUR_PRIORS["mu"], dims=("model", "outcome"))[idx["model"]]
         for g in ("task", "property", "unit"):
-            scale = BEHAVIOUR_PRIORS[g]
-            sg = pm.HalfNormal(f"sigma_{g}", scale, dims="outcome")
+            sg = pm.HalfNormal(f"sigma_{g}", BEHAVIOUR_PRIORS[g], dims="outcome")
             theta = theta + sg * pm.Normal(f"z_{g}", 0.0, 1.0, dims=(g, "outcome"))[idx[g]]
         logits = pm.math.concatenate([theta, pm.math.zeros((len(rows), 1))], axis=1)
         p = pm.Deterministic("p", pm.math.softmax(logits, axis=1))

@@ -298,15 +298,12 @@ def calibration_cell_metrics(cells: pd.DataFrame) -> dict:
            "cross_credibly_better": int((pooled["low"] > 0).sum()) if len(pooled) else 0,
            "items_min": int(pooled["items"].min()) if len(pooled) else 0,
            "task": ORIGINAL_CALIBRATION_CELL[0], "property": ORIGINAL_CALIBRATION_CELL[1], "original": {}}
-    def num(v):  # a cell too small for a MAD: null in metrics.json, not NaN
-        return None if pd.isna(v) else float(v)
-
+    # a cell too small for a MAD keeps NaN here; jsonable writes it as null
     for r in cells[cells["original"]].itertuples() if len(cells) else []:
-        entry = {arm: {"mad": num(getattr(r, arm)), "low": num(getattr(r, f"{arm}_low")),
-                       "high": num(getattr(r, f"{arm}_high")), "points": int(getattr(r, f"{arm}_points"))}
+        entry = {arm: {"mad": getattr(r, arm), "low": getattr(r, f"{arm}_low"), "high": getattr(r, f"{arm}_high"),
+                       "points": int(getattr(r, f"{arm}_points"))}
                  for arm in ("untrained_self", "trained_self", "trained_cross")}
-        entry["difference"] = {"difference": num(r.difference), "low": num(r.low), "high": num(r.high),
-                               "items": int(r.items)}
+        entry["difference"] = {"difference": r.difference, "low": r.low, "high": r.high, "items": int(r.items)}
         out["original"][r.target] = entry
     return out
 

@@ -46,10 +46,11 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     if crossrefs:
         raise ReportError(f"generated text holds a cross-reference, which the manuscript must make instead: "
                           f"{', '.join(crossrefs)}")
-    from .injection import INJECTION
+    from .injection import INJECTION, write_section
 
+    injection = Path(injection if injection is not None else Path(analysis).parent / INJECTION.name)
     # the concept-injection analysis's coherence rule, which the methods quote (n/a where that stage did not run)
-    inj_numbers = Path(injection if injection is not None else Path(analysis).parent / INJECTION.name) / "analysis" / "numbers.json"
+    inj_numbers = injection / "analysis" / "numbers.json"
     rule = json.loads(inj_numbers.read_text()).get("coherence_rule", {}) if inj_numbers.exists() else {}
     meta["run"]["coherence_perplexity_factor"] = f"{rule['perplexity_factor']:g}" if rule else "n/a"
     atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(_markdown_safe(meta), sort_keys=True,
@@ -58,9 +59,7 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
         atomic_write_bytes(gen / "figures" / f"{name}.png", (Path(figures) / f"{name}.png").read_bytes())
     for name, md in build_tables(analysis, metrics, manifests, reference, experiments).items():
         atomic_write_bytes(gen / "tables" / f"{name}.md", md.encode())
-    from .injection import write_section
-
-    write_section(gen, injection if injection is not None else Path(analysis).parent / INJECTION.name, Path(paper),
+    write_section(gen, injection, Path(paper),
                   temperature=profile.injection.free_text.temperature if profile.injection else None)
     from .mirror import write_section as write_mirror
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .formatting import _ci, _count, _interval, fmt, fmt_prob
+from .formatting import _ci, _count, _interval, fmt, fmt_prob, known
 from .numbers import _diagnostics
 
 
@@ -219,15 +219,15 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         c = c[c["target"] == "pooled"]
         if len(c):
             def arm(r, a):
-                return (_ci(getattr(r, a), getattr(r, f"{a}_low"), getattr(r, f"{a}_high"))
-                        if getattr(r, a) == getattr(r, a) else "n/a")
+                est = getattr(r, a)
+                return _ci(est, getattr(r, f"{a}_low"), getattr(r, f"{a}_high")) if known(est) else "n/a"
             out["calibration_cells"] = _md_table(pd.DataFrame([{
                 "task": r.task + (" (o)" if r.original else ""), "property": r.property, "items": _count(r.items),
                 "points self / cross": f"{_count(r.trained_self_points)} / {_count(r.trained_cross_points)}",
                 "before training (self)": arm(r, "untrained_self"),
                 "MAD self": arm(r, "trained_self"), "MAD cross": arm(r, "trained_cross"),
-                "self minus cross [95% paired bootstrap]": (_ci(r.difference, r.low, r.high)
-                                                            if r.difference == r.difference else "n/a")}
+                "self minus cross [95% paired bootstrap]": _ci(r.difference, r.low, r.high) if known(r.difference)
+                                                           else "n/a"}
                 for r in c.itertuples()]),
                 "Calibration on the original's scope: the MAD of each held-out task and property alone (the points of "
                 "that cell only, binned as above), pooled over targets, with 95% item-bootstrap intervals; after "

@@ -125,7 +125,8 @@ def check_table(rows: pd.DataFrame, table: str) -> pd.DataFrame:
 def unchanged_history(rows: pd.DataFrame) -> pd.Series:
     """Per row of a turns table: a corrupted row whose history the corruption left unchanged
     (``history_changed == 0``: in every earlier reply the level's share of the eligible words rounded to no
-    word, as for insertion in replies without a ``g``, or at a low level in replies with few eligible words). Such a history is the clean one byte for byte, so its reply is a control trial, not an altered one."""
+    word, as for insertion in replies without a ``g``, or at a low level in replies with few eligible words).
+    Such a history is the clean one byte for byte, so its reply is a control trial, not an altered one."""
     return (rows["condition"] == "corrupted") & (pd.to_numeric(rows["history_changed"]) == 0)
 
 
