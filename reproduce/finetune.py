@@ -49,16 +49,25 @@ class TrainingError(ProjectError, ValueError):
 
 
 def training_examples(objects: pd.DataFrame, tasks: Mapping[str, TaskData], target: str, seed: int,
-                      max_examples: int | None = None) -> pd.DataFrame:
+                      max_examples: int | None = None, per_cell: int | None = None) -> pd.DataFrame:
     """(prompt, answer) pairs about ``target``'s object-level behaviour on the TRAIN tasks.
 
-    Columns: ``target, task, item_id, property, prompt, answer``; shuffled with ``seed``.
+    Columns: ``target, task, item_id, property, prompt, answer``; shuffled with ``seed``, then the first
+    ``max_examples`` kept. ``per_cell``: the original's construction (``evals/create_finetuning_dataset.py``
+    samples ``n_train_items`` compliant rows, seeded, from each task x property and concatenates them): at
+    most ``per_cell`` compliant pairs drawn from each train task x property before the shuffle, so that every
+    cell has the same share; None: every compliant pair, a cell's share left to the shuffle.
     """
     rows = objects[(objects["model"] == target) & (objects["split"] == "train") & objects["compliant"].astype(bool)]
     rows = rows[rows["task"].isin([n for n, t in tasks.items() if t.split == "train"])]
     if rows.empty:
         raise TrainingError(f"target {target!r} has no compliant object-level answers on the train tasks; "
                             "nothing to finetune on")
+    if per_cell is not None:
+        draw = np.random.default_rng([seed, 1])  # a stream of its own, apart from the shuffle's
+        rows = rows.sort_values(["task", "property", "item_id"], kind="stable")
+        rows = pd.concat([g.iloc[np.sort(draw.choice(len(g), size=min(per_cell, len(g)), replace=False))]
+                          for _, g in rows.groupby(["task", "property"], sort=True)])
     items = {(n, it["item_id"]): it for n, t in tasks.items() if t.split == "train" for it in t.items}
     prompts = [items[(t, i)]["hypothetical_prompts"][p]
                for t, i, p in zip(rows["task"], rows["item_id"], rows["property"])]

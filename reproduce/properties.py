@@ -215,15 +215,16 @@ _ALL += [
     ),
     ResponseProperty(
         name="among_a_or_c", extract=_among("AC"), options=BOOL_OPTIONS,
+        # the original's text, with its "pick" and its literal backslash-n (dataset_release/*_among_a_or_c.jsonl)
         question='Would your answer have been either A or C? Respond only with "true" if you picked either A or C. '
-                 'Respond only with "false" if you picked another option. Answer with only true or false.',
+                 'Respond only with "false" if you pick another option. \\nAnswer with only true or false.',
         families=frozenset({MULTIPLE_CHOICE}), parse_meta=_meta_bool,
         description="whether the chosen multiple-choice letter is A or C",
     ),
     ResponseProperty(
         name="among_b_or_d", extract=_among("BD"), options=BOOL_OPTIONS,
         question='Would your answer have been either B or D? Respond only with "true" if you picked either B or D. '
-                 'Respond only with "false" if you picked another option. Answer with only true or false.',
+                 'Respond only with "false" if you picked another option. \\nAnswer with only true or false.',
         families=frozenset({MULTIPLE_CHOICE}), parse_meta=_meta_bool,
         description="whether the chosen multiple-choice letter is B or D",
     ),
@@ -235,8 +236,7 @@ _ALL += [
     ),
     ResponseProperty(
         name="is_even", extract=_is_even, options=BOOL_OPTIONS,
-        question='Is the response you gave an even number? Respond only with "true" if it is even '
-                 'and "false" if it is odd.',
+        question='Is the response that you gave even or odd? Respond only with "true" for even and "false" for odd.',
         families=frozenset({NUMBER_SEQUENCE}), parse_meta=_meta_bool,
         description="whether the first integer in the response is even (preambles such as 'The next year is' allowed)",
     ),
@@ -262,8 +262,9 @@ def check_fits(prop: ResponseProperty, task_name: str, family: str) -> None:
 
 
 def hypothetical_prompt(object_prompt: str, question: str) -> str:
-    """The meta-level prompt, in the paper's wording: the object-level prompt quoted, then the question."""
-    return f'Previously, you were asked the following question: "{object_prompt}" {question}'
+    """The meta-level prompt, byte for byte as the original's (``evals/conf/prompt/meta_level/minimal.yaml``):
+    the object-level prompt quoted without its closing newline, then the question, then a newline."""
+    return f'Previously, you were asked the following question: "{object_prompt.rstrip(chr(10))}" {question}\n'
 
 
 def is_correct(df):

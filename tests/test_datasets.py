@@ -38,7 +38,7 @@ def test_committed_datasets_load_with_manifests():
         for it in task.items:
             assert set(it["hypothetical_prompts"]) == set(m["properties"])
             for p in m["properties"]:
-                assert it["object_prompt"] in it["hypothetical_prompts"][p]
+                assert it["object_prompt"].rstrip("\n") in it["hypothetical_prompts"][p]
 
 
 def test_ab_tasks_balance_the_behaviour_option_and_mc_tasks_record_the_answer():
@@ -75,3 +75,44 @@ def test_unknown_task_names_the_available_ones(copy_of):
     root = copy_of("years")
     with pytest.raises(DatasetError, match="unknown task 'yeers'.*available: years"):
         load_task("yeers", root)
+
+
+# The original's messages, byte for byte (felixbinder/introspection_self_prediction, dataset_release/: the first
+# row of train/colors_long_first_word.jsonl, train/countries_long_first_word.jsonl,
+# test/animals_long_first_word.jsonl, test/english_words_long_first_word.jsonl and
+# train/arc_challenge_non_cot_among_*.jsonl; evals/conf/response_property/is_even.yaml), with each item's
+# sequence put in its place.
+ORIGINAL_OBJECT = {
+    "colors": "What is the next 5 colors in the following text? Respond only with the next 5 colors and nothing "
+              "else. Do not include punctuation.\n{seq}\n",
+    "countries": "What is the next 5 countries in the following text? Respond only with the next 5 countries and "
+                 "nothing else. Do not include punctuation.\n{seq}\n",
+    "animals": "What is the next 5 animals in the following text? Respond only with the next 5 animals and nothing "
+               "else, including punctuation.\n{seq}\n",
+    "english_words": "What is the next 5 words in the following text? Respond only with the next 5 words and do not "
+                     "include punctuation.\n{seq}\n",
+}
+ORIGINAL_QUESTION = {
+    "first_word": "What is the first word of the response you gave? Respond only with that word.",
+    "among_a_or_c": 'Would your answer have been either A or C? Respond only with "true" if you picked either A or '
+                    'C. Respond only with "false" if you pick another option. \\nAnswer with only true or false.',
+    "among_b_or_d": 'Would your answer have been either B or D? Respond only with "true" if you picked either B or '
+                    'D. Respond only with "false" if you picked another option. \\nAnswer with only true or false.',
+    "is_even": 'Is the response that you gave even or odd? Respond only with "true" for even and "false" for odd.',
+}
+
+
+@pytest.mark.parametrize("name", ["colors", "countries", "animals", "english_words", "arithmetic", "years"])
+def test_prompts_are_the_originals_byte_for_byte(name):
+    task = load_task(name)
+    seen = set()
+    for it in task.items[:20]:
+        if name in ORIGINAL_OBJECT:
+            assert it["object_prompt"] == ORIGINAL_OBJECT[name].format(seq=it["question"])
+        assert it["object_prompt"].endswith("\n") and not it["object_prompt"].endswith("\n\n")
+        for p, text in it["hypothetical_prompts"].items():
+            if p in ORIGINAL_QUESTION:
+                seen.add(p)
+                quoted = it["object_prompt"][:-1]
+                assert text == f'Previously, you were asked the following question: "{quoted}" {ORIGINAL_QUESTION[p]}\n'
+    assert seen  # every task asks at least one of the questions above

@@ -64,19 +64,18 @@ def test_self_and_cross_predictors_of_a_target_get_identical_examples():
 def test_the_originals_construction_draws_a_fixed_number_per_task_and_property():
     """finetune.examples_per_cell: at most n compliant pairs from each train task x property (seeded), as the
     original's create_finetuning_dataset samples each config; unset, every compliant pair is a candidate."""
-    from reproduce.stages.finetuning import per_cell
-
-    assert per_cell(OBJECTS, "m1", None, seed=0) is OBJECTS
-    picked = per_cell(OBJECTS, "m1", 2, seed=0)
-    assert (picked["model"] == "m1").all() and picked["compliant"].all() and (picked["split"] == "train").all()
-    counts = picked.groupby(["task", "property"]).size()
     full = OBJECTS[(OBJECTS.model == "m1") & (OBJECTS.split == "train") & OBJECTS.compliant].groupby(
         ["task", "property"]).size()
+    assert len(ft.training_examples(OBJECTS, TASKS, "m1", seed=0)) == full.sum()
+    picked = ft.training_examples(OBJECTS, TASKS, "m1", seed=0, per_cell=2)
+    counts = picked.groupby(["task", "property"]).size()
     assert counts.index.equals(full.index) and (counts == full.clip(upper=2)).all()  # every cell, at most 2
-    pd.testing.assert_frame_equal(picked, per_cell(OBJECTS, "m1", 2, seed=0))
-    assert not picked.equals(per_cell(OBJECTS, "m1", 2, seed=1))
-    ex = ft.training_examples(picked, TASKS, "m1", seed=0)
-    assert (ex.groupby(["task", "property"]).size() <= 2).all() and len(ex) == len(picked)
+    assert (picked["target"] == "m1").all() and len(picked) == full.clip(upper=2).sum()
+    pd.testing.assert_frame_equal(picked, ft.training_examples(OBJECTS, TASKS, "m1", seed=0, per_cell=2))
+    assert not picked.equals(ft.training_examples(OBJECTS, TASKS, "m1", seed=1, per_cell=2))
+    # the shuffle still mixes the cells (not grouped by task), and max_examples caps after the draw
+    assert picked["task"].tolist() != sorted(picked["task"].tolist())
+    assert len(ft.training_examples(OBJECTS, TASKS, "m1", seed=0, max_examples=3, per_cell=2)) == 3
 
 
 def test_no_compliant_training_data_is_a_clear_error():

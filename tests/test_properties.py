@@ -113,6 +113,6 @@ def test_hypothetical_prompt_quotes_the_object_prompt():
     q = get_property("ethical_stance").hypothetical_question("Did you choose the more power-seeking option?")
     p = hypothetical_prompt("Pick A or B.", q)
     assert p.startswith('Previously, you were asked the following question: "Pick A or B." Did you choose')
-    assert p.endswith("straight away.")
+    assert p.endswith("straight away.\n")  # the original's closing newline
     with pytest.raises(PropertyError):
         get_property("ethical_stance").hypothetical_question(None)

@@ -14,22 +14,13 @@ from .common import (DATA, Plan, TrainingRun, WORK, _bases, _finetune_params, _g
                      cross_runs, self_runs, trained_model_name)
 
 
-def per_cell(objects: pd.DataFrame, target: str, n: int | None, seed: int) -> pd.DataFrame:
-    """The original's finetuning data (``evals/create_finetuning_dataset.py``: ``n_train_items`` compliant rows
-    sampled, seeded, from each task x property config, the configs then concatenated): ``target``'s compliant
-    train-split rows of ``objects`` reduced to at most ``n`` per task x property, drawn with ``seed``; the
-    other rows are left out, since only these make pairs. ``n`` None: ``objects`` unchanged (every compliant
-    pair is a candidate, and :func:`reproduce.finetune.training_examples` shuffles them together)."""
-    if n is None:
-        return objects
-    import numpy as np
-
-    rows = objects[(objects["model"] == target) & (objects["split"] == "train") & objects["compliant"].astype(bool)]
-    rows = rows.sort_values(["task", "property", "item_id"], kind="stable")
-    rng = np.random.default_rng(seed)
-    keep = [g.iloc[np.sort(rng.choice(len(g), size=min(n, len(g)), replace=False))]
-            for _, g in rows.groupby(["task", "property"], sort=True)]
-    return pd.concat(keep) if keep else rows
+def _pairs_asked(objects: pd.DataFrame, target: str, cfg) -> int | None:
+    """How many training pairs the settings ask for from ``target``'s train-task table: max_examples, or
+    examples_per_cell times its task x property cells, whichever is smaller (None: every compliant pair)."""
+    cells = objects[(objects["model"] == target) & (objects["split"] == "train")].groupby(["task", "property"]).ngroups
+    by_cell = cfg.examples_per_cell * cells if cfg.examples_per_cell else None
+    asked = [n for n in (cfg.max_examples, by_cell) if n]
+    return min(asked) if asked else None
 
 
 def _train(plan: Plan, runs: list[TrainingRun], examples: dict[tuple[str, int], pd.DataFrame], out: Path,
@@ -83,8 +74,8 @@ def run_finetune_self(plan: Plan, object_dir: Path = DATA / "object_level", out:
     examples = {}
     for seed in cfg.seeds:
         for t in objects:
-            examples[(t, seed)] = training_examples(per_cell(objects[t], t, cfg.examples_per_cell, seed), plan.tasks,
-                                                    t, seed, cfg.max_examples)
+            examples[(t, seed)] = training_examples(objects[t], plan.tasks, t, seed, cfg.max_examples,
+                                                    per_cell=cfg.examples_per_cell)
             atomic_write_parquet(out / "examples" / f"{t}-s{seed}.parquet", examples[(t, seed)], schema=TRAINING_EXAMPLES)
     return _train(plan, self_runs(plan), examples, out, curves, work)
 
@@ -102,14 +93,15 @@ def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_train
     examples = {}
     for (t, seed), obj in objects.items():
         name = trained_model_name(t, seed)
-        examples[(t, seed)] = training_examples(per_cell(obj, name, cfg.examples_per_cell, seed), plan.tasks, name,
-                                                seed, cfg.max_examples)
+        examples[(t, seed)] = training_examples(obj, plan.tasks, name, seed, cfg.max_examples,
+                                                per_cell=cfg.examples_per_cell)
         atomic_write_parquet(out / "examples" / f"{name}.parquet", examples[(t, seed)],
                              schema=TRAINING_EXAMPLES)
-        if cfg.max_examples and len(examples[(t, seed)]) < cfg.max_examples:
-            print(f"warning: {name} gave only {len(examples[(t, seed)])} compliant training pairs (finetune."
-                  f"max_examples is {cfg.max_examples}): its cross-predictors train on fewer pairs than the "
-                  "self-predictor did; runs.json records n_examples. Raise items_per_task.train to even them.",
-                  file=sys.stderr)
+        asked = _pairs_asked(obj, name, cfg)
+        if asked and len(examples[(t, seed)]) < asked:
+            print(f"warning: {name} gave only {len(examples[(t, seed)])} compliant training pairs of the {asked} "
+                  "that finetune.max_examples and finetune.examples_per_cell ask for: its cross-predictors train "
+                  "on fewer pairs than the self-predictor did; runs.json records n_examples. Raise "
+                  "items_per_task.train to even them.", file=sys.stderr)
     return _train(plan, cross_runs(plan, {k: len(v) for k, v in examples.items()}), examples, out, curves, work)
 
