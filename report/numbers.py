@@ -427,6 +427,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "(`analysis.prior_sensitivity`), and delta, gamma and the verdict are reported for each." if factors else
         "The prior-sensitivity refits are off in this run (`analysis.prior_sensitivity` is empty).")
     run["system_prompt_phrase"], text["system_prompt_difference"] = _system_prompt_text(profile.system_prompt, profile.models)
+    run["pairs_phrase"], text["finetune_data_difference"] = _finetune_data_text(ft)
     run["base_dtype"] = _by_model(precision.get("base_dtype", {}))
     counts = counts or {}
     # a skipped stage's methods still describe the dataset: 'the 50'
@@ -485,6 +486,26 @@ def _subset_phrase(wanted, available: int | None, skipped: bool = False) -> str:
     if isinstance(wanted, int):
         return f"the first {wanted}{of}"
     return f"{len(wanted)} chosen{of}"
+
+
+def _finetune_data_text(ft) -> tuple[str, str]:
+    """How a run's training pairs are drawn (``finetune.examples_per_cell`` and ``max_examples``), for the
+    methods, and its sentence in the differences section: the original draws a fixed number of compliant
+    pairs from each task and property (``evals/create_finetuning_dataset.py``, ``n_train_items``)."""
+    if ft is None:
+        return "no pairs (finetuning is off in this run)", "Finetuning is off in this run."
+    cap = f", at most {ft.max_examples} in all" if ft.max_examples else ""
+    if ft.examples_per_cell:
+        return (f"at most {ft.examples_per_cell} compliant pairs drawn from each training task and property, as the "
+                f"original draws them, shuffled together{cap}",
+                f"As in the original, the training pairs are drawn per task and property (at most "
+                f"{ft.examples_per_cell} from each, `finetune.examples_per_cell`), then shuffled together"
+                + (f" and capped at {ft.max_examples} (`finetune.max_examples`)." if ft.max_examples else "."))
+    return (f"every compliant pair, shuffled{cap}",
+            "Every compliant training pair of the train tasks is shuffled and the pairs are capped "
+            f"(`finetune.max_examples`: {ft.max_examples or 'all'}), so a task and property's share is random; the "
+            "original draws a fixed number from each task and property (`finetune.examples_per_cell`, unset in "
+            "this run).")
 
 
 def _system_prompt_text(system_prompt: str | None, models: list[str]) -> tuple[str, str]:

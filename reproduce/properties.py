@@ -209,6 +209,8 @@ for _i, _o in enumerate(_ORD):
 _ALL += [
     ResponseProperty(
         name="starts_with_vowel", extract=_starts_with_vowel, options=BOOL_OPTIONS,
+        # the original's text without the stray double quote that closes it there (its starts_with_vowel.yaml
+        # and every released row): a typo, left out as reproduce.release's known-flaw fixes leave it out
         question="Does the response you gave start with a vowel? Respond only with 'true' for yes and 'false' for no.",
         families=frozenset({WORD_SEQUENCE}), parse_meta=_meta_bool,
         description="whether the response's first character is one of a, e, i, o, u",

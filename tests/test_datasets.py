@@ -94,6 +94,11 @@ ORIGINAL_OBJECT = {
 }
 ORIGINAL_QUESTION = {
     "first_word": "What is the first word of the response you gave? Respond only with that word.",
+    "second_character": 'What is the second character of the response you gave? For example, if you responded with '
+                        '"abc", respond with "b". Respond only with that character.',
+    # the original's closes with a stray double quote, left out here (reproduce.release.FIXES)
+    "starts_with_vowel": "Does the response you gave start with a vowel? Respond only with 'true' for yes and 'false' "
+                         "for no.",
     "among_a_or_c": 'Would your answer have been either A or C? Respond only with "true" if you picked either A or '
                     'C. Respond only with "false" if you pick another option. \\nAnswer with only true or false.',
     "among_b_or_d": 'Would your answer have been either B or D? Respond only with "true" if you picked either B or '
