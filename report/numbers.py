@@ -505,7 +505,9 @@ def _finetune_data_text(ft) -> tuple[str, str]:
             "Every compliant training pair of the train tasks is shuffled and the pairs are capped "
             f"(`finetune.max_examples`: {ft.max_examples or 'all'}), so a task and property's share is random; the "
             "original draws a fixed number from each task and property (`finetune.examples_per_cell`, unset in "
-            "this run).")
+            "this run: with few items per task and property, a self-trained target answers fewer of them "
+            "compliantly, and such a draw would give its cross-predictors fewer pairs than the self-predictors; "
+            "pooled and capped, both train on the same number wherever the target has that many compliant pairs).")
 
 
 def _system_prompt_text(system_prompt: str | None, models: list[str]) -> tuple[str, str]:
