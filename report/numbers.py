@@ -428,6 +428,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "The prior-sensitivity refits are off in this run (`analysis.prior_sensitivity` is empty).")
     run["system_prompt_phrase"], text["system_prompt_difference"] = _system_prompt_text(profile.system_prompt, profile.models)
     run["pairs_phrase"], text["finetune_data_difference"] = _finetune_data_text(ft)
+    run["pairs_counts"] = _pairs_counts(metrics.get("pairs", []))
     run["base_dtype"] = _by_model(precision.get("base_dtype", {}))
     counts = counts or {}
     # a skipped stage's methods still describe the dataset: 'the 50'
@@ -494,20 +495,39 @@ def _finetune_data_text(ft) -> tuple[str, str]:
     pairs from each task and property (``evals/create_finetuning_dataset.py``, ``n_train_items``)."""
     if ft is None:
         return "no pairs (finetuning is off in this run)", "Finetuning is off in this run."
-    cap = f", at most {ft.max_examples} in all" if ft.max_examples else ""
     if ft.examples_per_cell:
+        cap = f", the first {ft.max_examples} kept" if ft.max_examples else ""
         return (f"at most {ft.examples_per_cell} compliant pairs drawn from each training task and property, as the "
-                f"original draws them, shuffled together{cap}",
+                f"original draws them, then shuffled together{cap}",
                 f"As in the original, the training pairs are drawn per task and property (at most "
                 f"{ft.examples_per_cell} from each, `finetune.examples_per_cell`), then shuffled together"
-                + (f" and capped at {ft.max_examples} (`finetune.max_examples`)." if ft.max_examples else "."))
-    return (f"every compliant pair, shuffled{cap}",
-            "Every compliant training pair of the train tasks is shuffled and the pairs are capped "
-            f"(`finetune.max_examples`: {ft.max_examples or 'all'}), so a task and property's share is random; the "
-            "original draws a fixed number from each task and property (`finetune.examples_per_cell`, unset in "
-            "this run: with few items per task and property, a self-trained target answers fewer of them "
-            "compliantly, and such a draw would give its cross-predictors fewer pairs than the self-predictors; "
-            "pooled and capped, both train on the same number wherever the target has that many compliant pairs).")
+                + (f" and capped at {ft.max_examples} (`finetune.max_examples`)" if ft.max_examples else "")
+                + "; where a self-trained target answers fewer cells compliantly, its cross-predictors train on "
+                  "fewer pairs than the self-predictors (the counts are in the methods).")
+    original = "the original draws a fixed number from each task and property (`finetune.examples_per_cell`, unset in this run"
+    if ft.max_examples:
+        return (f"the compliant pairs, shuffled, the first {ft.max_examples} kept",
+                f"The compliant training pairs of the train tasks are shuffled and the first {ft.max_examples} kept "
+                f"(`finetune.max_examples`), so a task and property's share is random; {original}: with few items "
+                "per task and property, a self-trained target answers fewer of them compliantly, and such a draw "
+                "would give its cross-predictors fewer pairs than the self-predictors; pooled and capped, both "
+                "train on the same number wherever the target has that many compliant pairs).")
+    return ("every compliant pair, shuffled",
+            "Every compliant training pair of the train tasks is used (`finetune.max_examples` unset), so a task "
+            f"and property's share follows how many of its answers are compliant; {original}).")
+
+
+def _pairs_counts(pairs: list[dict]) -> str:
+    """How many pairs the self- and the cross-predictors trained on (metrics ``pairs``): 'the self-predictors
+    trained on 64 pairs and the cross-predictors on 64' (a range where the runs differ)."""
+    def span(kind: str) -> str | None:
+        n = sorted({p["n_examples"] for p in pairs if p["kind"] == kind})
+        return None if not n else str(n[0]) if len(n) == 1 else f"{n[0]}-{n[-1]}"
+
+    own, other = span("self"), span("cross")
+    if own is None or other is None:
+        return "the pair counts are in `data/finetuned/*/runs.json`"
+    return f"in this run the self-predictors trained on {own} pairs and the cross-predictors on {other}"
 
 
 def _system_prompt_text(system_prompt: str | None, models: list[str]) -> tuple[str, str]:

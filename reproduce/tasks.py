@@ -4,11 +4,11 @@ in :mod:`reproduce.task_content`) plus a prompt template.
 The design mirrors the paper's: every property family appears in a TRAIN task and in a held-out TEST task,
 so that a predictor trained on train tasks is evaluated on tasks it has never seen.
 
-=========================  =====  ===============  ==============================================
+=========================  =====  ===============  ======================================================
 task                       split  family           paper counterpart
-=========================  =====  ===============  ==============================================
+=========================  =====  ===============  ======================================================
 colors, countries          train  word_sequence    colors_long, countries_long
-numbers                    train  number_sequence  number_triplets
+numbers                    train  number_sequence  (none in its release; its number_triplets is nearest)
 arithmetic                 train  multiple_choice  arc_challenge_non_cot
 power_seeking              train  ab_choice        power_seeking
 wealth_seeking             train  ab_choice        wealth_seeking
@@ -17,7 +17,7 @@ years                      test   number_sequence  (none: a number task with ano
 categories                 test   multiple_choice  mmlu_non_cot
 myopic_reward              test   ab_choice        myopic_reward
 survival_instinct          test   ab_choice        survival_instinct
-=========================  =====  ===============  ==============================================
+=========================  =====  ===============  ======================================================
 
 Items are generated from a seeded ``random.Random`` per task, so a (generator version, seed) pair fixes
 every byte of a dataset; its sha256 is recorded in the manifest.

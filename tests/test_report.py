@@ -582,3 +582,25 @@ def test_the_injection_paragraph_counts_negative_layers_and_says_when_the_lowest
             "is mostly coherent. Each cell holds 4 answers.") in text
     later = model_paragraph("m", {**d, "degenerate_strength": {"0.4": 1.0}}, {"coherence": coh})
     assert "lowest strength" not in later and "strength 1. Each cell holds 4 answers." in later
+
+
+def test_the_methods_say_how_the_training_pairs_were_drawn_and_how_many():
+    from report.numbers import _finetune_data_text, _pairs_counts
+    from reproduce.config import Finetune
+
+    base = dict(lora_rank=8, lora_alpha=16, learning_rate=1e-3, epochs=1, batch_size=8)
+    capped = _finetune_data_text(Finetune(**base, max_examples=64))
+    assert capped[0] == "the compliant pairs, shuffled, the first 64 kept"
+    assert "share is random" in capped[1] and "unset in this run" in capped[1]
+    every = _finetune_data_text(Finetune(**base))
+    assert every[0] == "every compliant pair, shuffled" and "capped" not in every[1]
+    assert "follows how many of its answers are compliant" in every[1]
+    drawn = _finetune_data_text(Finetune(**base, max_examples=64, examples_per_cell=3))
+    assert drawn[0].startswith("at most 3 compliant pairs drawn from each") and "the first 64 kept" in drawn[0]
+    assert "As in the original" in drawn[1] and "fewer pairs than the self-predictors" in drawn[1]
+    pairs = [dict(kind="self", n_examples=63), dict(kind="self", n_examples=51), dict(kind="cross", n_examples=44),
+             dict(kind="cross", n_examples=27)]
+    assert _pairs_counts(pairs) == "in this run the self-predictors trained on 51-63 pairs and the cross-predictors on 27-44"
+    assert _pairs_counts([dict(kind="self", n_examples=64), dict(kind="cross", n_examples=64)]).endswith(
+        "on 64 pairs and the cross-predictors on 64")
+    assert "runs.json" in _pairs_counts([])
