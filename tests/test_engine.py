@@ -303,13 +303,14 @@ def test_is_opening_skips_quotes_space_brackets_and_emphasis_only(text, opening)
 
 
 def test_option_mass_is_read_after_an_opening_quote(models):
-    """SmolLM2 answers colors-000's second-character question with ``"b"``: the option distribution is read at
+    """SmolLM2 answers english_words-000's second-character question with ``"b"`` (as in the committed run's
+    meta_untrained table): the option distribution is read at
     the ``b`` (position 1), and equals a softmax over the next-token logits of the prompt plus the quote,
     computed here by a plain forward pass; the greedy answer is unchanged by where the options are read."""
     import torch
 
     lm, engine = models["smollm2-135m"]
-    prompt = load_task("colors").items[0]["hypothetical_prompts"]["second_character"]
+    prompt = load_task("english_words").items[0]["hypothetical_prompts"]["second_character"]
     g = engine.generate([prompt], 6, options=[CHARS])[0][0]
     plain = engine.generate([prompt], 6)[0][0]
     assert g.raw.startswith('"') and get_property("second_character").parse_meta(g.response) == "b"
