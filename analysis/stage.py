@@ -735,8 +735,9 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
                            "accuracy": 100 * r.accuracy, "low": 100 * r.wilson_low, "high": 100 * r.wilson_high,
                            "mode_baseline": 100 * r.mode_baseline}
                           for r in tables["scaling"].itertuples() if r.kind == "cross"]
-    # how many pairs each full run trained on (runs.json's n_examples): self and cross may differ where a
-    # self-trained target has fewer compliant training answers than the cap
+    # how many pairs each full run trained on (the n_examples each prediction row carries from its run's entry
+    # in runs.json): self and cross may differ where a self-trained target has fewer compliant training
+    # answers than the cap
     full_runs = done[~done["scaling"].astype(bool)].drop_duplicates(["kind", "predictor", "target", "seed"])
     metrics["pairs"] = [{"kind": r.kind, "predictor": r.predictor, "target": r.target, "seed": int(r.seed),
                          "n_examples": int(r.n_examples)}

@@ -63,6 +63,9 @@ def training_examples(objects: pd.DataFrame, tasks: Mapping[str, TaskData], targ
     if rows.empty:
         raise TrainingError(f"target {target!r} has no compliant object-level answers on the train tasks; "
                             "nothing to finetune on")
+    for name, n in (("per_cell", per_cell), ("max_examples", max_examples)):
+        if n is not None and n < 1:
+            raise TrainingError(f"{name} = {n}: at least 1 pair, or None for no limit")
     if per_cell is not None:
         draw = np.random.default_rng([seed, 1])  # a stream of its own, apart from the shuffle's
         rows = rows.sort_values(["task", "property", "item_id"], kind="stable")

@@ -78,6 +78,12 @@ def test_the_originals_construction_draws_a_fixed_number_per_task_and_property()
     assert len(ft.training_examples(OBJECTS, TASKS, "m1", seed=0, max_examples=3, per_cell=2)) == 3
 
 
+@pytest.mark.parametrize("limit", [dict(per_cell=0), dict(max_examples=0), dict(per_cell=-2)])
+def test_a_limit_below_one_pair_is_a_clear_error_not_an_empty_table(limit):
+    with pytest.raises(ft.TrainingError, match="at least 1 pair"):
+        ft.training_examples(OBJECTS, TASKS, "m1", seed=0, **limit)
+
+
 def test_no_compliant_training_data_is_a_clear_error():
     empty = OBJECTS.assign(compliant=False)
     with pytest.raises(ft.TrainingError, match="no compliant object-level answers on the train tasks"):

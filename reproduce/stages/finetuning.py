@@ -99,9 +99,11 @@ def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_train
                              schema=TRAINING_EXAMPLES)
         asked = _pairs_asked(obj, name, cfg)
         if asked and len(examples[(t, seed)]) < asked:
-            print(f"warning: {name} gave only {len(examples[(t, seed)])} compliant training pairs of the {asked} "
-                  "that finetune.max_examples and finetune.examples_per_cell ask for: its cross-predictors train "
-                  "on fewer pairs than the self-predictor did; runs.json records n_examples. Raise "
-                  "items_per_task.train to even them.", file=sys.stderr)
+            n = len(examples[(t, seed)])
+            print(f"warning: {name} gave only {n} compliant training pairs of the {asked} that "
+                  f"finetune.max_examples and finetune.examples_per_cell ask for: its cross-predictors train on "
+                  f"{n} (runs.json records every run's n_examples, and the report's methods state the self- and "
+                  "cross-predictors' counts). Where the self-predictors trained on more, self against cross is "
+                  "confounded with training-set size: raise items_per_task.train to even them.", file=sys.stderr)
     return _train(plan, cross_runs(plan, {k: len(v) for k, v in examples.items()}), examples, out, curves, work)
 
