@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .constants import SEPARATED_SE
+
 N_BOOT = 2000
 
 
@@ -57,12 +59,6 @@ def cluster_bootstrap_difference(rows: pd.DataFrame, x: str = "self", y: str = "
     est = k1.sum() / n1.sum() - k0.sum() / n0.sum()
     return {"estimate": float(est), "low": float(np.quantile(boot, alpha / 2)),
             "high": float(np.quantile(boot, 1 - alpha / 2)), "n_boot": n_boot, "clusters": int(m)}
-
-
-# a model-based standard error of a log-odds coefficient beyond this many logits means the likelihood is flat
-# along it: the data are separated and the coefficient is not estimable (the usual rule of thumb for logistic
-# regression; an ordinary fit on a few dozen trials has an SE below 1)
-SEPARATED_SE = 10.0
 
 
 def model_se(fit, name: str) -> float:

@@ -35,9 +35,8 @@ import pandas as pd  # noqa: E402
 
 from reproduce.errors import DataError, ProjectError  # noqa: E402
 
-RHAT_MAX = 1.01
-ESS_MIN = 400
-INTERVAL = 0.94
+from .constants import BFMI_MIN, ESS_MIN, INTERVAL, PRIOR_CELL_EXTREME, RHAT_MAX  # noqa: E402,F401  (re-exported)
+
 Q_LOW, Q_HIGH = (1 - INTERVAL) / 2, 1 - (1 - INTERVAL) / 2
 
 
@@ -774,7 +773,6 @@ def _sample_numpyro(model, settings: SamplerSettings):
 #: deterministic quantities of the models (functions of the free variables, not checked on their own)
 DETERMINISTIC = ("a_", "b_", "f_", "s_")
 DETERMINISTIC_NAMES = ("p",)
-BFMI_MIN = 0.3
 #: NUTS's maximum tree depth (numpyro's, PyMC's and nutpie's default) and the leapfrog steps of a draw that reached it
 MAX_TREE_DEPTH = 10
 MAX_TREE_STEPS = 2**MAX_TREE_DEPTH - 1
@@ -930,7 +928,7 @@ def prior_predictive_accuracy(model, data: ContrastData, samples: int = 500, see
             "q95": float(np.quantile(acc, 0.95)), "extreme_share": float(((acc < 0.01) | (acc > 0.99)).mean())}
 
 
-def prior_cell_accuracy(model, data: ContrastData, samples: int = 500, seed: int = 0, extreme: float = 0.02) -> dict:
+def prior_cell_accuracy(model, data: ContrastData, samples: int = 500, seed: int = 0, extreme: float = PRIOR_CELL_EXTREME) -> dict:
     """The accuracy of each observed cell implied by the priors alone: its quantiles, the share of (cell,
     draw) pairs below ``extreme`` or above ``1 - extreme`` (a U-shaped prior piles up there), and a
     20-bin histogram of the implied accuracies (the prior-predictive figure)."""

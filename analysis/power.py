@@ -33,6 +33,7 @@ from scipy import stats
 
 from reproduce.errors import DataError, MissingInput
 
+from .constants import POWER_TARGET
 from .tidy import CELL, main_trained, with_cell
 
 Z94 = stats.norm.ppf(0.97)
@@ -124,7 +125,7 @@ def power_curve(design: Design, deltas, reps: int, rope: float, seed: int) -> pd
     return pd.DataFrame(rows)
 
 
-def minimum_detectable(curve: pd.DataFrame, column: str, target: float = 0.8) -> float:
+def minimum_detectable(curve: pd.DataFrame, column: str, target: float = POWER_TARGET) -> float:
     """The smallest true advantage (points) with power >= ``target``, interpolated between grid points; NaN
     when no grid point reaches it."""
     c = curve.sort_values("advantage")

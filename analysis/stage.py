@@ -40,6 +40,7 @@ from . import frequentist as freq
 from . import models as M
 from . import original
 from . import tidy
+from .constants import MAD_BINS
 from .verdicts import headline, verdict
 
 DATA = REPO_ROOT / "data"
@@ -49,7 +50,6 @@ GROUPS = ["target", "task", "property"]
 # leave cell-level deviations (a target that always answers "A" makes among_a_or_c trivially predictable and
 # among_b_or_d impossible) that the posterior-predictive check flags
 CELL = tidy.CELL
-MAD_BINS = 10
 
 
 # ------------------------------------------------------------------------------------------ calibration

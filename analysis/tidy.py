@@ -40,6 +40,7 @@ import pandas as pd
 from reproduce.properties import is_correct  # the one definition of a correct prediction
 
 from . import original
+from .constants import TOP_BEHAVIOURS
 
 KEY = ["object_model", "task", "property"]
 GROUND_TRUTHS = ("trained", "base")  # the main result first, then the sensitivity variant
@@ -196,7 +197,6 @@ def compliance_table(objects: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------- calibration
-TOP_BEHAVIOURS = 3
 META_VARIANTS = ("raw", "renormalised")  # the paper's meta distribution first, then the sensitivity variant
 
 

@@ -13,9 +13,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from analysis.constants import INTERVAL, MAD_BINS, TOP_BEHAVIOURS
 from reproduce.errors import MissingInput
 
 from .style import COLOURS, MARKERS
+
+IV = f"{100 * INTERVAL:g}"  # the posterior intervals' percent
 
 NEEDED = ("training", "training_common", "accuracy_by_target", "accuracy_by_seed", "advantage", "scaling", "calibration_curve", "mad",
           "compliance", "ppc_advantage", "ppc_training", "arms")
@@ -125,7 +128,7 @@ def self_vs_cross(o: Outputs):
             if i == 0:
                 ax.set_title(f"predicting {t}")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.suptitle("Self- vs cross-prediction on held-out tasks (94% posterior intervals)", y=1.0)
+    fig.suptitle(f"Self- vs cross-prediction on held-out tasks ({IV}% posterior intervals)", y=1.0)
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.975), ncol=2, frameon=False)
     fig.subplots_adjust(top=0.9)
@@ -171,7 +174,7 @@ def calibration(o: Outputs):
         cur, mad = cur[cur["variant"] == "raw"], mad[mad["variant"] == "raw"]
     if cur.empty or mad.empty:
         fig, ax = plt.subplots(figsize=(4.6, 4.4))
-        ax.text(0.5, 0.5, "too few calibration points for 10 bins", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, f"too few calibration points for {MAD_BINS} bins", ha="center", va="center", transform=ax.transAxes)
         return fig
     scopes = [t for t in sorted(cur["target"].unique()) if t != "pooled"] + ["pooled"]
     fig, axes = plt.subplots(1, len(scopes), figsize=(3.6 * len(scopes), 4.1), squeeze=False)
@@ -191,7 +194,7 @@ def calibration(o: Outputs):
         ax.set_title("pooled over targets" if scope == "pooled" else f"target {scope}")
         ax.legend(loc="upper left", frameon=False, fontsize=7)
     axes[0, 0].set_ylabel("meta-level probability (outside mass kept)")
-    fig.suptitle("Calibration (10 equal-frequency bins, ties kept together; top-3 behaviours)", y=1.0)
+    fig.suptitle(f"Calibration ({MAD_BINS} equal-frequency bins, ties kept together; top-{TOP_BEHAVIOURS} behaviours)", y=1.0)
     fig.tight_layout()
     return fig
 
@@ -297,7 +300,7 @@ def advantage_forest(o: Outputs):
     right.set_yticks(y, [f"P>0 {_prob(p)}" for p in d["p_positive"]])
     right.tick_params(length=0)
     ax.set_xlabel("self minus cross accuracy (percentage points)")
-    ax.set_title("Posterior self-prediction advantage (94% intervals)")
+    ax.set_title(f"Posterior self-prediction advantage ({IV}% intervals)")
     return fig
 
 
@@ -363,7 +366,7 @@ def posterior_predictive(o: Outputs):
         p["rate"], p["lo"], p["hi"] = p["observed"] / p["n"], p["rep_low"] / p["n"], p["rep_high"] / p["n"]
         p = (p.assign(order=p["rep_mean"] / p["n"]).sort_values(["order", "cell"])
              .assign(rank=lambda d: np.arange(len(d))))
-        ax.vlines(p["rank"], 100 * p["lo"], 100 * p["hi"], color="#d0d0d0", lw=1.6, label="replicated 94% interval")
+        ax.vlines(p["rank"], 100 * p["lo"], 100 * p["hi"], color="#d0d0d0", lw=1.6, label=f"replicated {IV}% interval")
         for lv, kind in ((1, "self" if level == "self" else "trained"), (0, "cross" if level == "self" else "untrained")):
             d = p[p[level] == lv]
             ax.plot(d["rank"], 100 * d["rate"], MARKERS[kind], color=COLOURS[kind], ms=3, zorder=3,

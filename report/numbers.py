@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from analysis.constants import INTERVAL
 from reproduce import __version__
 from reproduce.config import Profile
 from .formatting import _ci, _count, _interval, fmt, format_key, known
@@ -46,10 +47,12 @@ def _verdict(low: float, high: float, rope: float, positive: str, negative: str,
     return {POSITIVE: positive, NEGATIVE: negative, NULL: null}.get(verdict(low, high, rope), inconclusive)
 
 
+IV = f"{100 * INTERVAL:g}"  # the posterior intervals' percent, as the methods quote it
+
 HEADLINES = {
     "advantage in every direction": (
         "self-prediction beats cross-prediction in every direction, the original study's criterion (each "
-        "direction's 94% interval lies above the region of practical equivalence)",
+        f"direction's {IV}% interval lies above the region of practical equivalence)",
         "evidence for the self-prediction advantage the original study reports, by its own criterion"),
     "advantage on average, not in every direction": (
         "self-prediction beats cross-prediction at equal predicting skill on average, but not in every "
@@ -57,15 +60,15 @@ HEADLINES = {
         "evidence for a self-prediction advantage on average, short of the original study's criterion of an "
         "advantage in every direction"),
     "reverse advantage": (
-        "cross-prediction beats self-prediction (the 94% interval of the advantage at equal skill lies below "
+        f"cross-prediction beats self-prediction (the {IV}% interval of the advantage at equal skill lies below "
         "the region of practical equivalence)",
         "evidence against the self-prediction advantage the original study reports"),
     "practically null": (
-        "the self-prediction advantage at equal skill is practically null (its 94% interval lies inside the "
+        f"the self-prediction advantage at equal skill is practically null (its {IV}% interval lies inside the "
         "region of practical equivalence)",
         "evidence that the self-prediction advantage the original study reports is practically absent here"),
     "inconclusive": (
-        "the data do not decide whether self-prediction beats cross-prediction (the 94% interval of the "
+        f"the data do not decide whether self-prediction beats cross-prediction (the {IV}% interval of the "
         "advantage at equal skill reaches beyond the region of practical equivalence without clearing it)",
         "no decisive evidence for or against the self-prediction advantage the original study reports"),
 }
@@ -157,7 +160,7 @@ def _run_scale_text(rs: dict | None, ps: dict | None, word: dict) -> str:
              f"a HalfNormal({fmt(v['prior_scale'], 2)}) prior whose 95th percentile is {fmt(v['prior_q95'], 2)}"
              for name, what, v in (("sigma", "intercept", rs["sigma"]), ("tau", "self slope", rs["tau"]))]
     tail = [name for name in ("sigma", "tau") if rs[name]["median"] > rs[name]["prior_q95"]]
-    out = (f"The run factor's scales are estimated (posterior median, 94% interval, log-odds) at {parts[0]}, and at "
+    out = (f"The run factor's scales are estimated (posterior median, {IV}% interval, log-odds) at {parts[0]}, and at "
            f"{parts[1]}")
     where = "their priors' upper tails" if len(tail) > 1 else "its prior's upper tail"
     out += (f": the data place {' and '.join(tail)} in {where}, so the prior pulls {'them' if len(tail) > 1 else 'it'} "
@@ -206,8 +209,8 @@ def _behaviour_text(behaviour: dict, rope: float) -> dict:
             else:
                 null = ("beyond" if p < 0.05 else "within") + " the permutation null at the one-sided 5% level"
                 if n_inf is not None and n_inf < pooled["n"]:
-                    null += (f" (only {int(n_inf):,} of the {int(pooled['n']):,} items sit in cells where a shuffle "
-                             "can change the count)")
+                    null += (f" (only {int(n_inf):,} of the {int(pooled['n']):,} changed item x property pairs sit "
+                             "in cells where a shuffle can change the count)")
             out[f"behaviour_{side}_verdict"] = against + " on the changed items (paired interval), and " + null
     by = behaviour.get("new_matches_by_property") or {}
     if by:
@@ -277,7 +280,8 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     nr, ntr = a.get("new_run"), a.get("new_task_and_run")
     text["new_run_sentence"] = (
         f"For a new finetuning run on these tasks (a new seed's self-trained model and predictors, drawn from the "
-        f"spread between runs that the model fits), the predictive advantage at equal "
+        f"spread between runs that the model fits; the observed tasks', properties' and cells' effects each drawn "
+        f"uniformly and independently, not as the observed combinations), the predictive advantage at equal "
         f"skill is {_interval(nr)} points ({word[nr['verdict']]}), and on a new task with a new run "
         f"{_interval(ntr)} points ({word[ntr['verdict']]}): these intervals carry the uncertainty about that "
         f"spread, estimated from {nr['runs']} runs, and delta's does not." if nr and ntr else
@@ -326,7 +330,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     missed = [k for k, v in units.items() if not v["covered"]]
     text["ppc_units_sentence"] = (
         "Below the cells, the replicated data " + ("reproduce" if not missed else "miss") + " " +
-        "; ".join(f"the share of {labels[k]} ({fmt(100 * v['observed'])}% observed, replicated 94% interval "
+        "; ".join(f"the share of {labels[k]} ({fmt(100 * v['observed'])}% observed, replicated {IV}% interval "
                   f"{fmt(100 * v['low'])}-{fmt(100 * v['high'])}%)" for k, v in units.items()
                   if (k in missed) == bool(missed)) + "." if units else "")
     ps = metrics.get("prior_sensitivity")
@@ -375,6 +379,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     diag = _diagnostics(metrics)
     ft = profile.finetune
     run = {
+        **_method_constants(),
         "profile": profile_name,
         "package_version": __version__,
         "models": " and ".join(profile.models),
@@ -446,10 +451,47 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     text["exp1_tasks_sentence"] = _tasks_sentence(a.get("tasks"), list(profile.tasks.test), a.get("tasks_by_target"))
     if profile.behaviour_change:
         bc = profile.behaviour_change
-        run.update(bc_train_items=str(bc.train_items), bc_eval_items=str(profile.behaviour_change_eval_items()),
+        n_eval = profile.behaviour_change_eval_items()
+        run.update(bc_train_items=str(bc.train_items), bc_eval_items=str(n_eval),
+                   bc_overlap_phrase=_behaviour_overlap(n_eval, bc.train_items, profile.items_per_task.test,
+                                                        len(bc.tasks) if bc.tasks else len(profile.tasks.test)),
                    bc_learning_rate=f"{bc.learning_rate:g}",
                    bc_epochs=f"{bc.epochs:g}", bc_epochs_phrase=_plural(bc.epochs, "epoch"))
     return {"n": n, "run": run, "text": text}
+
+
+def _behaviour_overlap(n_eval: int, n_train: int, n_test: int, n_tasks: int) -> str:
+    """Which of experiment 3's training items experiment 1 evaluates too: experiment 3 trains on items
+    ``n_eval + 1 .. n_eval + n_train`` of each of its ``n_tasks`` held-out tasks and experiment 1 evaluates the
+    first ``n_test``."""
+    first, last = n_eval + 1, min(n_test, n_eval + n_train)
+    if last < first:
+        return "none is among the items experiment 1 evaluates"
+    k = last - first + 1
+    span = f"item {first}" if k == 1 else f"items {first}-{last}"
+    return (f"{span} of each of its {n_tasks} tasks, {k * n_tasks} in all, are also among the first {n_test} that "
+            "experiment 1 evaluates")
+
+
+def _method_constants() -> dict[str, str]:
+    """The method's constants (:mod:`analysis.constants`), for the methods, tables and figures to quote."""
+    from analysis import constants as K
+
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+    return {
+        "interval": fmt(100 * K.INTERVAL, 0),
+        "gate_rhat": f"{K.RHAT_MAX:g}",
+        # ArviZ's summary rounds r_hat to two decimals, so a fit passes below the threshold plus half a unit
+        "gate_rhat_unrounded": f"{K.RHAT_MAX + 0.005:.3f}",
+        "gate_ess": f"{K.ESS_MIN:,}",
+        "gate_bfmi": f"{K.BFMI_MIN:g}",
+        "mad_bins": str(K.MAD_BINS),
+        "top_behaviours": words.get(K.TOP_BEHAVIOURS, str(K.TOP_BEHAVIOURS)),
+        "separated_se": f"{K.SEPARATED_SE:g}",
+        "cell_extreme_low": fmt(100 * K.PRIOR_CELL_EXTREME, 0),
+        "cell_extreme_high": fmt(100 * (1 - K.PRIOR_CELL_EXTREME), 0),
+        "power_target": fmt(100 * K.POWER_TARGET, 0),
+    }
 
 
 def _tasks_sentence(scored: list[str] | None, held_out: list[str], by_target: dict | None = None) -> str:
@@ -572,7 +614,7 @@ def _baseline_text(rows: list[dict], rope: float) -> str:
     # the first verdict names the baseline, the later ones refer back to it
     parts = [f"{counts[k]} {'is' if counts[k] == 1 else 'are'} {label} {'the mode baseline' if i == 0 else 'it'}"
              for i, (k, label) in enumerate(present)]
-    return f"of the {len(rows)} trained predictor-target pairs, " + ", ".join(parts) + f" (94% intervals against +/- {fmt(rope)} points)"
+    return f"of the {len(rows)} trained predictor-target pairs, " + ", ".join(parts) + f" ({IV}% intervals against +/- {fmt(rope)} points)"
 
 
 def _arms_text(arms: dict | None, rope: float) -> dict:

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.constants import MAD_BINS, TOP_BEHAVIOURS
+
 from .formatting import _ci, _count, _interval, fmt, fmt_prob, known
-from .numbers import _diagnostics
+from .numbers import IV, _diagnostics
 
 
 def _md_table(df: pd.DataFrame, caption: str, label: str) -> str:
@@ -150,7 +152,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                          "P(advantage > 0)": "", "verdict": said(d, 100) if estimable else "not estimable (separated)"})
     out["advantage"] = _md_table(pd.DataFrame(rows),
                                  "Self-prediction advantage after training (self minus cross accuracy, points). "
-                                 "Bayesian rows: posterior mean and 94% interval; frequentist rows: 95% intervals. "
+                                 f"Bayesian rows: posterior mean and {IV}% interval; frequentist rows: 95% intervals. "
                                  f"Verdicts: the interval against +/- {fmt(a.get('rope', 0.0))} points of "
                                  "practical equivalence (the pooled rows mix the advantage with the models' "
                                  "difference in predicting skill, gamma).", "tbl-advantage")
@@ -173,7 +175,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             rows_ps.append(row)
         out["prior_sensitivity"] = _md_table(pd.DataFrame(rows_ps),
             "Prior sensitivity of the advantage model: the main fit and refits with every prior scale multiplied "
-            "by the factor shown (posterior means and 94% intervals; each fit passed the same gate, at its first "
+            f"by the factor shown (posterior means and {IV}% intervals; each fit passed the same gate, at its first "
             "sampling or, where 'sampled twice', at one with twice the draws, and where 'after divergences', at "
             "a higher target acceptance after divergent transitions at a lower one).",
             "tbl-prior-sensitivity")
@@ -193,7 +195,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         "lift cross %": [_ci(r.lift_cross, r.lift_cross_low, r.lift_cross_high) for r in top.itertuples()]}),
         "The mode baseline as an arm of the model: posterior accuracy of the self-predictor, the cross-predictor "
         "and the mode baseline from one fit, their differences (points) and the normalised lift over the mode, "
-        "(accuracy - mode) / (100 - mode), with 94% intervals; each answer unit and property counts once. Where the "
+        f"(accuracy - mode) / (100 - mode), with {IV}% intervals; each answer unit and property counts once. Where the "
         "mode is near 100% there is little headroom and the lift is unstable (large and wide). The "
         "self - cross row here weights the targets by their trials, like the pooled row of @tbl-advantage.",
         "tbl-arms")
@@ -315,7 +317,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                   f"The original study's reported results ({reference['source']}; models: "
                                   f"{reference['models']}) beside this run's. Ours: raw accuracies and shares "
                                   "with 95% Wilson intervals; the advantage and the behaviour difference as "
-                                  "posterior means with 94% intervals; MADs with 95% bootstrap intervals over "
+                                  f"posterior means with {IV}% intervals; MADs with 95% bootstrap intervals over "
                                   "items.", "tbl-comparison")
 
     manifests = sorted(manifests, key=lambda m: (m["split"], m["name"]))
@@ -356,8 +358,8 @@ def calibration_table(mad: pd.DataFrame) -> str:
     marked = any(outside(r) for _, r in pd.concat([raw, ren]).iterrows())
     return _md_table(pd.DataFrame(rows),
         "Calibration as the original study measures it: mean absolute difference (x100) between binned "
-        "object-level and meta-level probabilities (10 equal-frequency bins with tied probabilities kept "
-        "together, so possibly fewer; top-3 sampled behaviours), per target model and pooled. The meta-level "
+        f"object-level and meta-level probabilities ({MAD_BINS} equal-frequency bins with tied probabilities kept "
+        f"together, so possibly fewer; top-{TOP_BEHAVIOURS} sampled behaviours), per target model and pooled. The meta-level "
         "probabilities keep the mass the predictor puts outside the options (the paper's); the renormalised "
         "column is the sensitivity variant. Intervals: percentile bootstrap over items."
         + (" (a): the interval leaves out the estimate. The binned MAD of a resample is biased (resampling "

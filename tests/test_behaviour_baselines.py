@@ -178,7 +178,7 @@ def test_the_manuscript_says_when_the_null_cannot_test_and_where_the_matches_lie
     assert "below its mode baseline" in text["behaviour_new_verdict"]
     assert "the permutation null cannot test it" in text["behaviour_new_verdict"]
     assert "beyond the permutation null" in text["behaviour_old_verdict"]
-    assert "only 28 of the 158 items" in text["behaviour_old_verdict"]
+    assert "only 28 of the 158 changed item x property pairs" in text["behaviour_old_verdict"]
     assert text["behaviour_new_concentration"] == ("Of the 67 predictions that equal the new behaviour, 58 are on "
                                                    "one property, first_word (3 properties have any)")
 

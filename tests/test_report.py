@@ -470,6 +470,40 @@ def test_the_tasks_sentence_names_the_tasks_a_direction_lacks():
     assert _tasks_sentence(None, held) == ""
 
 
+def test_the_overlap_of_experiment_3s_training_items_with_experiment_1s_is_counted_from_the_settings():
+    from report.numbers import _behaviour_overlap
+
+    # default: evaluates 6, trains on items 7-16; experiment 1 evaluates the first 12 of 6 tasks
+    assert _behaviour_overlap(6, 10, 12, 6) == ("items 7-12 of each of its 6 tasks, 36 in all, are also among the "
+                                                "first 12 that experiment 1 evaluates")
+    assert _behaviour_overlap(6, 10, 7, 2).startswith("item 7 of each of its 2 tasks, 2 in all")
+    assert _behaviour_overlap(6, 10, 6, 6) == "none is among the items experiment 1 evaluates"
+
+
+def test_the_methods_quote_the_methods_constants_and_do_not_restate_them(monkeypatch):
+    """The gate, the interval, the MAD's bins and behaviours, the separation and power thresholds come from
+    analysis.constants; the manuscript quotes them through metadata, never as literals."""
+    from analysis import constants as K
+    from report.numbers import _method_constants
+
+    said = _method_constants()
+    assert (said["interval"], said["gate_rhat"], said["gate_rhat_unrounded"], said["gate_ess"], said["gate_bfmi"],
+            said["mad_bins"], said["top_behaviours"], said["cell_extreme_high"], said["power_target"]) == (
+        f"{100 * K.INTERVAL:g}", f"{K.RHAT_MAX:g}", f"{K.RHAT_MAX + 0.005:.3f}", f"{K.ESS_MIN:,}", f"{K.BFMI_MIN:g}",
+        str(K.MAD_BINS), {3: "three"}.get(K.TOP_BEHAVIOURS, str(K.TOP_BEHAVIOURS)),
+        f"{100 * (1 - K.PRIOR_CELL_EXTREME):g}", f"{100 * K.POWER_TARGET:g}")
+    monkeypatch.setattr(K, "INTERVAL", 0.9)
+    monkeypatch.setattr(K, "MAD_BINS", 8)
+    assert _method_constants()["interval"] == "90" and _method_constants()["mad_bins"] == "8"
+    qmd = (REPO_ROOT / "paper" / "index.qmd").read_text()
+    for literal in (f"{100 * K.INTERVAL:g}%", "1.015", "10 equal-frequency", "fewer than 10 bins", "below 400",
+                    "below 0.3", "80% power", "three most frequent", "exceeds 10 logits"):
+        assert literal not in qmd, literal
+    for key in ("interval", "gate_rhat", "gate_rhat_unrounded", "gate_ess", "gate_bfmi", "mad_bins", "top_behaviours",
+                "separated_se", "cell_extreme_low", "cell_extreme_high", "power_target", "bc_overlap_phrase"):
+        assert "{{< meta run." + key + " >}}" in qmd, key
+
+
 def test_the_compliance_sentence_states_a_signed_difference_not_more_often():
     from report.numbers import _compliance_text
 
