@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis.constants import INTERVAL, MAD_BINS, TOP_BEHAVIOURS
+from analysis.constants import INTERVAL, MAD_BINS, POWER_TARGET, TOP_BEHAVIOURS
 from reproduce.errors import MissingInput
 
 from .style import COLOURS, MARKERS
@@ -438,7 +438,7 @@ def power(o: Outputs):
         for ax, axis in ((axes[1], "items"), (axes[2], "tasks")):
             b = by[by["axis"] == axis]
             ax.plot(b["value"], b[f"mda_{key}"], marker + "-", color=colour, ms=3, label=label)
-    axes[0].axhline(80, color=COLOURS["baseline"], lw=0.8, ls="--")
+    axes[0].axhline(100 * POWER_TARGET, color=COLOURS["baseline"], lw=0.8, ls="--")
     axes[0].axvspan(-meta["rope"], meta["rope"], color=COLOURS["untrained"], alpha=0.2, lw=0, label="ROPE")
     axes[0].set_xlabel("true advantage (points)")
     axes[0].set_ylabel("power (%)")
@@ -452,7 +452,7 @@ def power(o: Outputs):
         ax.set_xscale("log", base=2)
         ax.set_xticks(by.loc[by["axis"] == axis, "value"], [str(int(v)) for v in by.loc[by["axis"] == axis, "value"]])
         ax.set_xlabel(label)
-        ax.set_ylabel("80%-power advantage (points)")
+        ax.set_ylabel(f"{100 * POWER_TARGET:g}%-power advantage (points)")
         ax.set_ylim(bottom=0)
     axes[1].set_title("against items")
     axes[2].set_title("against tasks")

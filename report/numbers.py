@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from analysis.constants import INTERVAL
+from analysis.constants import INTERVAL, POWER_TARGET
 from reproduce import __version__
 from reproduce.config import Profile
 from .formatting import _ci, _count, _interval, fmt, format_key, known
@@ -466,11 +466,13 @@ def _behaviour_overlap(n_eval: int, n_train: int, n_test: int, n_tasks: int) -> 
     first ``n_test``."""
     first, last = n_eval + 1, min(n_test, n_eval + n_train)
     if last < first:
-        return "none is among the items experiment 1 evaluates"
+        return "none of those is among the items experiment 1 evaluates"
     k = last - first + 1
     span = f"item {first}" if k == 1 else f"items {first}-{last}"
-    return (f"{span} of each of its {n_tasks} tasks, {k * n_tasks} in all, are also among the first {n_test} that "
-            "experiment 1 evaluates")
+    where = "of its one task" if n_tasks == 1 else f"of each of its {n_tasks} tasks"
+    total = "" if k * n_tasks == 1 else f" ({k * n_tasks} in all)"
+    verb = "is" if k * n_tasks == 1 else "are"
+    return f"{span} {where}{total}, which it trains on, {verb} among the first {n_test} that experiment 1 evaluates"
 
 
 def _method_constants() -> dict[str, str]:
@@ -821,7 +823,7 @@ def _power_text(power: dict | None) -> str:
             f"run's {fmt(obs['run'], 0)} on average" if obs else "")
     s = (f"For this run's design, simulated as a balanced one of the same size ({d['tasks']} held-out tasks, "
          f"{d['items']} scored {per} and {d['properties']} properties per task{size}), and the fitted heterogeneity ({power['heterogeneity_source']}), "
-         f"an advantage is declared with 80% power when it is at least {mda(power['mda_observed_tasks'])} on the "
+         f"an advantage is declared with {100 * POWER_TARGET:g}% power when it is at least {mda(power['mda_observed_tasks'])} on the "
          f"observed tasks, and at least {mda(power['mda_new_tasks'])} for a claim about new tasks "
          f"({power['reps']} simulated replicates per point).")
     v = power.get("validation")

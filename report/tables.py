@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.constants import MAD_BINS, TOP_BEHAVIOURS
+from analysis.constants import BFMI_MIN, ESS_MIN, MAD_BINS, RHAT_MAX, TOP_BEHAVIOURS
 
 from .formatting import _ci, _count, _interval, fmt, fmt_prob, known
 from .numbers import IV, _diagnostics
@@ -233,7 +233,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                 for r in c.itertuples()]),
                 "Calibration on the original's scope: the MAD of each held-out task and property alone (the points of "
                 "that cell only, binned as above), pooled over targets, with 95% item-bootstrap intervals; after "
-                "training unless marked. (o): the original's headline calibration cell. n/a: fewer than 10 points. "
+                f"training unless marked. (o): the original's headline calibration cell. n/a: fewer than {MAD_BINS} points. "
                 "A bootstrap over a handful of items has few distinct resamples, and the binned MAD is biased under "
                 "resampling (see the MAD table), so an interval can touch or leave out its estimate: with few "
                 "items, read the intervals as rough.",
@@ -304,8 +304,8 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                    "prior-sensitivity refits and the concept-injection and mirror-test fits pass "
                                    "the same gate and give their draws in their own tables and sections), over "
                                    "every free variable (the "
-                                   "stage refuses to publish a fit with r_hat > 1.01, bulk or tail ESS < 400, "
-                                   "E-BFMI < 0.3 in a chain, or any divergence; a fit that missed only on "
+                                   f"stage refuses to publish a fit with r_hat > {RHAT_MAX:g}, bulk or tail ESS < {ESS_MIN}, "
+                                   f"E-BFMI < {BFMI_MIN:g} in a chain, or any divergence; a fit that missed only on "
                                    "r_hat or ESS was sampled once more with twice the draws and tuning steps, "
                                    "as its draws show, and a fit with divergent transitions once more at a "
                                    "higher target acceptance, as its target acceptance shows). Steps / draw: "

@@ -474,10 +474,12 @@ def test_the_overlap_of_experiment_3s_training_items_with_experiment_1s_is_count
     from report.numbers import _behaviour_overlap
 
     # default: evaluates 6, trains on items 7-16; experiment 1 evaluates the first 12 of 6 tasks
-    assert _behaviour_overlap(6, 10, 12, 6) == ("items 7-12 of each of its 6 tasks, 36 in all, are also among the "
-                                                "first 12 that experiment 1 evaluates")
-    assert _behaviour_overlap(6, 10, 7, 2).startswith("item 7 of each of its 2 tasks, 2 in all")
-    assert _behaviour_overlap(6, 10, 6, 6) == "none is among the items experiment 1 evaluates"
+    assert _behaviour_overlap(6, 10, 12, 6) == ("items 7-12 of each of its 6 tasks (36 in all), which it trains on, "
+                                                "are among the first 12 that experiment 1 evaluates")
+    assert _behaviour_overlap(6, 10, 7, 2).startswith("item 7 of each of its 2 tasks (2 in all), which it trains on, are")
+    assert _behaviour_overlap(6, 10, 7, 1) == ("item 7 of its one task, which it trains on, is among the first 7 that "
+                                               "experiment 1 evaluates")
+    assert _behaviour_overlap(6, 10, 6, 6) == "none of those is among the items experiment 1 evaluates"
 
 
 def test_the_methods_quote_the_methods_constants_and_do_not_restate_them(monkeypatch):
@@ -486,6 +488,9 @@ def test_the_methods_quote_the_methods_constants_and_do_not_restate_them(monkeyp
     from analysis import constants as K
     from report.numbers import _method_constants
 
+    literals = [f"{100 * K.INTERVAL:g}%", f"{K.RHAT_MAX + 0.005:.3f}", f"{K.MAD_BINS} equal-frequency",
+                f"fewer than {K.MAD_BINS} bins", f"below {K.ESS_MIN}", f"below {K.BFMI_MIN:g}",
+                f"{100 * K.POWER_TARGET:g}% power", "three most frequent", f"exceeds {K.SEPARATED_SE:g} logits"]
     said = _method_constants()
     assert (said["interval"], said["gate_rhat"], said["gate_rhat_unrounded"], said["gate_ess"], said["gate_bfmi"],
             said["mad_bins"], said["top_behaviours"], said["cell_extreme_high"], said["power_target"]) == (
@@ -495,13 +500,32 @@ def test_the_methods_quote_the_methods_constants_and_do_not_restate_them(monkeyp
     monkeypatch.setattr(K, "INTERVAL", 0.9)
     monkeypatch.setattr(K, "MAD_BINS", 8)
     assert _method_constants()["interval"] == "90" and _method_constants()["mad_bins"] == "8"
-    qmd = (REPO_ROOT / "paper" / "index.qmd").read_text()
-    for literal in (f"{100 * K.INTERVAL:g}%", "1.015", "10 equal-frequency", "fewer than 10 bins", "below 400",
-                    "below 0.3", "80% power", "three most frequent", "exceeds 10 logits"):
+    qmd = " ".join((REPO_ROOT / "paper" / "index.qmd").read_text().split())  # literals split across lines too
+    for literal in literals:
         assert literal not in qmd, literal
     for key in ("interval", "gate_rhat", "gate_rhat_unrounded", "gate_ess", "gate_bfmi", "mad_bins", "top_behaviours",
                 "separated_se", "cell_extreme_low", "cell_extreme_high", "power_target", "bc_overlap_phrase"):
         assert "{{< meta run." + key + " >}}" in qmd, key
+
+
+def test_the_report_and_figure_code_quotes_the_constants_in_what_it_prints():
+    """No string the report or the figures print (docstrings aside) restates a constant of analysis.constants."""
+    import ast
+
+    from analysis import constants as K
+
+    literals = [f"{100 * K.INTERVAL:g}%", f"r_hat > {K.RHAT_MAX:g}", f"ESS < {K.ESS_MIN}", f"{100 * K.POWER_TARGET:g}%",
+                f"{K.MAD_BINS} equal-frequency", f"fewer than {K.MAD_BINS}", f"top-{K.TOP_BEHAVIOURS}"]
+    for path in [*(REPO_ROOT / "report").glob("*.py"), *(REPO_ROOT / "figures").glob("*.py")]:
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                for literal in literals:
+                    assert literal not in node.value, (path.name, node.lineno, literal)
 
 
 def test_the_compliance_sentence_states_a_signed_difference_not_more_often():

@@ -101,8 +101,8 @@ def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_train
         if asked and len(examples[(t, seed)]) < asked:
             n = len(examples[(t, seed)])
             print(f"warning: {name} gave only {n} compliant training pairs of the {asked} that "
-                  f"finetune.max_examples and finetune.examples_per_cell ask for: its cross-predictors train on "
-                  f"{n} (runs.json records every run's n_examples, and the report's methods state the self- and "
+                  f"finetune.max_examples and finetune.examples_per_cell ask for: its full cross-prediction runs "
+                  f"train on {n} (runs.json records every run's n_examples, and the report's methods state the self- and "
                   "cross-predictors' counts). Where the self-predictors trained on more, self against cross is "
                   "confounded with training-set size: raise items_per_task.train to even them.", file=sys.stderr)
     return _train(plan, cross_runs(plan, {k: len(v) for k, v in examples.items()}), examples, out, curves, work)
