@@ -63,12 +63,23 @@ class SplitSizes(_Strict):
     test: int = Field(gt=0)
 
 
+def _distinct(key: str, names: list[str]) -> list[str]:
+    """``names`` unchanged, or an error naming the ones listed twice: a task listed twice would be run, and
+    counted, twice."""
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"{key} lists {twice} more than once; list each task once")
+    return names
+
+
 class TaskSelection(_Strict):
     train: list[str] = Field(min_length=1)
     test: list[str] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _disjoint(self) -> "TaskSelection":
+        for split in ("train", "test"):
+            _distinct(f"tasks.{split}", getattr(self, split))
         both = set(self.train) & set(self.test)
         if both:
             raise ValueError(f"tasks {sorted(both)} are listed in both train and test; held-out tasks must be disjoint")
@@ -142,6 +153,11 @@ class BehaviourChange(_Strict):
     train_items: int = Field(ge=1, description="items per task answered by the other model, for training")
     learning_rate: float = Field(gt=0, le=1)
     epochs: float = Field(gt=0, le=100)
+
+    @field_validator("tasks")
+    @classmethod
+    def _distinct_tasks(cls, v: list[str] | None) -> list[str] | None:
+        return v if v is None else _distinct("behaviour_change.tasks", v)
 
 
 class Analysis(_Strict):

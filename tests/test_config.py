@@ -39,6 +39,11 @@ def _write(tmp_path, mutate):
     (lambda r: r.update(batchsize=4), r"  batchsize: not a setting \(got 4\); did you mean batch_size\?"),
     (lambda r: r["tasks"].update(test=["colors"]), "both train and test"),
     (lambda r: r.update(models=["a", "a"]), "models must be distinct"),
+    (lambda r: r["tasks"].update(test=["animals", "years", "animals"]),
+     r"tasks\.test lists \['animals'\] more than once; list each task once"),
+    (lambda r: r["tasks"].update(train=["colors", "colors"]), r"tasks\.train lists \['colors'\] more than once"),
+    (lambda r: r["behaviour_change"].update(tasks=["animals", "animals"]),
+     r"behaviour_change\.tasks lists \['animals'\] more than once"),
     (lambda r: r["sampling"].update(n_samples=0), r"sampling\.n_samples"),
     (lambda r: r.update(profiles={"default": {}}), "old layout"),
     (lambda r: r["analysis"].update(target_accept_retry=0.8), r"target_accept_retry \(0.8\) is below "
