@@ -1,8 +1,9 @@
 """The statistical method's constants, in one light module (no heavy imports), so that the analysis uses them
 and the manuscript's methods, tables and figures quote them rather than restate them."""
 
-#: posterior intervals of the Bayesian models of experiments 1-3 (equal-tailed)
+#: posterior intervals of the Bayesian models of experiments 1-3 (equal-tailed), and their quantiles
 INTERVAL = 0.94
+Q_LOW, Q_HIGH = (1 - INTERVAL) / 2, 1 - (1 - INTERVAL) / 2
 #: the convergence gate: largest r_hat as ArviZ's summary reports it (two decimals), smallest bulk and tail ESS,
 #: smallest E-BFMI of any chain
 RHAT_MAX = 1.01

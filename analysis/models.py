@@ -35,9 +35,8 @@ import pandas as pd  # noqa: E402
 
 from reproduce.errors import DataError, ProjectError  # noqa: E402
 
-from .constants import BFMI_MIN, ESS_MIN, INTERVAL, PRIOR_CELL_EXTREME, RHAT_MAX  # noqa: E402,F401  (re-exported)
-
-Q_LOW, Q_HIGH = (1 - INTERVAL) / 2, 1 - (1 - INTERVAL) / 2
+from .constants import (BFMI_MIN, ESS_MIN, INTERVAL, PRIOR_CELL_EXTREME, Q_HIGH, Q_LOW,  # noqa: E402,F401
+                        RHAT_MAX)  # (re-exported)
 
 
 class ConvergenceError(ProjectError, RuntimeError):

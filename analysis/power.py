@@ -33,13 +33,10 @@ from scipy import stats
 
 from reproduce.errors import DataError, MissingInput
 
-from .constants import INTERVAL, POWER_TARGET
+from .constants import POWER_TARGET, Q_HIGH
 from .tidy import CELL, main_trained, with_cell
 
-#: the upper quantile of the verdict's equal-tailed interval (0.97 for 94%), rounded so that it is the same float
-#: as the literal
-Q_UPPER = round(1 - (1 - INTERVAL) / 2, 10)
-Z94 = stats.norm.ppf(Q_UPPER)
+Z_HIGH = stats.norm.ppf(Q_HIGH)  # the normal quantile of the verdict's interval's upper end
 
 
 @dataclass(frozen=True)
@@ -110,8 +107,8 @@ def verdicts(y_self: np.ndarray, y_cross: np.ndarray, rope: float) -> dict[str, 
     se_obs = 100 * np.sqrt((per_dir.var(axis=2, ddof=1) / (tasks * items)).sum(axis=1)) / 2
     per_task = diff.mean(axis=(1, 3))  # (reps, tasks)
     se_new = 100 * per_task.std(axis=1, ddof=1) / np.sqrt(tasks)
-    t = stats.t.ppf(Q_UPPER, tasks - 1)
-    return {"estimate": est, "observed_tasks": est - Z94 * se_obs > rope, "new_tasks": est - t * se_new > rope}
+    t = stats.t.ppf(Q_HIGH, tasks - 1)
+    return {"estimate": est, "observed_tasks": est - Z_HIGH * se_obs > rope, "new_tasks": est - t * se_new > rope}
 
 
 def power_curve(design: Design, deltas, reps: int, rope: float, seed: int) -> pd.DataFrame:

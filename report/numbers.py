@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from analysis.constants import INTERVAL, POWER_TARGET
+from analysis import constants as K
 from reproduce import __version__
 from reproduce.config import Profile
 from .formatting import _ci, _count, _interval, fmt, format_key, known
@@ -47,7 +47,7 @@ def _verdict(low: float, high: float, rope: float, positive: str, negative: str,
     return {POSITIVE: positive, NEGATIVE: negative, NULL: null}.get(verdict(low, high, rope), inconclusive)
 
 
-IV = f"{100 * INTERVAL:g}"  # the posterior intervals' percent, as the methods quote it
+IV = f"{100 * K.INTERVAL:g}"  # the posterior intervals' percent, as the methods quote it
 
 HEADLINES = {
     "advantage in every direction": (
@@ -477,8 +477,6 @@ def _behaviour_overlap(n_eval: int, n_train: int, n_test: int, n_tasks: int) -> 
 
 def _method_constants() -> dict[str, str]:
     """The method's constants (:mod:`analysis.constants`), for the methods, tables and figures to quote."""
-    from analysis import constants as K
-
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
     return {
         "interval": fmt(100 * K.INTERVAL, 0),
@@ -823,7 +821,7 @@ def _power_text(power: dict | None) -> str:
             f"run's {fmt(obs['run'], 0)} on average" if obs else "")
     s = (f"For this run's design, simulated as a balanced one of the same size ({d['tasks']} held-out tasks, "
          f"{d['items']} scored {per} and {d['properties']} properties per task{size}), and the fitted heterogeneity ({power['heterogeneity_source']}), "
-         f"an advantage is declared with {100 * POWER_TARGET:g}% power when it is at least {mda(power['mda_observed_tasks'])} on the "
+         f"an advantage is declared with {100 * K.POWER_TARGET:g}% power when it is at least {mda(power['mda_observed_tasks'])} on the "
          f"observed tasks, and at least {mda(power['mda_new_tasks'])} for a claim about new tasks "
          f"({power['reps']} simulated replicates per point).")
     v = power.get("validation")

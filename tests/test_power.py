@@ -27,7 +27,7 @@ def test_the_observed_task_interval_has_its_nominal_coverage():
     # the normal interval's half-width from the same formula, for a coverage check against the truth
     diff = (ys.astype(float) - yc).mean(axis=4)
     se = 100 * np.sqrt((diff.reshape(len(est), 2, -1).var(axis=2, ddof=1) / diff[0, 0].size).sum(axis=1)) / 2
-    covered = np.abs(est - truth) < P.Z94 * se
+    covered = np.abs(est - truth) < P.Z_HIGH * se
     assert 0.92 < covered.mean() < 0.96
 
 
@@ -43,7 +43,7 @@ def test_seeds_add_units_and_a_self_trained_model_effect_the_verdict_is_conditio
     v = P.verdicts(ys, yc, rope=-np.inf)
     diff = (ys.astype(float) - yc).mean(axis=4)
     se = 100 * np.sqrt((diff.reshape(2000, 2, -1).var(axis=2, ddof=1) / diff[0, 0].size).sum(axis=1)) / 2
-    assert 0.92 < (np.abs(v["estimate"] - truth) < P.Z94 * se).mean() < 0.96
+    assert 0.92 < (np.abs(v["estimate"] - truth) < P.Z_HIGH * se).mean() < 0.96
     # without a seed effect, 2 seeds x 20 items is the design of 1 seed x 40 items
     flat = P.power_curve(P.Design(6, 20, 3, seeds=2), [0.3], 400, 2.0, 0)["power_observed_tasks"].iloc[0]
     one = P.power_curve(P.Design(6, 40, 3), [0.3], 400, 2.0, 0)["power_observed_tasks"].iloc[0]
