@@ -454,7 +454,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         n_eval = profile.behaviour_change_eval_items()
         run.update(bc_train_items=str(bc.train_items), bc_eval_items=str(n_eval),
                    bc_overlap_phrase=_behaviour_overlap(n_eval, bc.train_items, profile.items_per_task.test,
-                                                        len(bc.tasks) if bc.tasks else len(profile.tasks.test)),
+                                                        len(profile.behaviour_change_tasks())),
                    bc_learning_rate=f"{bc.learning_rate:g}",
                    bc_epochs=f"{bc.epochs:g}", bc_epochs_phrase=_plural(bc.epochs, "epoch"))
     return {"n": n, "run": run, "text": text}

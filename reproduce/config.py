@@ -317,6 +317,12 @@ class Profile(_Strict):
             raise ConfigError("params.yaml has no `behaviour_change:` section; add one (see profiles/smoke.yaml)")
         return self.behaviour_change.eval_items or self.items_per_task.test
 
+    def behaviour_change_tasks(self) -> list[str]:
+        """Experiment 3's tasks: ``behaviour_change.tasks``, else every test task."""
+        if self.behaviour_change is None:
+            raise ConfigError("params.yaml has no `behaviour_change:` section; add one (see profiles/smoke.yaml)")
+        return list(self.behaviour_change.tasks or self.tasks.test)
+
     @field_validator("models")
     @classmethod
     def _unique_models(cls, v: list[str]) -> list[str]:

@@ -30,7 +30,7 @@ def behaviour_change_plan(plan: Plan) -> tuple:
     test = [t.name for t in plan.test_tasks()]
     n_eval = plan.profile.behaviour_change_eval_items()
     tasks = []
-    for name in bc.tasks or test:
+    for name in plan.profile.behaviour_change_tasks():
         if name not in test:
             raise ConfigError(f"behaviour_change.tasks lists {name!r}, which is not one of the profile's test tasks "
                              f"{test}; the predictions before the change come from the meta_trained stage, which "
