@@ -4,6 +4,8 @@ and the manuscript's methods, tables and figures quote them rather than restate 
 #: posterior intervals of the Bayesian models of experiments 1-3 (equal-tailed), and their quantiles
 INTERVAL = 0.94
 Q_LOW, Q_HIGH = (1 - INTERVAL) / 2, 1 - (1 - INTERVAL) / 2
+#: the interval's percent as text ("94"), as captions and the methods print it
+INTERVAL_PERCENT = f"{100 * INTERVAL:g}"
 #: the convergence gate: largest r_hat as ArviZ's summary reports it (two decimals), smallest bulk and tail ESS,
 #: smallest E-BFMI of any chain
 RHAT_MAX = 1.01

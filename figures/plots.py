@@ -13,12 +13,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis.constants import INTERVAL, MAD_BINS, POWER_TARGET, TOP_BEHAVIOURS
+from analysis.constants import INTERVAL_PERCENT as IV, MAD_BINS, POWER_TARGET, TOP_BEHAVIOURS
 from reproduce.errors import MissingInput
 
 from .style import COLOURS, MARKERS
 
-IV = f"{100 * INTERVAL:g}"  # the posterior intervals' percent
 
 NEEDED = ("training", "training_common", "accuracy_by_target", "accuracy_by_seed", "advantage", "scaling", "calibration_curve", "mad",
           "compliance", "ppc_advantage", "ppc_training", "arms")

@@ -47,7 +47,7 @@ def _verdict(low: float, high: float, rope: float, positive: str, negative: str,
     return {POSITIVE: positive, NEGATIVE: negative, NULL: null}.get(verdict(low, high, rope), inconclusive)
 
 
-IV = f"{100 * K.INTERVAL:g}"  # the posterior intervals' percent, as the methods quote it
+IV = K.INTERVAL_PERCENT
 
 HEADLINES = {
     "advantage in every direction": (

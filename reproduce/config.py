@@ -63,12 +63,12 @@ class SplitSizes(_Strict):
     test: int = Field(gt=0)
 
 
-def _distinct(key: str, names: list[str]) -> list[str]:
-    """``names`` unchanged, or an error naming the ones listed twice: a task listed twice would be run, and
-    counted, twice."""
+def _distinct(key: str, names: list[str], noun: str = "task") -> list[str]:
+    """``names`` unchanged, or an error naming the ones listed twice: a task or model listed twice would be
+    run, and counted, twice."""
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ValueError(f"{key} lists {twice} more than once; list each task once")
+        raise ValueError(f"{key} lists {twice} more than once; list each {noun} once")
     return names
 
 
@@ -77,7 +77,7 @@ class TaskSelection(_Strict):
     test: list[str] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _disjoint(self) -> "TaskSelection":
+    def _distinct_and_disjoint(self) -> "TaskSelection":
         for split in ("train", "test"):
             _distinct(f"tasks.{split}", getattr(self, split))
         both = set(self.train) & set(self.test)
@@ -325,10 +325,8 @@ class Profile(_Strict):
 
     @field_validator("models")
     @classmethod
-    def _unique_models(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError(f"models must be distinct, got {v}")
-        return v
+    def _distinct_models(cls, v: list[str]) -> list[str]:
+        return _distinct("models", v, "model")
 
 
 def _validation_error(path: Path, exc: ValidationError) -> ConfigError:

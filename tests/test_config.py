@@ -38,7 +38,7 @@ def _write(tmp_path, mutate):
     (lambda r: r.update(dtype="float8"), r"  dtype: "),
     (lambda r: r.update(batchsize=4), r"  batchsize: not a setting \(got 4\); did you mean batch_size\?"),
     (lambda r: r["tasks"].update(test=["colors"]), "both train and test"),
-    (lambda r: r.update(models=["a", "a"]), "models must be distinct"),
+    (lambda r: r.update(models=["a", "a"]), r"models lists \['a'\] more than once; list each model once"),
     (lambda r: r["tasks"].update(test=["animals", "years", "animals"]),
      r"tasks\.test lists \['animals'\] more than once; list each task once"),
     (lambda r: r["tasks"].update(train=["colors", "colors"]), r"tasks\.train lists \['colors'\] more than once"),
