@@ -102,19 +102,26 @@ def degeneration(coh: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "layer_fraction", "degenerate_strength", "strengths_tried"])
 
 
+#: the agreement table: per model and pair of gradings, the answers, raw agreement and Cohen's kappa; for the
+#: rules against the forced choice also how many each counted as a detection (kappa is 0 by construction when
+#: one of them counts none or all)
+AGREEMENT_COLUMNS = ["model", "pair", "n", "agreement", "kappa", "rules_k", "forced_k"]
+
+
 def agreement(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataFrame:
     """How the free-text grades agree with the exact measure and with the judge: Cohen's kappa and raw
     agreement of (a) the rules' "claims detection" against the forced-choice ``detected`` of the same trial
     (same model, trial, condition, layer and strength), (b) the judge against the rules, where a judge ran."""
     rows = []
     if freetext.empty:
-        return pd.DataFrame(columns=["model", "pair", "n", "agreement", "kappa"])
+        return pd.DataFrame(columns=AGREEMENT_COLUMNS)
     keys = ["model", "question_id", "condition", "concept", "layer", "strength"]
     det = detection[detection["question"] == "detect"][keys + ["detected"]]
     joined = freetext.merge(det, on=keys, how="inner")
     for m, g in joined.groupby("model"):
         a, b = g["claims_detection"].astype(bool), g["detected"].astype(bool)
-        rows.append({"model": m, "pair": "rules claims vs forced-choice detected", **agree(a, b)})
+        rows.append({"model": m, "pair": "rules claims vs forced-choice detected", **agree(a, b),
+                     "rules_k": int(a.sum()), "forced_k": int(b.sum())})
     judged = joined.dropna(subset=["judge_claims"]) if "judge_claims" in joined else joined.iloc[:0]
     for m, g in judged.groupby("model"):
         a, b = g["judge_claims"] > 0.5, g["detected"].astype(bool)
@@ -122,7 +129,7 @@ def agreement(freetext: pd.DataFrame, detection: pd.DataFrame) -> pd.DataFrame:
         for col, rule in (("judge_claims", "claims_detection"), ("judge_names", "names_concept")):
             a, b = g[col] > 0.5, g[rule].astype(bool)
             rows.append({"model": m, "pair": f"judge vs rules: {rule}", **agree(a, b)})
-    return pd.DataFrame(rows, columns=["model", "pair", "n", "agreement", "kappa"])
+    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
 
 def examples(freetext: pd.DataFrame, per_model: int = 6, chars: int = 220) -> pd.DataFrame:
@@ -166,6 +173,40 @@ def observed(rows: pd.DataFrame, flag: str = "detected") -> dict:
             "p_outside": 100 * float(rows["p_outside"].mean()) if len(rows) else float("nan")}
 
 
+def top_cell(cells: pd.DataFrame, raw: pd.Series, lowest: bool = False) -> tuple[pd.Series, list[dict]]:
+    """The cell of ``cells`` with the highest (``lowest``: the lowest) raw value ``raw`` (a rate k / n, or a
+    difference of two), and the other cells that tie with it on that value. Tied cells are taken in a fixed
+    order (layer fraction, then strength), so the modelled estimates' Monte Carlo noise never picks among equal
+    counts; a reader is told of the tie (``[{"layer_fraction", "strength"}, ...]``)."""
+    order = cells.assign(_raw=raw.to_numpy()).sort_values(["_raw", "layer_fraction", "strength"],
+                                                          ascending=[lowest, True, True], kind="stable")
+    best = order.iloc[0]
+    tied = order.iloc[1:][np.isclose(order["_raw"].iloc[1:], best["_raw"])]
+    return best.drop("_raw"), [{"layer_fraction": float(r["layer_fraction"]), "strength": float(r["strength"])}
+                               for _, r in tied.iterrows()]
+
+
+def _rate(cells: pd.DataFrame) -> pd.Series:
+    return cells["k"] / cells["n"]
+
+
+def _prefill_raw(pc: pd.DataFrame, conditions: pd.DataFrame) -> pd.Series:
+    """Each prefill contrast's raw difference in the share called an accident: the matching cell's k / n minus
+    the control's (pooled) or the random cell's at the same layer fraction and strength."""
+    cond = conditions[conditions["model"].isin(pc["model"].unique())]
+    rate = {(r["model"], r["condition"], None if r["condition"] == "control" else (round(r["layer_fraction"], 6),
+                                                                              r["strength"])): r["k"] / r["n"]
+            for _, r in cond.iterrows()}
+    ctl = cond[cond["condition"] == "control"].groupby("model")[["k", "n"]].sum()
+    out = []
+    for _, r in pc.iterrows():
+        site = (round(r["layer_fraction"], 6), r["strength"])
+        other = (ctl.loc[r["model"], "k"] / ctl.loc[r["model"], "n"] if r["contrast"] == "matching - control"
+                 else rate[(r["model"], "random", site)])
+        out.append(rate[(r["model"], "matching", site)] - other)
+    return pd.Series(out, index=pc.index, dtype=float)
+
+
 def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: pd.DataFrame,
                      tables: dict[str, pd.DataFrame]) -> dict:
     """The numbers the manuscript quotes, per model, every one computed here from the fits and tables."""
@@ -185,8 +226,9 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
         cells = res["detection_cells"]
         cells = cells[(cells["model"] == m) & (cells["condition"] == "concept")] if len(cells) else cells
         if len(cells):
-            best = cells.sort_values("diff_mean", ascending=False).iloc[0]
+            best, tied = top_cell(cells, _rate(cells))
             d["detection_best"] = {"layer_fraction": float(best["layer_fraction"]), "strength": float(best["strength"]),
+                                   "tied": tied,
                                    "rate": _iv(best), "minus_fp": {"mean": float(best["diff_mean"]),
                                                                    "low": float(best["diff_low"]),
                                                                    "high": float(best["diff_high"])},
@@ -200,9 +242,9 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
         ident = res["identification_cells"]
         ident = ident[(ident["model"] == m) & (ident["condition"] == "concept")] if len(ident) else ident
         if len(ident):
-            best = ident.sort_values("mean", ascending=False).iloc[0]
+            best, tied = top_cell(ident, _rate(ident))
             d["identification_best"] = {
-                "layer_fraction": float(best["layer_fraction"]), "strength": float(best["strength"]),
+                "layer_fraction": float(best["layer_fraction"]), "strength": float(best["strength"]), "tied": tied,
                 "rate": _iv(best), "chance": float(best["chance"]),
                 "minus_chance": {k: float(best[f"vs_chance_{k}"]) for k in ("mean", "low", "high")},
                 "minus_control": {k: float(best[f"vs_control_{k}"]) for k in ("mean", "low", "high")},
@@ -212,11 +254,13 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
         pc = res["prefill_contrasts"]
         pc = pc[pc["model"] == m] if len(pc) else pc
         for contrast, g in (pc.groupby("contrast") if len(pc) else []):
-            low = g.sort_values("mean").iloc[0]  # the published direction: matching injection lowers "accident"
+            # the published direction: matching injection lowers "accident"
+            low, tied = top_cell(g, _prefill_raw(g, res["prefill_conditions"]), lowest=True)
             key = contrast.replace(" - ", "_minus_")
             d.setdefault("prefill", {})[key] = {
                 "strongest": {**_iv(low), "layer_fraction": float(low["layer_fraction"]),
-                              "strength": float(low["strength"]), "verdict": verdict(low["low"], low["high"])},
+                              "strength": float(low["strength"]), "verdict": verdict(low["low"], low["high"]),
+                              "tied": tied},
                 "cells_below": int((g["high"] < 0).sum()), "cells_above": int((g["low"] > 0).sum()), "cells": int(len(g))}
         il = res["intention_layers"]
         il = il[il["model"] == m] if len(il) else il
@@ -235,7 +279,8 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
         if len(ag):
             d["rules_vs_forced_choice"] = {"agreement": float(ag["agreement"].iloc[0]),
                                            "kappa": None if np.isnan(ag["kappa"].iloc[0]) else float(ag["kappa"].iloc[0]),
-                                           "n": int(ag["n"].iloc[0])}
+                                           "n": int(ag["n"].iloc[0]), "rules_claims": int(ag["rules_k"].iloc[0]),
+                                           "forced_choice_detected": int(ag["forced_k"].iloc[0])}
         d["n_layers"] = int(tables["intention"][tables["intention"]["model"] == m]["layer"].nunique()) \
             if len(tables["intention"]) else None
         d["layers_injected"] = sorted(int(x) for x in det["layer"].unique() if x >= 0)

@@ -36,6 +36,16 @@ def _kappa(k: float | None, undefined: str = "undefined") -> str:
 WORDS = {"above": "above", "below": "below", "unclear": "not distinguishable from"}
 
 
+def _ties(cell: dict) -> str:
+    """``; tied on the counts with ...`` for a best cell whose raw counts other cells share (the first in a fixed
+    order is reported: the modelled estimates of equal counts differ only by their Monte Carlo noise)."""
+    tied = cell.get("tied") or []
+    if not tied:
+        return ""
+    where = _join([f"layer fraction {t['layer_fraction']:g}, strength {t['strength']:g}" for t in tied])
+    return f"; {len(tied)} other cell{'s' if len(tied) > 1 else ''} had the same raw rate: {where}"
+
+
 def _table(df: pd.DataFrame, caption: str, label: str) -> str:
     from .tables import _md_table
 
@@ -82,18 +92,37 @@ def _yes_bias_text(yb: pd.DataFrame) -> str:
     cells = yb[yb["condition"] == "concept"]
     above = cells[cells["diff_low"] > 0]
     if not len(above):
+        ceiling = ""
+        if len(cells) and (cells["control_rate"] == 1.0).all():
+            ceiling = (f" Without injection it already answered yes to all {int(cells['control_n'].iloc[0])} of "
+                       "them, so no injected cell could have been above the control: this check cannot show a "
+                       "yes-bias here.")
         return (f"No injected cell raised \"yes\" to these questions credibly above the control rate (0 of "
-                f"{len(cells)} cells).")
-    top = above.sort_values("diff_mean", ascending=False).iloc[0]
+                f"{len(cells)} cells).{ceiling}")
+    ranked = _by_raw_rate(above)
+    top = ranked.iloc[0]
+    same = ranked.iloc[1:][(ranked["k"] * top["n"] == top["k"] * ranked["n"]).iloc[1:]]
+    tie = (f"; as many at " + _join([f"layer fraction {r['layer_fraction']:g}, strength {r['strength']:g}"
+                                      for _, r in same.iterrows()]) if len(same) else "")
     return (f"Cell by cell, {len(above)} of {len(cells)} injected cells raised \"yes\" to these questions credibly "
-            f"above the control rate, most at layer fraction {top['layer_fraction']:g}, strength "
-            f"{top['strength']:g}: {_pp({'mean': top['diff_mean'], 'low': top['diff_low'], 'high': top['diff_high']})} "
-            f"({int(top['k'])} of {int(top['n'])}), so a high detection rate in such a cell can be a general yes-bias.")
+            f"above the control rate, most (the highest raw rate) at layer fraction {top['layer_fraction']:g}, "
+            f"strength {top['strength']:g}: "
+            f"{_pp({'mean': top['diff_mean'], 'low': top['diff_low'], 'high': top['diff_high']})} "
+            f"({int(top['k'])} of {int(top['n'])}{tie}), so a high detection rate in such a cell can be a general "
+            "yes-bias.")
+
+
+def _by_raw_rate(cells: pd.DataFrame) -> pd.DataFrame:
+    """``cells`` from the highest raw rate k / n down; equal rates in a fixed order (layer fraction, strength),
+    never by the modelled estimates, whose differences between equal counts are Monte Carlo noise."""
+    return (cells.assign(_r=cells["k"] / cells["n"])
+            .sort_values(["_r", "layer_fraction", "strength"], ascending=[False, True, True], kind="stable")
+            .drop(columns="_r"))
 
 
 def _prefill_note(pc: pd.DataFrame, d: dict) -> str:
     """What the prefill contrasts can and cannot show: a floor (no control trial called an accident) and a
-    matching-minus-random difference that comes from the random injection alone."""
+    matching-minus-random difference that comes from the other concept's injection alone."""
     notes = []
     ctl = pc[pc["condition"] == "control"]
     if len(ctl) and int(ctl["k"].sum()) == 0:
@@ -103,12 +132,15 @@ def _prefill_note(pc: pd.DataFrame, d: dict) -> str:
     mc, mr = pre.get("matching_minus_control"), pre.get("matching_minus_random")
     rnd = pc[pc["condition"] == "random"]
     if mc and mr and mr["cells_below"] and not mc["cells_below"] and len(rnd):
-        top = rnd.sort_values("mean", ascending=False).iloc[0]
+        ranked = _by_raw_rate(rnd)
+        top = ranked.iloc[0]
+        same = ranked.iloc[1:][(ranked["k"] * top["n"] == top["k"] * ranked["n"]).iloc[1:]]
+        tie = (" and as many at strength " + _join([f"{x:g}" for x in same["strength"]])) if len(same) else ""
         notes.append(f"the matching injection is not credibly below the control in any cell, so the negative "
-                     f"matching-minus-random difference comes from the random injection raising the share called "
-                     f"an accident (up to {fmt(100 * top['mean'])}% [{fmt(100 * top['low'])}, "
+                     f"matching-minus-random difference comes from the other concept's injection raising the share "
+                     f"called an accident (up to {fmt(100 * top['mean'])}% [{fmt(100 * top['low'])}, "
                      f"{fmt(100 * top['high'])}] at strength {top['strength']:g}, {int(top['k'])} of "
-                     f"{int(top['n'])} trials)")
+                     f"{int(top['n'])} trials{tie})")
     if not notes:
         return ""
     s = "; ".join(notes)
@@ -149,8 +181,9 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     if "detection_best" in d:
         b = d["detection_best"]
         raw = f"; {_observed(b['observed'])}" if b.get("observed") else ""
-        parts.append(f"Its highest detection rate under injection was {_p(b['rate'])} (layer fraction "
-                     f"{b['layer_fraction']:g}, strength {b['strength']:g}{raw}), {_pp(b['minus_fp'])} relative to "
+        parts.append(f"Its highest detection rate under injection (the most trials counted) was {_p(b['rate'])} "
+                     f"(layer fraction {b['layer_fraction']:g}, strength {b['strength']:g}{raw}{_ties(b)}), "
+                     f"{_pp(b['minus_fp'])} relative to "
                      f"the false-positive rate, {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
                      f"{d['detection_cells']} cells had detection credibly above the false-positive rate"
                      + (f" and {d['detection_cells_below_fp']} credibly below it" if "detection_cells_below_fp" in d
@@ -175,7 +208,7 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
         b = d["identification_best"]
         parts.append(f"The injected concept was the most probable of the {round(1 / b['chance'])} concept words at "
                      f"a rate of {_p(b['rate'])} in its best cell (layer fraction {b['layer_fraction']:g}, strength "
-                     f"{b['strength']:g}; chance {100 * b['chance']:.1f}%), {_pp(b['minus_chance'])} against chance "
+                     f"{b['strength']:g}; chance {100 * b['chance']:.1f}%{_ties(b)}), {_pp(b['minus_chance'])} against chance "
                      f"and {_pp(b['minus_control'])} against the same trials without injection; "
                      f"{d['identification_cells_above_chance']} of {d['identification_cells']} cells were credibly "
                      "above chance.")
@@ -184,9 +217,9 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
         c = d.get("prefill", {}).get(key)
         if c:
             s = c["strongest"]
-            parts.append(f"Prefill detection, {label}: the most negative difference in the share of trials called an "
-                         f"accident (P(\"accident\") > 1/2) was {_pp(s)} (layer "
-                         f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}); {c['cells_below']} of "
+            parts.append(f"Prefill detection, {label}: in the cell with the most negative raw difference in the share "
+                         f"of trials called an accident (P(\"accident\") > 1/2) the difference was {_pp(s)} (layer "
+                         f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}{_ties(s)}); {c['cells_below']} of "
                          f"{c['cells']} cells credibly below zero, {c['cells_above']} credibly above.")
     pc = _cells(tables, "prefill_conditions", m)
     if pc is not None and d.get("prefill"):
@@ -208,9 +241,18 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
             deg, _cells(tables, "coherence", m)))
     if d.get("rules_vs_forced_choice"):
         a = d["rules_vs_forced_choice"]
-        parts.append(f"The rule-graded free text claimed detection in agreement with the forced-choice answer of "
-                     f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa "
-                     f"{_kappa(a['kappa'])}).")
+        if a.get("rules_claims") in (0, a["n"]) or a.get("forced_choice_detected") in (0, a["n"]):
+            which, k = (("rules", a["rules_claims"]) if a.get("rules_claims") in (0, a["n"])
+                        else ("forced-choice answers", a["forced_choice_detected"]))
+            parts.append(f"The {which} counted a detection in {k} of the {a['n']} free-text trials, so their agreement "
+                         f"({100 * a['agreement']:.0f}%) is only the share the other grading counted "
+                         f"{'none' if k == 0 else 'every one'} of, and Cohen's kappa ({_kappa(a['kappa'])}) carries no "
+                         "information.")
+        else:
+            parts.append(f"The rule-graded free text claimed detection in agreement with the forced-choice answer of "
+                         f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa "
+                         f"{_kappa(a['kappa'])}; the rules counted {a['rules_claims']} detections, the forced "
+                         f"choice {a['forced_choice_detected']}).")
     return " ".join(parts)
 
 

@@ -182,15 +182,19 @@ class Runner:
         return run(specs).sort_values("layer", kind="stable", ignore_index=True)
 
     def _steer(self, specs: list[dict], starts: list[int], ends: list[int | None] | None = None):
-        """One injection per spec (``None`` for a control), each at its spec's layer."""
+        """One injection per spec (``None`` for a control), each at its spec's layer. A spec that names the word
+        it injects (``injected``: the prefill trials) injects that word's concept vector, in the ``matching``
+        condition (the prefilled word) and in ``random`` (another concept, its partner); the detection trials'
+        ``random`` condition injects a random direction of the concept vectors' norm instead."""
         inj = []
         for i, s in enumerate(specs):
             if s["condition"] == "control":
                 inj.append(None)
                 continue
             layer = s["layer"]
-            vec = _vector(self.cv, s["condition"] if s["condition"] != "matching" else "concept",
-                          s["injected"] if "injected" in s else s["concept"], layer, s["strength"], self.seed)
+            kind = "concept" if s["condition"] == "matching" or s.get("injected") else s["condition"]
+            vec = _vector(self.cv, kind, s["injected"] if "injected" in s else s["concept"], layer, s["strength"],
+                          self.seed)
             key = (s["condition"], s.get("injected", s["concept"]), layer, s["strength"])
             inj.append(Injection(vec, starts[i], None if ends is None else ends[i], key=key, layer=layer))
         return Steer(self.lm, None, inj)

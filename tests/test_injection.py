@@ -62,11 +62,53 @@ def test_an_unknown_concept_is_refused_before_any_model_is_loaded(tmp_path, monk
     ("I will tell you honestly about it. Question: Use sentence processing to say yes or no to an", "ocean",
      False, False, False, True),
     ("My answer: yes, there is something about the ocean.", "ocean", True, True, True, True),
+    # the contraction is the same claim (a real control reply)
+    ("That's about what we know now. There's a new concept that you're examining this trial.", "ocean",
+     True, False, False, True),
+    # degenerate replies that the letter and word counts alone let through (real replies under injection):
+    # apostrophe-joined fragments, and a run of symbols
+    ("D'men stone freund's's, they'started with (2)be'n'em's'n's'n't's's's'a's's'n'", "kettle",
+     False, False, False, False),
+    ("No, you're uruhan. But maybe if you give me the urama.\n\nLook, you mummy, just an :shuffleyourhumarms& & & "
+     "& & & & || >! * > && upumam", "umbrella", False, False, False, False),
+    # a contraction, a possessive and a quoted word are ordinary English
+    ("I don't think the word 'kettle' is in the user's question at all.", "kettle", False, True, False, True),
 ])
 def test_rule_graders_on_hand_written_answers(text, word, claims, names, before, coherent):
     g = graders.grade_injection_text(text, word)
     assert (g["claims_detection"], g["names_concept"], g["detection_before_naming"], g["coherent"]) == \
         (claims, names, before, coherent)
+
+
+def test_each_condition_injects_its_own_vector(monkeypatch):
+    """Prefill trials inject a word's concept vector: the prefilled word's (matching) or its partner's (random,
+    another concept); the detection trials' random control is a random direction, and the negated control the
+    concept's vector reversed."""
+    import reproduce.injection as injection
+
+    class Vectors:  # each vector tagged by what it is: (kind, word, sign)
+        def injection(self, word, layer, strength, sign=1.0):
+            return ("concept", word, sign)
+
+        def random_injection(self, layer, strength, seed):
+            return ("random", None, 1.0)
+
+    made = []
+    monkeypatch.setattr(injection, "Injection", lambda vec, start, end, key, layer: made.append(vec) or vec)
+    monkeypatch.setattr(injection, "Steer", lambda lm, layer, inj: inj)
+    runner = object.__new__(Runner)
+    runner._cv, runner.seed, runner.lm = Vectors(), 0, None
+    site = dict(layer=3, strength=1.0)
+    specs = [dict(condition="control", injected=None, **site),
+             dict(condition="matching", injected="lantern", concept="lantern", **site),
+             dict(condition="random", injected="compass", concept="lantern", **site),
+             dict(condition="concept", concept="kettle", **site),
+             dict(condition="negated", concept="kettle", **site),
+             dict(condition="random", concept="kettle", **site)]
+    out = runner._steer(specs, [0] * len(specs), [1] * len(specs))
+    assert out[0] is None
+    assert made == [("concept", "lantern", 1.0), ("concept", "compass", 1.0), ("concept", "kettle", 1.0),
+                    ("concept", "kettle", -1.0), ("random", None, 1.0)]
 
 
 @pytest.mark.parametrize("text, notices", [

@@ -589,7 +589,7 @@ def test_the_injection_paragraph_reports_controls_cell_level_yes_bias_and_what_p
     assert "(layer fraction 0.6), P(yes) > P(no) held on 3 of 12 trials with the concept vector, against the " \
            "negated vector 11 of 12 and the random vector 10 of 12" in text
     assert "1 of 2 injected cells raised \"yes\"" in text and "strength 2: +48.0 points [+25.0, +69.0] (25 of 28)" in text
-    assert "(0 of 24), so a lowering" in text and "comes from the random injection" in text
+    assert "(0 of 24), so a lowering" in text and "comes from the other concept's injection" in text
     assert "14 of 24 trials" in text
     # without the tables: the numbers.json sentences alone, none of the table-based ones
     plain = model_paragraph("m", d)
@@ -597,6 +597,49 @@ def test_the_injection_paragraph_reports_controls_cell_level_yes_bias_and_what_p
     # the count below the false-positive rate is numbers.json's, beside the count above it
     assert "and 2 credibly below it" in plain
     assert "credibly below it" not in model_paragraph("m", {k: v for k, v in d.items() if k != "detection_cells_below_fp"})
+
+
+def test_the_injection_paragraph_names_tied_best_cells_a_yes_bias_ceiling_and_a_constant_grading():
+    """Where the best cell's raw counts are shared, the tie is named; where every control question was already
+    answered yes, the yes-bias check is said to be unable to show a bias; where one grading counted no detection
+    at all, kappa is said to carry no information."""
+    from report.injection import model_paragraph
+
+    iv = {"mean": 0.9, "low": 0.7, "high": 0.98}
+    d = {"n_layers": 18, "layers_injected": [7],
+         "identification_best": {"layer_fraction": 0.4, "strength": 1.0, "rate": iv, "chance": 1 / 12,
+                                 "minus_chance": iv, "minus_control": iv,
+                                 "tied": [{"layer_fraction": 0.4, "strength": 2.0},
+                                          {"layer_fraction": 0.6, "strength": 2.0}]},
+         "identification_cells_above_chance": 3, "identification_cells": 9,
+         "yes_bias_observed": {"control": {"k": 28, "n": 28}, "concept": {"k": 20, "n": 56}},
+         "rules_vs_forced_choice": {"agreement": 0.68, "kappa": 0.0, "n": 40, "rules_claims": 0,
+                                    "forced_choice_detected": 13}}
+    yb = pd.DataFrame({"model": "m", "condition": "concept", "layer_fraction": [0.4, 0.8], "strength": [1.0, 2.0],
+                       "n": 28, "k": [10, 10], "control_n": 28, "control_rate": 1.0, "diff_mean": -0.6,
+                       "diff_low": -0.8, "diff_high": -0.4})
+    text = model_paragraph("m", d, {"yes_bias": yb})
+    assert ("2 other cells had the same raw rate: layer fraction 0.4, strength 2 and layer fraction 0.6, "
+            "strength 2") in text
+    assert "already answered yes to all 28 of them, so no injected cell could have been above the control" in text
+    assert ("The rules counted a detection in 0 of the 40 free-text trials, so their agreement (68%) is only the "
+            "share the other grading counted none of, and Cohen's kappa (0.00) carries no information.") in text
+    d["rules_vs_forced_choice"].update(rules_claims=5)
+    assert "(Cohen's kappa 0.00; the rules counted 5 detections, the forced choice 13)" in model_paragraph("m", d)
+
+
+def test_the_best_cells_are_chosen_by_their_counts_and_ties_are_kept_in_a_fixed_order():
+    from analysis.injection_stage import top_cell
+
+    cells = pd.DataFrame({"layer_fraction": [0.6, 0.4, 0.4, 0.8], "strength": [2.0, 2.0, 1.0, 0.5],
+                          "k": [12, 12, 11, 12], "n": 12, "mean": [0.9041, 0.9023, 0.95, 0.9037]})
+    best, tied = top_cell(cells, cells["k"] / cells["n"])
+    # the raw counts decide, not the modelled means (0.95 belongs to an 11 of 12 cell); among the three 12 of 12
+    # cells the first in (layer fraction, strength) order is reported and the other two named
+    assert (best["layer_fraction"], best["strength"]) == (0.4, 2.0)
+    assert tied == [{"layer_fraction": 0.6, "strength": 2.0}, {"layer_fraction": 0.8, "strength": 0.5}]
+    low, none = top_cell(cells, cells["k"] / cells["n"], lowest=True)
+    assert (low["layer_fraction"], low["strength"], none) == (0.4, 1.0, [])
 
 
 def test_the_comparison_with_the_original_gives_each_accuracy_beside_its_mode_baseline():
