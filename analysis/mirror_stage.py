@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from reproduce.io import atomic_dir, atomic_write_json
 
 from . import mirror as MI
 from .mirror.design import unchanged_history
+from .mirror.surprise import unchanged_reply
 from .injection_stage import verdict
 from .stage import _settings
 
@@ -62,11 +64,72 @@ def grader_agreement(turns: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def _key(r: pd.Series) -> tuple:
+    """A cell's key, the same in every result table: (condition, kind or None, level or None)."""
+    return (r["condition"], r["kind"] if isinstance(r["kind"], str) else None,
+            None if pd.isna(r["level"]) else float(r["level"]))
+
+
+def _cell_order(key: tuple) -> tuple:
+    """The fixed order of the cells, as :func:`analysis.mirror.design._cells` sorts them: condition, kind (as in
+    :data:`analysis.mirror.KINDS`), level."""
+    condition, kind, level = key
+    return MI.CONDITIONS.index(condition), MI.KINDS.index(kind) if kind in MI.KINDS else -1, \
+        -1.0 if level is None else level
+
+
+def _extremes(cands: list[dict], largest: bool) -> list[dict]:
+    """The candidate cells whose raw difference from the control (``raw``, an exact fraction of the counts) is
+    the largest (``largest``) or the smallest, in the fixed cell order (:func:`_cell_order`). Cells that tie on
+    their counts (each 0 of 6) are all returned: which of them the posterior puts further from the control is
+    the sampler's noise or the prior's doing (it pulls a cell of 4 trials further than one of 6), not the
+    data's. The first in the fixed order stands for them where one number is needed (metrics.json)."""
+    best = (max if largest else min)(c["raw"] for c in cands)
+    return sorted((c for c in cands if c["raw"] == best), key=lambda c: _cell_order(c["key"]))
+
+
+def _binary_extreme(cells: pd.DataFrame, contrasts: pd.DataFrame, largest: bool) -> dict:
+    """One model's altered cell of a binary outcome whose raw rate lies furthest above (``largest``) or below
+    the control's (:func:`_extremes`): its key, counts ``k, n``, raw difference ``raw_diff`` from the control's
+    rate, posterior contrast ``mean, low, high`` and ``verdict``; ``tied``: the same for every other cell at the
+    same raw rate."""
+    kn = {_key(r): (int(r["k"]), int(r["n"])) for _, r in cells.iterrows()}
+    ctl = Fraction(*kn[("control", None, 0.0)])
+    cands = [{"key": _key(r), "raw": Fraction(*kn[_key(r)]) - ctl, "row": r} for _, r in contrasts.iterrows()]
+    first, *tied = [{"condition": c["key"][0], "kind": c["key"][1], "level": c["key"][2],
+                     "k": kn[c["key"]][0], "n": kn[c["key"]][1], "raw_diff": float(c["raw"]),
+                     **{k: float(c["row"][k]) for k in ("mean", "low", "high")},
+                     "verdict": verdict(c["row"]["low"], c["row"]["high"])} for c in _extremes(cands, largest)]
+    return {**first, "tied": tied}
+
+
+def _imitation_top(cells: pd.DataFrame) -> dict:
+    """One model's corrupted imitation cell whose raw share of pattern words rose most over the control's share
+    for its kind (:func:`_extremes`): ``kind, level``, the raw ``k`` of ``n`` words and ``rate = k / n``, the
+    control's ``control_k`` of ``control_n``, ``raw_diff`` (rate minus the control's), ``share`` (the modelled
+    share of the typical reply at the average conversation), the modelled difference from the control ``mean,
+    low, high`` and its ``verdict``; ``tied``: the same for every other cell with the same raw difference."""
+    base = {r["kind"]: (int(r["k"]), int(r["n"])) for _, r in cells[cells["condition"] == "control"].iterrows()}
+    cor = cells[cells["condition"] == "corrupted"]
+    cands = [{"key": _key(r), "raw": Fraction(int(r["k"]), int(r["n"])) - Fraction(*base[r["kind"]]), "row": r}
+             for _, r in cor.iterrows()]
+    first, *tied = [{"condition": "corrupted", "kind": c["row"]["kind"], "level": float(c["row"]["level"]),
+                     "k": int(c["row"]["k"]), "n": int(c["row"]["n"]), "rate": float(c["row"]["k"] / c["row"]["n"]),
+                     "control_k": base[c["row"]["kind"]][0], "control_n": base[c["row"]["kind"]][1],
+                     "raw_diff": float(c["raw"]), "share": float(c["row"]["mean"]),
+                     **{k: float(c["row"][f"diff_{k}"]) for k in ("mean", "low", "high")},
+                     "verdict": verdict(c["row"]["diff_low"], c["row"]["diff_high"])}
+                    for c in _extremes(cands, largest=True)]
+    return {**first, "tied": tied}
+
+
 def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
     out: dict = {"models": {}}
     turns = tables["turns"]
     agree = grader_agreement(turns).set_index("model")
     unchanged = unchanged_history(turns)
+    surprise = tables.get("surprise")
+    surprise = MI.check_table(surprise, "surprise") if surprise is not None and len(surprise) else surprise
     for m in sorted(turns["model"].unique()):
         own = turns["model"] == m
         d: dict = {"rows": int(own.sum()), "scripts": int(turns[own]["script_id"].nunique()),
@@ -85,26 +148,19 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
             if len(mc):
                 d[f"{name}_observed"] = {"k": int(mc["k"].sum()), "n": int(mc["n"].sum())}
             c = con[con["model"] == m] if len(con) else con
-            if len(c):
-                key = "mean"
-                ext = c.sort_values(key, ascending=(name == "recognition")).iloc[0]
-                d[f"{name}_extreme"] = {"condition": ext["condition"], "kind": ext["kind"] if isinstance(ext["kind"], str) else None,
-                                        "level": None if pd.isna(ext["level"]) else float(ext["level"]),
-                                        **{k: float(ext[k]) for k in ("mean", "low", "high")},
-                                        "verdict": verdict(ext["low"], ext["high"])}
+            if len(c):  # noticing: the largest rise over the control; recognition: the largest drop
+                d[f"{name}_extreme"] = _binary_extreme(mc, c, largest=(name != "recognition"))
                 d[f"{name}_cells_above"] = int((c["low"] > 0).sum())
                 d[f"{name}_cells_below"] = int((c["high"] < 0).sum())
                 d[f"{name}_cells"] = int(len(c))
         if "recognition_control" in d:  # the probability the answer's first token put on neither yes nor no
             rows = turns[(turns["model"] == m) & (turns["condition"] == "control")]
             d["recognition_control"]["p_outside"] = 100 * float(rows["p_outside"].mean())
-        im = res["imitation_cells"]
-        im = im[(im["model"] == m) & (im["condition"] == "corrupted")] if len(im) else im
+        im_all = res["imitation_cells"]
+        im_all = im_all[im_all["model"] == m] if len(im_all) else im_all
+        im = im_all[im_all["condition"] == "corrupted"] if len(im_all) else im_all
         if len(im):
-            top = im.sort_values("diff_mean", ascending=False).iloc[0]
-            d["imitation_top"] = {"kind": top["kind"], "level": float(top["level"]), "rate": float(top["mean"]),
-                                  **{k: float(top[f"diff_{k}"]) for k in ("mean", "low", "high")},
-                                  "verdict": verdict(top["diff_low"], top["diff_high"])}
+            d["imitation_top"] = _imitation_top(im_all)
             d["imitation_cells_above"] = int((im["diff_low"] > 0).sum())
             d["imitation_cells"] = int(len(im))
             # the measure's false positives: another model's replies hold none of the corruptions, so any pattern
@@ -116,6 +172,8 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
         su = res["surprise_cells"]
         su = su[su["model"] == m] if len(su) else su
         if len(su):
+            # altered replies whose text the corruption left as it was: out of the surprise fit
+            d["surprise_unchanged"] = int((unchanged_reply(surprise) & (surprise["model"] == m)).sum())
             d["surprise"] = [{"condition": r["condition"], "kind": r["kind"] if isinstance(r["kind"], str) else None,
                               "level": None if pd.isna(r["level"]) else float(r["level"]),
                               **{k: float(r[k]) for k in ("mean", "low", "high")}} for _, r in su.iterrows()]
@@ -128,6 +186,21 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
                                     "rules_yes": int(r["rules_yes"]), "judge_yes": int(r["judge_yes"])}
         out["models"][m] = d
     return out
+
+
+def flat_metrics(numbers: dict) -> dict:
+    """``metrics.json``: per model the modelled control rates of noticing and recognition, each with its raw
+    counts beside it (``<model>.<outcome>_control_k`` of ``_n``: an all-zero cell's modelled rate is the prior's,
+    not an observed rate), and the modelled difference of the top imitation cell (NaN as null)."""
+    flat = {}
+    for m, d in numbers["models"].items():
+        for k in ("noticing_control", "recognition_control"):
+            if k in d:
+                flat[f"{m}.{k}"] = d[k]["mean"]
+                flat[f"{m}.{k}_k"], flat[f"{m}.{k}_n"] = d[k]["k"], d[k]["n"]
+        if "imitation_top" in d:
+            flat[f"{m}.imitation_top_diff"] = d["imitation_top"]["mean"]
+    return {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in flat.items()}
 
 
 def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = METRICS) -> Path:
@@ -147,12 +220,5 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
         grader_agreement(tables["turns"]).to_parquet(Path(tmp) / "agreement.parquet", index=False)
         examples(tables["turns"], tables["conversations"]).to_parquet(Path(tmp) / "examples.parquet", index=False)
         (Path(tmp) / "numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True, default=float))
-    flat = {}
-    for m, d in numbers["models"].items():
-        for k in ("noticing_control", "recognition_control"):
-            if k in d:
-                flat[f"{m}.{k}"] = d[k]["mean"]
-        if "imitation_top" in d:
-            flat[f"{m}.imitation_top_diff"] = d["imitation_top"]["mean"]
-    atomic_write_json(metrics, {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in flat.items()})
+    atomic_write_json(metrics, flat_metrics(numbers))
     return out

@@ -24,6 +24,54 @@ def _cell(d: dict) -> str:
     return f"{d['kind']} at level {d['level']:g}"
 
 
+def _change(d: dict, name: str, every: str, none: str, side: str, what: str, grade: str = "") -> str:
+    """The sentence on the altered cells of the binary outcome ``name`` (noticing, judge_noticing, recognition)
+    against the control, whose largest ``what`` (change, drop) is looked for to the ``side`` (above, below) of
+    it; ``grade`` opens the sentence where the outcome is not the rules' (the judge's).
+
+    Where every reply of the model gave the same answer in every condition (``every`` / ``none`` says which),
+    the cells' estimates differ only by the prior (it pulls a cell of fewer trials further from 0 or 1), so no
+    cell is named; nor is one where no altered cell's raw rate lies to that side of the control's. Else the
+    cell of the largest raw change, or every cell that ties there on its counts, each with its counts and
+    modelled contrast: which of tied cells the posterior puts furthest is the sampler's noise, not the data."""
+    o, e = d[f"{name}_observed"], d[f"{name}_extreme"]
+    credibly = f"{d[f'{name}_cells_{side}']} of {d[f'{name}_cells']} altered cells were credibly {side}"
+    if o["k"] in (0, o["n"]):
+        return (f"With {every if o['k'] else none}, the altered cells' estimates differ from the control only by "
+                f"the prior; {credibly} it.")
+    if (e["raw_diff"] <= 0) if side == "above" else (e["raw_diff"] >= 0):
+        text = f"no altered cell's raw rate was {side} the control's; {credibly} it."
+    elif not e["tied"]:
+        text = (f"the largest {what} ({_cell(e)}, {e['k']} of {e['n']}) was {_pp(e)}, {WORDS[e['verdict']]} zero; "
+                f"{credibly} the control.")
+    else:
+        cells = [e, *e["tied"]]
+        listed = "; ".join(f"{_cell(c)}, {c['k']} of {c['n']}: {_pp(c)}" for c in cells)
+        text = (f"the largest {what} was shared by {len(cells)} cells with the same raw rate ({listed}); {credibly} "
+                "the control.")
+    text = grade + text
+    return text[0].upper() + text[1:]
+
+
+def _imitation(d: dict) -> str:
+    """The sentence on the corrupted cell whose raw share of pattern words rose most over the control's share for
+    its kind (or every cell that ties there; none where no cell's raw share rose), with the raw counts beside the
+    modelled difference of the typical reply's share."""
+    e = d["imitation_top"]
+    credibly = f"{d['imitation_cells_above']} of {d['imitation_cells']} cells credibly above"
+    if e["raw_diff"] <= 0:
+        return (f"Imitation: in no corrupted cell was the raw share of words showing the pattern above the "
+                f"control's share for its kind; {credibly}.")
+    counts = [f"{c['k']} of {c['n']} words against {c['control_k']} of {c['control_n']} in the control"
+              for c in [e, *e["tied"]]]
+    if not e["tied"]:
+        return (f"Imitation: the share of words of its next reply showing the pattern rose most for {_cell(e)} "
+                f"({counts[0]}), by {_pp(e)} over the control; {credibly}.")
+    listed = "; ".join(f"{_cell(c)}, {n}: {_pp(c)}" for c, n in zip([e, *e["tied"]], counts))
+    return (f"Imitation: the share of words of its next reply showing the pattern rose most, by the same raw "
+            f"amount, in {len(counts)} cells ({listed}); {credibly}.")
+
+
 def model_paragraph(m: str, d: dict) -> str:
     parts = [f"**{m}** ({d['scripts']} conversations, turns {', '.join(map(str, d['turns']))})."]
     if d.get("unchanged_histories"):
@@ -39,17 +87,9 @@ def model_paragraph(m: str, d: dict) -> str:
         parts.append(f"With its clean history ({c['k']} of {c['n']}) the posterior rate is {_p(c)}" + (
             " (the prior keeps an all-zero cell's interval off zero; read it by its upper bound)." if c["k"] == 0
             else "."))
-    none_noticed = d.get("noticing_observed", {}).get("k") == 0
-    if "noticing_extreme" in d and none_noticed:
-        # every cell is 0 of n: the cells' estimates differ by the prior alone, so no cell is "the largest"
-        parts.append(f"With no reply remarking on anything in any condition, the altered cells' estimates differ from "
-                     f"the control only by the prior; {d['noticing_cells_above']} of {d['noticing_cells']} altered "
-                     "cells were credibly above it.")
-    elif "noticing_extreme" in d:
-        e = d["noticing_extreme"]
-        parts.append(f"The largest change under alteration ({_cell(e)}) was {_pp(e)}, {WORDS[e['verdict']]} zero; "
-                     f"{d['noticing_cells_above']} of {d['noticing_cells']} altered cells were credibly above the "
-                     "control.")
+    if "noticing_extreme" in d:
+        parts.append(_change(d, "noticing", "every reply remarking on an oddity in every condition",
+                             "no reply remarking on anything in any condition", "above", "change under alteration"))
     if "judge_agreement" in d:
         a = d["judge_agreement"]
         kappa = _kappa(a["kappa"], "undefined: one grader said no throughout")
@@ -57,9 +97,9 @@ def model_paragraph(m: str, d: dict) -> str:
                      f"{a['rules_yes']}); the two agreed on {100 * a['agreement']:.0f}% of replies (Cohen's kappa "
                      f"{kappa}).")
     if "judge_noticing_extreme" in d:
-        e = d["judge_noticing_extreme"]
-        parts.append(f"By the judge's grade the largest change under alteration ({_cell(e)}) was {_pp(e)}, "
-                     f"{WORDS[e['verdict']]} zero.")
+        parts.append(_change(d, "judge_noticing", "the judge grading every reply as remarking on an oddity in every "
+                             "condition", "the judge grading no reply as remarking on anything in any condition",
+                             "above", "change under alteration", grade="by the judge's grade, "))
     if "recognition_control" in d:
         r = d["recognition_control"]
         po = r.get("p_outside")  # absent from older numbers; NaN where no probability was recorded
@@ -68,14 +108,10 @@ def model_paragraph(m: str, d: dict) -> str:
         parts.append(f"Asked whether it wrote its previous messages exactly as shown, it said yes at a rate of "
                      f"{_p(r)} with the clean history (the model's estimate at the average conversation{raw}).")
     if "recognition_extreme" in d:
-        e = d["recognition_extreme"]
-        parts.append(f"The largest drop ({_cell(e)}) was {_pp(e)}; {d['recognition_cells_below']} of "
-                     f"{d['recognition_cells']} altered cells were credibly below the control.")
+        parts.append(_change(d, "recognition", "every reply answering yes (P(yes) > P(no)) in every condition",
+                             "no reply answering yes in any condition", "below", "drop"))
     if "imitation_top" in d:
-        e = d["imitation_top"]
-        parts.append(f"Imitation: the share of words of its next reply showing the pattern rose most for "
-                     f"{e['kind']} at level {e['level']:g}, by {_pp(e)} over the control; "
-                     f"{d['imitation_cells_above']} of {d['imitation_cells']} cells credibly above.")
+        parts.append(_imitation(d))
         if d.get("imitation_other"):  # the measure on replies after a history without any corruption
             parts.append("After another model's replies, which hold none of the corruptions, the words counted as a "
                          "pattern were " + ", ".join(f"{v['k']} of {v['n']} ({k})"
@@ -83,9 +119,13 @@ def model_paragraph(m: str, d: dict) -> str:
                          + ": the measure's own false positives.")
     if "surprise" in d:
         top = max(d["surprise"], key=lambda r: r["mean"])
-        parts.append(f"Surprise: {d['surprise_cells_above']} of {d['surprise_cells']} altered cells made its earlier "
-                     f"replies credibly less probable to it; the largest, {_cell(top)}, by {fmt(top['mean'], 2)} nats "
-                     f"per token [{fmt(top['low'], 2)}, {fmt(top['high'], 2)}].")
+        n = d["surprise_unchanged"]
+        left = (f"leaving out the {n} corrupted earlier {'reply' if n == 1 else 'replies'} whose text the corruption "
+                "did not change, " if n else "")
+        parts.append(f"Surprise: {left}{d['surprise_cells_above']} of {d['surprise_cells']} altered cells made its "
+                     f"earlier replies credibly less probable to it; the largest, {_cell(top)}, by "
+                     f"{fmt(top['mean'], 2)} nats per token [{fmt(top['low'], 2)}, {fmt(top['high'], 2)}] (the "
+                     "model's estimate at the average conversation and reply).")
     return " ".join(parts)
 
 

@@ -18,10 +18,16 @@ At each measured turn ``t`` (the history holds the replies to turns ``1 .. t-1``
   messages exactly as it appears above?"; P(yes) from one forward pass, normalised over yes / no;
 - (c) **imitation**: for every kind, the counts of words in the reply (a) that show the kind's pattern
   (:func:`reproduce.imitation.pattern_counts`: for substitution, swap and drop a typo of that kind of a word of
-  the clean replies and the scripts), compared with the control condition's reply; graded from the stored
-  replies, so a change to the measure needs no new inference;
+  the reply's reference vocabulary: the model's clean replies at every other script and turn and the scripts'
+  user turns, leaving out the clean reply at the reply's own script and turn in every condition, so that the
+  control reply, which is that clean reply, has the same chance of a spurious hit as any other;
+  :func:`reproduce.imitation.reference_vocabularies`), compared with the control condition's reply; graded
+  from the stored replies after the shards by :func:`reproduce.imitation.grade_replies`, whose module is not in
+  the shard fingerprint, so a change to the measure needs no new inference;
 - (d) **surprise** (``surprise.parquet``): the model's mean log-probability per token of each altered earlier
-  reply given the altered history before it, against the same for its clean reply after the clean history.
+  reply given the altered history before it, against the same for its clean reply after the clean history;
+  with ``changed``, the words the corruption changed in that reply (counted from the clean reply and the
+  seed after the shards: 0 where the corruption left the reply's text as it was).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from . import graders, imitation
-from .corrupt import KINDS, corrupt
+from .corrupt import KINDS, Corrupted, corrupt
 from .engine import derive_seed
 from .errors import ProjectError
 from .hardware import describe
@@ -59,7 +65,7 @@ SCHEMAS = {
         *[Col(f"{c}_{k}", "int", range=(0, float("inf"))) for k in KINDS for c in ("pattern_k", "pattern_n")]]),
     "surprise": Schema("mirror/surprise", [
         *_ARM, Col("logprob", "float"), Col("logprob_clean", "float"), Col("surprise", "float"),
-        Col("n_tokens", "int", range=(0, float("inf")))]),
+        Col("n_tokens", "int", range=(0, float("inf"))), Col("changed", "int", range=(0, float("inf")))]),
 }
 COLUMNS = {part: schema.columns for part, schema in SCHEMAS.items()}
 RECOGNITION_OPTIONS = ("yes", "no")
@@ -98,6 +104,13 @@ def conditions(cfg, models: list[str], model: str) -> list[dict]:
     return out
 
 
+def corrupt_reply(reply: str, kind: str, level: float, seed: int, model: str, script: str, index: int) -> Corrupted:
+    """Reply ``index`` (0-based) of ``model``'s clean conversation ``script`` corrupted by ``kind`` at ``level``
+    (:func:`reproduce.corrupt.corrupt`), seeded per model, script and turn: the same reply is corrupted the same
+    way at every later turn."""
+    return corrupt(reply, kind, level, derive_seed(seed, "mirror", model, script, index))
+
+
 def altered(cond: dict, clean: dict[str, list[str]], other: dict[str, dict[str, list[str]]], script: str,
             model: str, seed: int) -> tuple[list[str], list[int], list[int]]:
     """The history replies of ``script`` under ``cond``, with the words changed and eligible in each."""
@@ -107,8 +120,7 @@ def altered(cond: dict, clean: dict[str, list[str]], other: dict[str, dict[str, 
         return list(replies), zeros, zeros
     if cond["condition"] == "other":
         return list(other[cond["source"]][script]), zeros, zeros
-    out = [corrupt(r, cond["kind"], cond["level"], derive_seed(seed, "mirror", model, script, t))
-           for t, r in enumerate(replies)]
+    out = [corrupt_reply(r, cond["kind"], cond["level"], seed, model, script, t) for t, r in enumerate(replies)]
     return [c.text for c in out], [c.changed for c in out], [c.eligible for c in out]
 
 
@@ -198,6 +210,18 @@ class MirrorRunner:
         out["surprise"] = out["logprob_clean"] - out["logprob"]
         return out
 
+    def reply_changes(self, rows: pd.DataFrame, clean: dict[str, list[str]]) -> list[int]:
+        """Per row of (d): the words the corruption changed in the scored reply itself (0 in the control and
+        other conditions, which corrupt nothing), recomputed from the clean reply and the seed as
+        :func:`altered` corrupts it. A corrupted reply with none changed (``round(level * eligible) = 0``: a short
+        reply at a low level, or one without a ``g`` under insertion) is the clean text, whose log-probability
+        can still move because the history before it was altered; the surprise analysis leaves such replies
+        out by this count, not by their scores."""
+        return [corrupt_reply(clean[s][t - 1], k, lv, self.seed, self.lm.name, s, t - 1).changed
+                if c == "corrupted" else 0
+                for s, t, c, k, lv in zip(rows["script_id"], rows["turn"], rows["condition"], rows["kind"],
+                                          rows["level"])]
+
     def run(self, other: dict[str, dict[str, list[str]]]) -> dict[str, pd.DataFrame]:
         # the clean conversations come first for every model (run_mirror), so here they are read back, which is
         # not a reuse of an earlier run's work and is not counted as one
@@ -209,11 +233,10 @@ class MirrorRunner:
         turns = self.store.cached("turns", lambda: self.turn_rows(clean, other))
         # graded here, after the shard: a change to the rules regrades the stored replies without regenerating them
         turns = turns.assign(notices=[graders.notices_oddity(r) for r in turns["reply"]])
-        vocab = imitation.vocabulary(list(conv["reply"]) + [t for s in self.scripts for t in s["turns"]])
-        counts = {k: [imitation.pattern_counts(r, k, vocab) for r in turns["reply"]] for k in KINDS}
-        turns = turns.assign(**{f"pattern_{c}_{k}": [x[j] for x in counts[k]]
-                                for k in KINDS for j, c in enumerate(("k", "n"))})
+        turns = imitation.grade_replies(turns, conv, [t for s in self.scripts for t in s["turns"]])
         surprise = self.store.cached("surprise", lambda: self.surprise_rows(clean, other))
+        # counted after the shard as well: it needs only the clean replies and the seed, no inference
+        surprise = surprise.assign(changed=self.reply_changes(surprise, clean))
         return {"conversations": conv, "turns": turns, "surprise": surprise}
 
 

@@ -3,7 +3,8 @@
 import pytest
 
 from reproduce.corrupt import KINDS, CorruptionError, corrupt, eligible
-from reproduce.imitation import pattern_counts, pattern_rate, typo_of, vocabulary, words
+from reproduce.imitation import (grade_replies, pattern_counts, pattern_rate, reference_vocabularies, typo_of,
+                                 vocabulary, words)
 
 TEXT = ("Growing tomatoes is a good hobby. Give them a sunny spot, regular watering and a strong stake; "
         "by August the big vines will bring a generous harvest of bright red fruit, and maybe a few green ones. ") * 3
@@ -94,3 +95,30 @@ def test_every_corrupted_word_reads_as_a_typo_of_its_kind(kind):
     out = corrupt(TEXT, kind, 0.6, seed=3)
     changed = [b for a, b in zip(words(TEXT), words(out.text)) if a != b]
     assert changed and all(typo_of(w, kind, vocab) or w.lower() in vocab for w in changed)
+
+
+def test_each_reply_is_graded_against_a_vocabulary_without_its_own_clean_reply():
+    """The control reply at (script, turn) is the clean reply there; graded against a vocabulary that held it,
+    no word of it could be a typo and the control's rate would be zero by construction. Left out, a correctly
+    spelled word one change away from a known word ("bet" beside "get") counts in the control exactly as in a
+    reply after an altered history."""
+    import pandas as pd
+
+    clean = pd.DataFrame({"script_id": ["a", "a", "b"], "turn": [2, 3, 2],
+                          "reply": ["You can get seeds at the store.", "I bet the harvest will be good.",
+                                    "Water them every morning."]})
+    users = ["Where do I find seeds?", "Will it grow?"]
+    vocab = reference_vocabularies({(s, t): r for s, t, r in zip(clean["script_id"], clean["turn"], clean["reply"])},
+                                   users)
+    # every other clean reply and every user turn; the own clean reply only where another text shares a word
+    assert vocab[("a", 3)] == vocabulary([clean["reply"][0], clean["reply"][2], *users])
+    assert "harvest" not in vocab[("a", 3)] and "harvest" in vocab[("a", 2)] and "the" in vocab[("a", 3)]
+    rows = pd.DataFrame({"script_id": ["a", "a", "a"], "turn": [3, 3, 3],
+                         "condition": ["control", "corrupted", "corrupted"],
+                         "reply": [clean["reply"][1], clean["reply"][1], "I bet the harvset will be good."]})
+    graded = grade_replies(rows, clean, users)
+    # bet, the, harvest, will, good: "bet" is a substitution of "get" in the control and in the altered row alike
+    assert list(graded["pattern_k_substitution"]) == [1, 1, 1] and list(graded["pattern_n_substitution"]) == [5] * 3
+    assert list(graded["pattern_k_swap"]) == [0, 0, 0]  # "harvset" would be a swap of "harvest", known only here
+    assert pattern_counts(clean["reply"][1], "substitution", vocabulary([*clean["reply"], *users])) == (0, 5)
+    assert list(graded.columns) == [*rows.columns, *[f"pattern_{c}_{k}" for k in KINDS for c in ("k", "n")]]

@@ -63,8 +63,11 @@ def test_a_small_run_is_recomputable_from_its_stored_conversations(small):
     conv, turns, surprise = out["conversations"], out["turns"], out["surprise"]
     assert set(turns["condition"]) == {"control", "corrupted"} and set(turns["turn"]) == {2, 3}
     assert turns["p_yes"].between(0, 1).all()
-    vocab = vocabulary(list(conv["reply"]) + [t for s in runner.scripts for t in s["turns"]])
-    for _, r in turns.iterrows():  # imitation counts recomputed from the stored reply
+    users = [t for s in runner.scripts for t in s["turns"]]
+    for _, r in turns.iterrows():  # imitation counts recomputed from the stored reply, against the words of the
+        # user turns and of every clean reply but the one at the row's own script and turn, in every condition
+        others = conv[(conv["script_id"] != r["script_id"]) | (conv["turn"] != r["turn"])]
+        vocab = vocabulary(list(others["reply"]) + users)
         for k in KINDS:
             assert pattern_counts(r["reply"], k, vocab) == (r[f"pattern_k_{k}"], r[f"pattern_n_{k}"])
     ctl = surprise[surprise["condition"] == "control"]
@@ -83,6 +86,13 @@ def test_a_small_run_is_recomputable_from_its_stored_conversations(small):
             (r["history_changed"], r["history_eligible"])
         assert all(c.changed == round(0.6 * c.eligible) for c in done if r["kind"] != "swap")
     assert (turns[turns["condition"] == "control"]["history_changed"] == 0).all()
+    # the words changed in each scored earlier reply, recomputed from its clean reply and the seed
+    for _, r in surprise.iterrows():
+        want = (corrupt(clean[r["script_id"]][r["turn"] - 1], r["kind"], r["level"],
+                        derive_seed(0, "mirror", runner.lm.name, r["script_id"], r["turn"] - 1)).changed
+                if r["condition"] == "corrupted" else 0)
+        assert r["changed"] == want
+    assert (surprise.loc[surprise["condition"] == "corrupted", "changed"] > 0).any()
 
 
 def test_control_replies_equal_the_clean_conversation_continued(small):
@@ -143,12 +153,15 @@ def test_the_report_paragraph_states_the_judge_and_its_agreement_with_the_rules(
 
     d = {"scripts": 6, "turns": [2, 3], "noticing_observed": {"k": 0, "n": 132},
          "judge_agreement": {"n": 132, "agreement": 0.56, "kappa": -1e-16, "rules_yes": 0, "judge_yes": 58},
-         "judge_noticing_extreme": {"condition": "other", "kind": None, "level": None, "mean": 0.4, "low": 0.046,
-                                    "high": 0.708, "verdict": "above"}}
+         "judge_noticing_observed": {"k": 58, "n": 132}, "judge_noticing_cells": 7, "judge_noticing_cells_above": 1,
+         "judge_noticing_extreme": {"condition": "other", "kind": None, "level": None, "k": 12, "n": 18,
+                                    "raw_diff": 0.4, "mean": 0.4, "low": 0.046, "high": 0.708, "verdict": "above",
+                                    "tied": []}}
     text = model_paragraph("m", d)
     assert "0 of its 132 replies" in text and "judge graded 58 of 132 replies" in text
     assert "56% of replies (Cohen's kappa 0.00)" in text and "-0.00" not in text
-    assert "another model's replies) was +40.0 points [+4.6, +70.8], credibly above zero" in text
+    assert ("By the judge's grade, the largest change under alteration (another model's replies, 12 of 18) was +40.0 "
+            "points [+4.6, +70.8], credibly above zero; 1 of 7 altered cells were credibly above the control.") in text
     d["judge_agreement"]["kappa"] = None
     assert "kappa undefined" in model_paragraph("m", d)
     assert "judge" not in model_paragraph("m", {"scripts": 6, "turns": [2], "noticing_observed": {"k": 0, "n": 4}})
@@ -206,18 +219,59 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     assert f"in {int(kept.notices.sum())} of its {len(kept)} replies" in text
     assert (f"{int(unchanged.sum())} repl" in text) == bool(unchanged.any())
     assert "The conversations ran on this test's CPU (smollm2-135m 1 s)." in text  # a fresh store: nothing reused
+    import json
+
+    numbers = json.loads((tmp_path / "mirror" / "analysis" / "numbers.json").read_text())["models"][lm.name]
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    kept_ctl = kept[kept.condition == "control"]
+    assert (metrics[f"{lm.name}.noticing_control_k"], metrics[f"{lm.name}.noticing_control_n"]) == \
+        (int(kept_ctl.notices.sum()), len(kept_ctl))
+    # the top imitation cell's rate is its raw share of pattern words in the turn table, the modelled one apart
+    top = numbers["imitation_top"]
+    cell = kept[(kept.kind == top["kind"]) & (kept.level == top["level"])]
+    k, n = int(cell[f"pattern_k_{top['kind']}"].sum()), int(cell[f"pattern_n_{top['kind']}"].sum())
+    assert (top["k"], top["n"], top["rate"]) == (k, n, k / n) and "share" in top
+    base = kept_ctl[f"pattern_n_{top['kind']}"].sum(), kept_ctl[f"pattern_k_{top['kind']}"].sum()
+    assert (top["control_n"], top["control_k"]) == base
+    # altered earlier replies whose text the corruption left as it was are out of the surprise cells
+    sur = pd.read_parquet(raw / "surprise.parquet")
+    cells = pd.read_parquet(tmp_path / "mirror" / "analysis" / "surprise_cells.parquet")
+    same = (sur.condition == "corrupted") & (sur.changed == 0)
+    assert numbers["surprise_unchanged"] == int(same.sum())
+    assert cells["n"].sum() == int(((sur.condition != "control") & ~same).sum())
 
 
-def test_with_no_reply_noticing_anything_no_cell_is_named_the_largest_change():
+def test_with_every_reply_giving_one_answer_no_cell_is_named_the_largest_change():
+    """All-zero noticing and all-yes or all-no recognition: the cells' estimates differ only by the prior (a cell of
+    4 replies is pulled further from 0 or 1 than one of 6), so no cell is named; nor where no altered cell's raw
+    rate lies on the side looked for."""
     from report.mirror import model_paragraph
 
-    e = {"condition": "corrupted", "kind": "capitalisation", "level": 0.3, "mean": 0.008, "low": -0.1,
-         "high": 0.2, "verdict": "unclear"}
+    e = {"condition": "corrupted", "kind": "capitalisation", "level": 0.3, "k": 1, "n": 6, "raw_diff": 1 / 6,
+         "mean": 0.008, "low": -0.1, "high": 0.2, "verdict": "unclear", "tied": []}
     d = {"scripts": 3, "turns": [2, 3], "noticing_extreme": e, "noticing_cells": 7, "noticing_cells_above": 0}
     zero = model_paragraph("m", {**d, "noticing_observed": {"k": 0, "n": 48}})
     assert "largest change" not in zero and "only by the prior; 0 of 7 altered cells" in zero
     some = model_paragraph("m", {**d, "noticing_observed": {"k": 2, "n": 48}})
-    assert "The largest change under alteration (capitalisation at level 0.3) was" in some
+    assert ("The largest change under alteration (capitalisation at level 0.3, 1 of 6) was +0.8 points [−10.0, "
+            "+20.0], not distinguishable from zero; 0 of 7 altered cells were credibly above the control.") in some
+    flat = model_paragraph("m", {**d, "noticing_observed": {"k": 2, "n": 48},
+                                 "noticing_extreme": {**e, "raw_diff": 0.0}})
+    assert "No altered cell's raw rate was above the control's; 0 of 7 altered cells were credibly above it." in flat
+    drop = {**e, "kind": "insertion", "k": 4, "n": 4, "raw_diff": 0.0, "mean": -0.052, "low": -0.44, "high": 0.29}
+    r = {"scripts": 3, "turns": [2, 3], "recognition_extreme": drop, "recognition_cells": 7,
+         "recognition_cells_below": 0}
+    yes = model_paragraph("m", {**r, "recognition_observed": {"k": 44, "n": 44}})
+    assert "largest drop" not in yes and "−5.2" not in yes
+    assert ("With every reply answering yes (P(yes) > P(no)) in every condition, the altered cells' estimates differ "
+            "from the control only by the prior; 0 of 7 altered cells were credibly below it.") in yes
+    no = model_paragraph("m", {**r, "recognition_observed": {"k": 0, "n": 44},
+                               "recognition_extreme": {**drop, "k": 0}})
+    assert "With no reply answering yes in any condition, the altered cells' estimates differ" in no
+    assert "largest drop" not in no
+    one = model_paragraph("m", {**r, "recognition_observed": {"k": 40, "n": 44},
+                                "recognition_extreme": {**drop, "k": 0, "raw_diff": -1.0}})
+    assert "The largest drop (insertion at level 0.3, 0 of 4) was −5.2 points [−44.0, +29.0]" in one
 
 
 def test_a_corrupted_history_left_unchanged_is_no_altered_trial():
@@ -241,10 +295,14 @@ def test_a_corrupted_history_left_unchanged_is_no_altered_trial():
 def test_the_section_gives_the_imitation_measures_false_positives_after_another_models_replies():
     from report.mirror import model_paragraph
 
-    top = {"kind": "substitution", "level": 0.6, "mean": 0.09, "low": -0.08, "high": 0.37}
+    top = {"condition": "corrupted", "kind": "substitution", "level": 0.6, "k": 8, "n": 89, "rate": 8 / 89,
+           "control_k": 1, "control_n": 111, "raw_diff": 8 / 89 - 1 / 111, "share": 0.1, "mean": 0.09, "low": -0.08,
+           "high": 0.37, "verdict": "unclear", "tied": []}
     d = {"scripts": 3, "turns": [2, 3], "imitation_top": top, "imitation_cells": 6, "imitation_cells_above": 0,
          "imitation_other": {"substitution": {"k": 2, "n": 174}, "capitalisation": {"k": 0, "n": 174}}}
     text = model_paragraph("m", d)
+    assert ("rose most for substitution at level 0.6 (8 of 89 words against 1 of 111 in the control), by +9.0 "
+            "points [−8.0, +37.0] over the control; 0 of 6 cells credibly above.") in text
     assert ("the words counted as a pattern were 0 of 174 (capitalisation), 2 of 174 (substitution): the "
             "measure's own false positives.") in text
     assert "false positives" not in model_paragraph("m", {k: v for k, v in d.items() if k != "imitation_other"})

@@ -80,7 +80,7 @@ def test_simulated_tables_have_the_stage_schemas(sim):
 
 
 @pytest.mark.parametrize("table,column", [("turns", "p_yes"), ("turns", "pattern_n_swap"), ("turns", "script_id"),
-                                          ("surprise", "logprob_clean")])
+                                          ("surprise", "logprob_clean"), ("surprise", "changed")])
 def test_a_missing_column_is_named(sim, table, column):
     rows = sim[0][table].drop(columns=column)
     with pytest.raises(DataError, match=f"the mirror {table} table lacks the column.*'{column}'"):
@@ -235,19 +235,25 @@ def test_judge_grades_get_raw_rates_and_an_agreement_table_counted_by_hand(sim):
         assert np.isclose(ag.loc[m, "agreement"], po) and np.isclose(ag.loc[m, "kappa"], (po - pe) / (1 - pe))
 
 
-def test_a_corrupted_reply_left_unchanged_is_dropped_up_to_float_rounding(sim):
-    from analysis.mirror.surprise import surprise_design
+def test_a_corrupted_reply_whose_text_was_not_changed_is_dropped_whatever_its_score(sim):
+    """Left out by the corruption's count of changed words, not by the score: a reply the corruption left as it
+    was can score differently from the clean one (the history before it was altered: -0.005 nats per token in
+    the review's run), and a changed reply can score as the clean one and is a real measurement of 0."""
+    from analysis.mirror.surprise import surprise_design, unchanged_reply
 
-    sur = sim[0]["surprise"]
-    corrupted = np.flatnonzero((sur["condition"] == "corrupted").to_numpy())
-    a, b = corrupted[:2]
-    sur = sur.copy()
-    # one reply identical to its clean reply but scored in another batch (5e-7 nats per token apart), one exactly
-    sur.loc[sur.index[a], "logprob"] = sur.loc[sur.index[a], "logprob_clean"] + 5e-7
-    sur.loc[sur.index[b], "logprob"] = sur.loc[sur.index[b], "logprob_clean"]
+    sur = sim[0]["surprise"].copy()
+    a, b = np.flatnonzero((sur["condition"] == "corrupted").to_numpy())[:2]
+    sur.loc[sur.index[a], "changed"] = 0  # unchanged text, its simulated surprise away from 0 kept
+    assert sur.loc[sur.index[a], "surprise"] != 0
+    sur.loc[sur.index[b], "logprob"] = sur.loc[sur.index[b], "logprob_clean"]  # changed text, scored alike
     sur["surprise"] = sur["logprob_clean"] - sur["logprob"]
     full = surprise_design(sim[0]["surprise"])
-    assert surprise_design(sur).mask.sum() == full.mask.sum() - 2  # both left out of the likelihood
+    assert surprise_design(sur).mask.sum() == full.mask.sum() - 1  # a out of the likelihood, b in it
+    assert list(np.flatnonzero(unchanged_reply(R.check_table(sur, "surprise")).to_numpy())) == [a]
+    # an unchanged control or other row is no corrupted reply: those are the references and the other model's
+    assert not unchanged_reply(R.check_table(sim[0]["surprise"], "surprise")).any()
+    with pytest.raises(DataError, match="'changed'"):
+        surprise_design(sur.assign(changed=-1))
 
 
 @pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
@@ -265,3 +271,125 @@ def test_the_headline_numbers_count_the_imitation_measure_after_another_models_r
         for k in kinds:  # counted by hand from the turn table
             assert d["imitation_other"][k] == {"k": int(oth[f"pattern_k_{k}"].sum()),
                                                "n": int(oth[f"pattern_n_{k}"].sum())}
+
+
+# ------------------------------------------------------------------- the numbers the manuscript quotes
+def _results(noticing: dict, recognition: dict, imitation: dict, model: str = "m") -> tuple[dict, dict]:
+    """Hand-made result tables of one model as :func:`analysis.mirror.fit_all` returns them, and the tables
+    :func:`analysis.mirror_stage.headline_numbers` reads with them. ``noticing`` and ``recognition`` map a cell
+    (condition, kind, level) to (k, n, modelled contrast with the control); ``imitation`` maps one to (k, n,
+    modelled share, modelled difference from the kind's control), the controls as ("control", kind, 0.0)."""
+    def binary(cells: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+        rows = [{"model": model, "condition": c, "kind": k, "level": np.nan if c == "other" else lv, "n": n, "k": kk,
+                 "rate": kk / n, "mean": kk / n, "low": 0.0, "high": 1.0} for (c, k, lv), (kk, n, _) in cells.items()]
+        con = [{"model": model, "condition": c, "kind": k, "level": np.nan if c == "other" else lv, "vs": "control",
+                "mean": d, "low": d - 0.3, "high": d + 0.3, "p_positive": 0.5}
+               for (c, k, lv), (_, _, d) in cells.items() if c != "control"]
+        return pd.DataFrame(rows), pd.DataFrame(con)
+
+    res = {}
+    for name, cells in (("noticing", noticing), ("recognition", recognition)):
+        res[f"{name}_cells"], res[f"{name}_contrasts"] = binary(cells)
+    for part in ("cells", "contrasts"):  # no judge ran
+        res[f"judge_noticing_{part}"] = pd.DataFrame(columns=["model", "mean", "low", "high"])
+    res["imitation_cells"] = pd.DataFrame([
+        {"model": model, "condition": c, "kind": k, "level": lv, "replies": 6, "n": n, "k": kk, "rate": kk / n,
+         "mean": share, "low": 0.0, "high": 0.5, "diff_mean": d, "diff_low": d - 0.2, "diff_high": d + 0.2}
+        for (c, k, lv), (kk, n, share, d) in imitation.items()])
+    res["surprise_cells"] = pd.DataFrame(columns=["model", "mean", "low", "high"])
+    turns = pd.DataFrame({"model": [model], "script_id": ["s"], "turn": [2], "condition": ["control"], "kind": [None],
+                          "level": [0.0], "history_changed": [0], "judge_notices": [np.nan], "p_outside": [0.1]})
+    return res, {"turns": turns, "surprise": pd.DataFrame()}
+
+
+NOTICED = {("control", None, 0.0): (0, 6, 0.0), ("corrupted", "insertion", 0.3): (1, 6, 0.05),
+           ("corrupted", "capitalisation", 0.3): (0, 6, 0.01), ("other", None, None): (0, 6, 0.0)}
+IMITATED = {("control", "substitution", 0.0): (0, 111, 0.04, np.nan),
+            ("corrupted", "substitution", 0.6): (3, 89, 0.13, 0.09)}
+#: smollm2-135m's recognition in the review's run: three cells of 0 of 6 against 1 of 6 in the control, whose
+#: modelled drops (-9.9, -10.17, -10.19 points) differ by the sampler's noise alone
+TIED = {("control", None, 0.0): (1, 6, 0.0), ("corrupted", "insertion", 0.3): (1, 6, 0.004),
+        ("corrupted", "insertion", 0.6): (0, 6, -0.0990), ("corrupted", "substitution", 0.3): (1, 6, 0.010),
+        ("corrupted", "substitution", 0.6): (0, 6, -0.1017), ("corrupted", "capitalisation", 0.3): (0, 6, -0.1019),
+        ("corrupted", "capitalisation", 0.6): (1, 6, 0.004), ("other", None, None): (2, 6, 0.116)}
+
+
+def test_cells_that_tie_on_their_counts_are_all_named_and_none_is_picked_by_the_posterior():
+    from analysis.mirror_stage import headline_numbers
+    from report.mirror import model_paragraph
+
+    res, tables = _results(NOTICED, TIED, IMITATED)
+    e = headline_numbers(res, tables)["models"]["m"]["recognition_extreme"]
+    cells = [(c["kind"], c["level"], c["k"], c["n"]) for c in [e, *e["tied"]]]
+    # the fixed cell order (kinds as in KINDS, then level), not the most negative posterior mean (capitalisation)
+    assert cells == [("insertion", 0.6, 0, 6), ("substitution", 0.6, 0, 6), ("capitalisation", 0.3, 0, 6)]
+    assert e["raw_diff"] == pytest.approx(-1 / 6) and e["mean"] == -0.0990
+    # the same choice whatever the order of the rows and whichever tied cell the sampler happened to put lowest
+    shuffled = {k: (v[0], v[1], -0.3 if k == ("corrupted", "substitution", 0.6) else v[2]) for k, v in TIED.items()}
+    res2, _ = _results(NOTICED, dict(reversed(list(shuffled.items()))), IMITATED)
+    res2["recognition_contrasts"] = res2["recognition_contrasts"].sample(frac=1.0, random_state=1)
+    e2 = headline_numbers(res2, tables)["models"]["m"]["recognition_extreme"]
+    assert [(c["kind"], c["level"]) for c in [e2, *e2["tied"]]] == [c[:2] for c in cells]
+    text = model_paragraph("m", headline_numbers(res, tables)["models"]["m"])
+    assert ("The largest drop was shared by 3 cells with the same raw rate (insertion at level 0.6, 0 of 6: "
+            "−9.9 points [−39.9, +20.1]; substitution at level 0.6, 0 of 6: −10.2 points [−40.2, +19.8]; "
+            "capitalisation at level 0.3, 0 of 6: −10.2 points [−40.2, +19.8]); 0 of 7 altered cells were credibly "
+            "below the control.") in text
+    # noticing: one cell above the control's 0 of 6, named with its counts
+    assert "The largest change under alteration (insertion at level 0.3, 1 of 6) was +5.0 points" in text
+
+
+def test_a_model_that_says_yes_in_every_cell_gets_no_largest_drop():
+    """gemma3-270m in the review's run: 6 of 6 in the control and every cell, 4 of 4 where unchanged histories
+    were left out; the prior pulls the 4-trial cells further from 1 (a modelled drop of 5.2 points the data do
+    not contain)."""
+    from analysis.mirror_stage import headline_numbers
+    from report.mirror import model_paragraph
+
+    yes = {k: ((n := 4 if k[1] == "insertion" else 6), n, -0.052 if k[1] == "insertion" else -0.005)
+           for k in TIED}
+    res, tables = _results(NOTICED, yes, IMITATED)
+    d = headline_numbers(res, tables)["models"]["m"]
+    assert d["recognition_observed"] == {"k": 44, "n": 44} and d["recognition_extreme"]["raw_diff"] == 0
+    text = model_paragraph("m", d)
+    assert "largest drop" not in text and "−5.2" not in text
+    assert ("With every reply answering yes (P(yes) > P(no)) in every condition, the altered cells' estimates differ "
+            "from the control only by the prior; 0 of 7 altered cells were credibly below it.") in text
+
+
+def test_the_top_imitation_cell_is_chosen_by_its_counts_and_quotes_its_raw_rate_beside_the_modelled_share():
+    from analysis.mirror_stage import flat_metrics, headline_numbers
+    from report.mirror import model_paragraph
+
+    imitated = {("control", "substitution", 0.0): (1, 111, 0.04, np.nan),
+                ("control", "capitalisation", 0.0): (0, 140, 0.03, np.nan),
+                ("corrupted", "substitution", 0.6): (11, 89, 0.127, 0.05),  # raw +11.5 points over the control
+                ("corrupted", "capitalisation", 0.3): (4, 40, 0.09, 0.15),  # raw +10.0: modelled higher, not chosen
+                ("corrupted", "capitalisation", 0.6): (3, 30, 0.09, 0.12)}
+    res, tables = _results(NOTICED, TIED, imitated)
+    numbers = headline_numbers(res, tables)
+    top = numbers["models"]["m"]["imitation_top"]
+    assert (top["kind"], top["level"], top["k"], top["n"]) == ("substitution", 0.6, 11, 89) and not top["tied"]
+    assert top["rate"] == 11 / 89 and top["share"] == 0.127 and top["mean"] == 0.05  # raw, modelled, difference
+    assert (top["control_k"], top["control_n"]) == (1, 111) and top["raw_diff"] == pytest.approx(11 / 89 - 1 / 111)
+    assert ("rose most for substitution at level 0.6 (11 of 89 words against 1 of 111 in the control), by +5.0 "
+            "points" in model_paragraph("m", numbers["models"]["m"]))
+    assert flat_metrics(numbers)["m.imitation_top_diff"] == 0.05
+    # two cells with the same raw rise (4 of 40 and 3 of 30 over 0 of 140): both named
+    del imitated[("corrupted", "substitution", 0.6)]
+    res, tables = _results(NOTICED, TIED, {**imitated, ("corrupted", "substitution", 0.6): (1, 89, 0.01, 0.0)})
+    d = headline_numbers(res, tables)["models"]["m"]
+    assert [(c["level"], c["k"], c["n"]) for c in [d["imitation_top"], *d["imitation_top"]["tied"]]] == \
+        [(0.3, 4, 40), (0.6, 3, 30)]
+    assert ("rose most, by the same raw amount, in 2 cells (capitalisation at level 0.3, 4 of 40 words against 0 of "
+            "140 in the control: +15.0 points [−5.0, +35.0]; capitalisation at level 0.6, 3 of 30 words against 0 "
+            "of 140 in the control: +12.0 points [−8.0, +32.0])") in model_paragraph("m", d)
+
+
+def test_the_metrics_give_the_raw_counts_beside_each_modelled_control_rate():
+    from analysis.mirror_stage import flat_metrics, headline_numbers
+
+    res, tables = _results(NOTICED, TIED, IMITATED)
+    flat = flat_metrics(headline_numbers(res, tables))
+    assert flat["m.noticing_control"] == 0.0 and (flat["m.noticing_control_k"], flat["m.noticing_control_n"]) == (0, 6)
+    assert (flat["m.recognition_control_k"], flat["m.recognition_control_n"]) == (1, 6)

@@ -8,7 +8,8 @@ changed) and ``other`` (another model's replies shown as the model's own). At ea
 P(yes) to "did you write each of your previous messages exactly as it appears above?"; (c) for every kind
 the counts ``pattern_k_<kind>`` of the reply's words showing that kind's pattern out of ``pattern_n_<kind>``
 eligible words; the ``surprise`` table holds (d) ``surprise = logprob_clean - logprob``, the drop in the
-model's mean log-probability per token of an altered earlier reply against its clean reply.
+model's mean log-probability per token of an altered earlier reply against its clean reply, and ``changed``,
+the words the corruption changed in that reply (0: its text is the clean one, and it is left out).
 
 A *cell* is one condition level: ``control``, ``other``, or one (kind, level) of ``corrupted``; a cell of
 one model is a *model cell*. Unlike the concept-injection analysis (:mod:`analysis.injection`, one fit per

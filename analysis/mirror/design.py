@@ -57,7 +57,7 @@ COLUMNS = {
               "reply", "notices", "judge_notices", "p_yes", "p_outside",
               *[f"{c}_{k}" for k in KINDS for c in ("pattern_k", "pattern_n")]],
     "surprise": ["model", "script_id", "condition", "kind", "level", "turn", "logprob", "logprob_clean", "surprise",
-                 "n_tokens"],
+                 "n_tokens", "changed"],
 }
 CELL = ["condition", "kind", "level"]
 OUTCOMES = ("notices", "judge_notices")  # the noticing model's outcome: the rules' grade or the judge's
@@ -119,6 +119,11 @@ def check_table(rows: pd.DataFrame, table: str) -> pd.DataFrame:
         s = rows["surprise"].to_numpy(dtype=float)
         if np.isinf(s).any():
             raise DataError("the mirror surprise table has infinite surprise values: recompute those rows")
+        changed = pd.to_numeric(rows["changed"], errors="coerce").to_numpy(dtype=float)
+        if not (np.isfinite(changed) & (changed >= 0)).all():
+            raise DataError("the mirror surprise table has rows whose 'changed' (the words the corruption changed in "
+                            "the reply) is missing or negative: rerun the mirror stage, which counts it")
+        rows["changed"] = changed.astype(np.int64)
     return rows
 
 

@@ -141,7 +141,9 @@ def simulate_surprise(seed: int = 0, models: tuple[str, ...] = ("model_a", "mode
     (control rows have surprise 0, as the stage writes them). The surprise of a corrupted reply is
     ``model_scale * SURPRISE_PER_LEVEL[kind] * level``, of another model's reply ``other`` (per model), plus a
     script effect (``script_sd``), a (model, script, turn) reply effect (``reply_sd``) and Student-t noise
-    (``df``, scale ``noise + noise_per_level * level``; other: ``noise + 0.3 * noise_per_level``).
+    (``df``, scale ``noise + noise_per_level * level``; other: ``noise + 0.3 * noise_per_level``). ``changed``:
+    ``round(level * n_tokens)`` words on corrupted rows (a reply taken to have one eligible word per token, so
+    every corrupted reply is altered), 0 on the others.
 
     ``truth``: ``cells`` (``model, condition, kind, level, mean`` at the average conversation and reply)."""
     rng = np.random.default_rng(seed)
@@ -167,7 +169,8 @@ def simulate_surprise(seed: int = 0, models: tuple[str, ...] = ("model_a", "mode
                     sur = 0.0 if cond == "control" else mean + s_eff[j] + r_eff[j, i] + sd * rng.standard_t(df)
                     recs.append({"model": m, "script_id": s, "condition": cond, "kind": kind, "level": level,
                                  "turn": t, "logprob": clean[j, i] - sur, "logprob_clean": clean[j, i],
-                                 "surprise": sur, "n_tokens": int(n_tokens[j, i])})
+                                 "surprise": sur, "n_tokens": int(n_tokens[j, i]),
+                                 "changed": int(round(level * n_tokens[j, i])) if cond == "corrupted" else 0})
     rows = pd.DataFrame(recs)
     rows["kind"] = rows["kind"].astype(object)
     return rows[COLUMNS["surprise"]], {"cells": pd.DataFrame(truth)}

@@ -43,20 +43,22 @@ class SurpriseDesign:
     dropped: int  # rows without a surprise (no clean reference to compare with)
 
 
-#: nats per token within which a corrupted reply's mean log-probability counts as its clean reply's (unchanged)
-UNCHANGED_ATOL = 1e-4
+def unchanged_reply(rows: pd.DataFrame) -> pd.Series:
+    """Per row of a (checked) surprise table: a corrupted reply whose text the corruption did not change
+    (``changed == 0``: ``round(level * eligible)`` came to no word, as for a short reply at a low level or one
+    without a ``g`` under insertion). It is the clean reply itself, so its score says nothing about how the model
+    reads its reply altered; yet it need not score as the clean one (the history before it can be altered, and
+    the same text scored in another batch moves by float rounding), so it is recognised by the corruption's
+    count of changed words, not by its score."""
+    return (rows["condition"] == "corrupted") & (rows["changed"] == 0)
 
 
 def surprise_design(surprise: pd.DataFrame) -> SurpriseDesign:
     rows = check_table(surprise, "surprise")
     rows = rows[rows["condition"] != "control"]
-    # a corrupted reply that the corruption left unchanged (a short reply at a low level: round(level * n) = 0)
-    # is the clean reply itself, with a surprise of exactly 0 that says nothing about noticing; a pile of such
-    # exact zeros would collapse a cell's noise scale. "Unchanged" up to float32 rounding: the same reply scored
-    # in another batch can differ by 1e-6 nats per token, while one changed token moves the mean by far more
-    same = np.isclose(rows["logprob"].to_numpy(dtype=float), rows["logprob_clean"].to_numpy(dtype=float),
-                      rtol=0.0, atol=UNCHANGED_ATOL)
-    rows = rows[~((rows["condition"] == "corrupted").to_numpy() & same)]
+    # corrupted replies that the corruption left as they were are no altered replies (:func:`unchanged_reply`);
+    # kept, a pile of near-zero surprises would also collapse a cell's noise scale
+    rows = rows[~unchanged_reply(rows)]
     finite = np.isfinite(rows["surprise"].to_numpy(dtype=float))
     dropped = int((~finite).sum())
     rows = rows[finite]
@@ -136,9 +138,12 @@ def surprise_model(surprise: pd.DataFrame) -> pm.Model:
     such as insertion at a low level, borrows strength; with independent HalfNormal scales the ``default``
     profile's 8 conversations left that cell's scale just under the ESS gate), and the Student-t likelihood keeps a few replies whose score jumps (a
     corrupted word that the tokenizer splits badly) from moving the means. Control rows (surprise 0 by
-    construction) are not modelled; rows without a surprise (no clean reference) are left out. Quantity
+    construction) are not modelled; corrupted replies whose text the corruption did not change
+    (:func:`unchanged_reply`) and rows without a surprise (no clean reference) are left out. Quantity
     (:func:`surprise_summary`): ``c * theta`` per model cell, the mean surprise at the average conversation
-    and reply, in nats per token."""
+    and reply, in nats per token: standardised to all the model's scored replies, including those a cell has
+    no row for (replies insertion could not alter, having no ``g``), so it can differ from the cell's raw mean
+    over the replies it did alter."""
     import pymc as pm
     import pytensor.tensor as pt
 
