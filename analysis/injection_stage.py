@@ -103,8 +103,8 @@ def degeneration(coh: pd.DataFrame) -> pd.DataFrame:
 
 
 #: the agreement table: per model and pair of gradings, the answers, raw agreement and Cohen's kappa; for the
-#: rules against the forced choice also how many each counted as a detection (kappa is 0 by construction when
-#: one of them counts none or all)
+#: rules against the forced choice also how many each counted as a detection (when one of them counts none or
+#: all, kappa carries no information: 0, or undefined when both do)
 AGREEMENT_COLUMNS = ["model", "pair", "n", "agreement", "kappa", "rules_k", "forced_k"]
 
 
@@ -178,10 +178,12 @@ def top_cell(cells: pd.DataFrame, raw: pd.Series, lowest: bool = False) -> tuple
     difference of two), and the other cells that tie with it on that value. Tied cells are taken in a fixed
     order (layer fraction, then strength), so the modelled estimates' Monte Carlo noise never picks among equal
     counts; a reader is told of the tie (``[{"layer_fraction", "strength"}, ...]``)."""
-    order = cells.assign(_raw=raw.to_numpy()).sort_values(["_raw", "layer_fraction", "strength"],
-                                                          ascending=[lowest, True, True], kind="stable")
+    # rounded, so that equal counts compare equal: a difference of two rates (1/6 - 3/6 against 0/6 - 2/6) can
+    # differ in its last bit, which would otherwise decide the order
+    order = cells.assign(_raw=np.round(raw.to_numpy(dtype=float), 12)).sort_values(
+        ["_raw", "layer_fraction", "strength"], ascending=[lowest, True, True], kind="stable")
     best = order.iloc[0]
-    tied = order.iloc[1:][np.isclose(order["_raw"].iloc[1:], best["_raw"])]
+    tied = order.iloc[1:][order["_raw"].iloc[1:] == best["_raw"]]
     return best.drop("_raw"), [{"layer_fraction": float(r["layer_fraction"]), "strength": float(r["strength"])}
                                for _, r in tied.iterrows()]
 

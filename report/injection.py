@@ -36,14 +36,14 @@ def _kappa(k: float | None, undefined: str = "undefined") -> str:
 WORDS = {"above": "above", "below": "below", "unclear": "not distinguishable from"}
 
 
-def _ties(cell: dict) -> str:
+def _ties(cell: dict, what: str = "raw rate") -> str:
     """``; tied on the counts with ...`` for a best cell whose raw counts other cells share (the first in a fixed
     order is reported: the modelled estimates of equal counts differ only by their Monte Carlo noise)."""
     tied = cell.get("tied") or []
     if not tied:
         return ""
     where = _join([f"layer fraction {t['layer_fraction']:g}, strength {t['strength']:g}" for t in tied])
-    return f"; {len(tied)} other cell{'s' if len(tied) > 1 else ''} had the same raw rate: {where}"
+    return f"; {len(tied)} other cell{'s' if len(tied) > 1 else ''} had the same {what}: {where}"
 
 
 def _table(df: pd.DataFrame, caption: str, label: str) -> str:
@@ -219,7 +219,7 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
             s = c["strongest"]
             parts.append(f"Prefill detection, {label}: in the cell with the most negative raw difference in the share "
                          f"of trials called an accident (P(\"accident\") > 1/2) the difference was {_pp(s)} (layer "
-                         f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}{_ties(s)}); {c['cells_below']} of "
+                         f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}{_ties(s, 'raw difference')}); {c['cells_below']} of "
                          f"{c['cells']} cells credibly below zero, {c['cells_above']} credibly above.")
     pc = _cells(tables, "prefill_conditions", m)
     if pc is not None and d.get("prefill"):
@@ -245,9 +245,9 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
             which, k = (("rules", a["rules_claims"]) if a.get("rules_claims") in (0, a["n"])
                         else ("forced-choice answers", a["forced_choice_detected"]))
             parts.append(f"The {which} counted a detection in {k} of the {a['n']} free-text trials, so their agreement "
-                         f"({100 * a['agreement']:.0f}%) is only the share the other grading counted "
-                         f"{'none' if k == 0 else 'every one'} of, and Cohen's kappa ({_kappa(a['kappa'])}) carries no "
-                         "information.")
+                         f"({100 * a['agreement']:.0f}%) is only the share of trials the other grading counted "
+                         f"{'no detection in' if k == 0 else 'a detection in'}, and Cohen's kappa "
+                         f"({_kappa(a['kappa'])}) carries no information.")
         else:
             parts.append(f"The rule-graded free text claimed detection in agreement with the forced-choice answer of "
                          f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa "

@@ -23,7 +23,7 @@ CLAIM = re.compile(
     # ("... to say yes or no" is no claim)
     r"(?:^|(?<=[.!?:\n]))[\s\"'*]*yes\b|"
     r"\b(i (?:do |can |now |definitely |clearly )?(?:notice|detect|sense|feel|perceive|am aware of)\b|"
-    r"there(?: is|'s| seems to be| appears to be) (?:an? )?(?:injected|unusual|foreign|new)|"
+    r"there(?: is|['\u2019]s| seems to be| appears to be) (?:an? )?(?:injected|unusual|foreign|new)|"
     r"(?:an|the) injected thought (?:you (?:are|were) (?:referring to|asking about) )?(?:is|seems|appears)|"
     r"i(?:'m| am) (?:noticing|detecting|sensing))", re.I)
 DENIAL = re.compile(
@@ -63,8 +63,10 @@ def detection_before_naming(text: str, word: str) -> bool:
 #: a word of three or more parts joined by apostrophes ("freund's's", "be'n'em's"): English has hardly any
 #: (a contraction or possessive joins two), degenerate text strings them
 APOSTROPHE_CHAIN = re.compile(r"[A-Za-z]+'[A-Za-z]+'[A-Za-z]")
-#: five or more punctuation or symbol characters in a row, spaces between them allowed ("& & & & &", "|| >! *")
-SYMBOL_RUN = re.compile(r"(?:[^\w\s]\s*){5,}")
+#: five or more punctuation or symbol characters in a row within a line, spaces between them allowed ("& & & & &",
+#: "|| >! *"); a line that is only a Markdown rule ("-----") is no such run
+SYMBOL_RUN = re.compile(r"(?:[^\w\s][ \t]*){5,}")
+MARKDOWN_RULE = re.compile(r"^[ \t]*([-*_=])(?:[ \t]*\1){2,}[ \t]*$", re.M)
 
 
 def coherent(text: str, min_words: int = 3) -> bool:
@@ -78,7 +80,7 @@ def coherent(text: str, min_words: int = 3) -> bool:
     chars = [c for c in text if not c.isspace()]
     if len(words) < min_words or not chars:
         return False
-    if APOSTROPHE_CHAIN.search(text) or SYMBOL_RUN.search(text):
+    if APOSTROPHE_CHAIN.search(text) or SYMBOL_RUN.search(MARKDOWN_RULE.sub("", text)):
         return False
     if sum(len(w) <= 2 for w in words) > len(words) / 2 or text.strip().count("\n") > len(words) / 3:
         return False

@@ -12,10 +12,11 @@ kept out of every shard fingerprint, so a change to the measure regrades without
 **The reference vocabulary** of a reply at script ``s`` and turn ``t`` (:func:`reference_vocabularies`) is
 leave-one-out: the words of the same model's clean replies at every *other* (script, turn) of the run, and of
 the user turns of every script that ran. It leaves out the clean reply at ``(s, t)`` itself, in every condition
-alike. Why: the control condition's reply at ``(s, t)`` *is* that clean reply (its history is the clean one),
-so with the clean reply in the vocabulary every word of a control reply would be known and the control could
-score no typo at all, while a reply after an altered history, which says things the clean reply does not,
-could; the control baseline would then be zero by construction and any imitation contrast biased upwards.
+alike. Why: the control condition's reply at ``(s, t)`` is that clean reply generated again after the same clean
+history (the same text up to batching's float rounding), so with the clean reply in the vocabulary nearly every
+word of a control reply would be known and the control could score almost no typo, while a reply after an
+altered history, which says things the clean reply does not, could; the control baseline would then be about
+zero by construction and any imitation contrast biased upwards.
 With the reply's own clean reply left out everywhere, a correctly spelled word one change away from a known
 word (``bet`` beside ``get``) counts alike in every condition, and the control's rate is the baseline of such
 chance hits. (A typo of a word that only the clean reply at ``(s, t)`` uses is missed, in every condition

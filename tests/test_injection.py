@@ -71,8 +71,13 @@ def test_an_unknown_concept_is_refused_before_any_model_is_loaded(tmp_path, monk
      False, False, False, False),
     ("No, you're uruhan. But maybe if you give me the urama.\n\nLook, you mummy, just an :shuffleyourhumarms& & & "
      "& & & & || >! * > && upumam", "umbrella", False, False, False, False),
-    # a contraction, a possessive and a quoted word are ordinary English
+    # a contraction, a possessive and a quoted word are ordinary English, and Markdown is no symbol run
     ("I don't think the word 'kettle' is in the user's question at all.", "kettle", False, True, False, True),
+    ("I notice something: **a kettle**.\n\n* **Why:** it feels warm, and it is whistling on the stove now.",
+     "kettle", True, True, True, True),
+    ("It seems to be about a kettle on a stove, I think, and it is warm.\n-----\nThat is all I can say.", "kettle",
+     False, True, False, True),
+    ("There\u2019s an unusual thought, about a kettle.", "kettle", True, True, True, True),
 ])
 def test_rule_graders_on_hand_written_answers(text, word, claims, names, before, coherent):
     g = graders.grade_injection_text(text, word)

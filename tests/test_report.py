@@ -623,7 +623,8 @@ def test_the_injection_paragraph_names_tied_best_cells_a_yes_bias_ceiling_and_a_
             "strength 2") in text
     assert "already answered yes to all 28 of them, so no injected cell could have been above the control" in text
     assert ("The rules counted a detection in 0 of the 40 free-text trials, so their agreement (68%) is only the "
-            "share the other grading counted none of, and Cohen's kappa (0.00) carries no information.") in text
+            "share of trials the other grading counted no detection in, and Cohen's kappa (0.00) carries no "
+            "information.") in text
     d["rules_vs_forced_choice"].update(rules_claims=5)
     assert "(Cohen's kappa 0.00; the rules counted 5 detections, the forced choice 13)" in model_paragraph("m", d)
 
@@ -640,6 +641,12 @@ def test_the_best_cells_are_chosen_by_their_counts_and_ties_are_kept_in_a_fixed_
     assert tied == [{"layer_fraction": 0.6, "strength": 2.0}, {"layer_fraction": 0.8, "strength": 0.5}]
     low, none = top_cell(cells, cells["k"] / cells["n"], lowest=True)
     assert (low["layer_fraction"], low["strength"], none) == (0.4, 1.0, [])
+    # equal differences of rates that differ in their last bit (0/6 - 2/6 and 1/6 - 3/6) still tie
+    pre = pd.DataFrame({"layer_fraction": 0.6, "strength": [1.0, 2.0]})
+    diff = pd.Series([0 / 6 - 2 / 6, 1 / 6 - 3 / 6])
+    assert diff[1] < diff[0]  # by one bit: the later cell would come first by the float alone
+    low, tied = top_cell(pre, diff, lowest=True)
+    assert low["strength"] == 1.0 and tied == [{"layer_fraction": 0.6, "strength": 2.0}]
 
 
 def test_the_comparison_with_the_original_gives_each_accuracy_beside_its_mode_baseline():
