@@ -117,7 +117,8 @@ def prefill_rates(inp: Inputs):
         for k, name in enumerate(("matching", "random")):
             g = inj[inj["condition"] == name].merge(cells.reset_index(drop=True).reset_index(), on=["layer_fraction", "strength"])
             ax.errorbar(g["index"] + (k - 0.5) * 0.2, g["mean"], yerr=[g["mean"] - g["low"], g["high"] - g["mean"]],
-                        fmt="o", ms=3.5, capsize=2, color=CONDITION_COLOURS[name], label=name)
+                        fmt="o", ms=3.5, capsize=2, color=CONDITION_COLOURS[name],
+                        label={"matching": "matching (the word's concept)", "random": "random (another concept)"}[name])
         if len(ctl):
             r = ctl.iloc[0]
             ax.axhline(r["mean"], color="black", lw=1, label="control")
