@@ -22,6 +22,7 @@ from reproduce.graders import agreement as agree
 from reproduce.io import atomic_dir, atomic_write_json
 
 from . import injection as I
+from .cells import raw_rate, top_cell
 from .stage import _settings
 
 RAW = REPO_ROOT / "data" / "injection" / "raw"
@@ -173,25 +174,6 @@ def observed(rows: pd.DataFrame, flag: str = "detected") -> dict:
             "p_outside": 100 * float(rows["p_outside"].mean()) if len(rows) else float("nan")}
 
 
-def top_cell(cells: pd.DataFrame, raw: pd.Series, lowest: bool = False) -> tuple[pd.Series, list[dict]]:
-    """The cell of ``cells`` with the highest (``lowest``: the lowest) raw value ``raw`` (a rate k / n, or a
-    difference of two), and the other cells that tie with it on that value. Tied cells are taken in a fixed
-    order (layer fraction, then strength), so the modelled estimates' Monte Carlo noise never picks among equal
-    counts; a reader is told of the tie (``[{"layer_fraction", "strength"}, ...]``)."""
-    # rounded, so that equal counts compare equal: a difference of two rates (1/6 - 3/6 against 0/6 - 2/6) can
-    # differ in its last bit, which would otherwise decide the order
-    order = cells.assign(_raw=np.round(raw.to_numpy(dtype=float), 12)).sort_values(
-        ["_raw", "layer_fraction", "strength"], ascending=[lowest, True, True], kind="stable")
-    best = order.iloc[0]
-    tied = order.iloc[1:][order["_raw"].iloc[1:] == best["_raw"]]
-    return best.drop("_raw"), [{"layer_fraction": float(r["layer_fraction"]), "strength": float(r["strength"])}
-                               for _, r in tied.iterrows()]
-
-
-def _rate(cells: pd.DataFrame) -> pd.Series:
-    return cells["k"] / cells["n"]
-
-
 def _prefill_raw(pc: pd.DataFrame, conditions: pd.DataFrame) -> pd.Series:
     """Each prefill contrast's raw difference in the share called an accident: the matching cell's k / n minus
     the control's (pooled) or the random cell's at the same layer fraction and strength."""
@@ -228,7 +210,7 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
         cells = res["detection_cells"]
         cells = cells[(cells["model"] == m) & (cells["condition"] == "concept")] if len(cells) else cells
         if len(cells):
-            best, tied = top_cell(cells, _rate(cells))
+            best, tied = top_cell(cells, raw_rate(cells))
             d["detection_best"] = {"layer_fraction": float(best["layer_fraction"]), "strength": float(best["strength"]),
                                    "tied": tied,
                                    "rate": _iv(best), "minus_fp": {"mean": float(best["diff_mean"]),
@@ -244,7 +226,7 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
         ident = res["identification_cells"]
         ident = ident[(ident["model"] == m) & (ident["condition"] == "concept")] if len(ident) else ident
         if len(ident):
-            best, tied = top_cell(ident, _rate(ident))
+            best, tied = top_cell(ident, raw_rate(ident))
             d["identification_best"] = {
                 "layer_fraction": float(best["layer_fraction"]), "strength": float(best["strength"]), "tied": tied,
                 "rate": _iv(best), "chance": float(best["chance"]),

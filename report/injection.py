@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from analysis.cells import raw_rate, top_cell
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
@@ -99,25 +100,15 @@ def _yes_bias_text(yb: pd.DataFrame) -> str:
                        "yes-bias here.")
         return (f"No injected cell raised \"yes\" to these questions credibly above the control rate (0 of "
                 f"{len(cells)} cells).{ceiling}")
-    ranked = _by_raw_rate(above)
-    top = ranked.iloc[0]
-    same = ranked.iloc[1:][(ranked["k"] * top["n"] == top["k"] * ranked["n"]).iloc[1:]]
-    tie = (f"; as many at " + _join([f"layer fraction {r['layer_fraction']:g}, strength {r['strength']:g}"
-                                      for _, r in same.iterrows()]) if len(same) else "")
+    top, same = top_cell(above, raw_rate(above))
+    tie = (f"; as many at " + _join([f"layer fraction {t['layer_fraction']:g}, strength {t['strength']:g}"
+                                      for t in same]) if same else "")
     return (f"Cell by cell, {len(above)} of {len(cells)} injected cells raised \"yes\" to these questions credibly "
             f"above the control rate, most (the highest raw rate) at layer fraction {top['layer_fraction']:g}, "
             f"strength {top['strength']:g}: "
             f"{_pp({'mean': top['diff_mean'], 'low': top['diff_low'], 'high': top['diff_high']})} "
             f"({int(top['k'])} of {int(top['n'])}{tie}), so a high detection rate in such a cell can be a general "
             "yes-bias.")
-
-
-def _by_raw_rate(cells: pd.DataFrame) -> pd.DataFrame:
-    """``cells`` from the highest raw rate k / n down; equal rates in a fixed order (layer fraction, strength),
-    never by the modelled estimates, whose differences between equal counts are Monte Carlo noise."""
-    return (cells.assign(_r=cells["k"] / cells["n"])
-            .sort_values(["_r", "layer_fraction", "strength"], ascending=[False, True, True], kind="stable")
-            .drop(columns="_r"))
 
 
 def _prefill_note(pc: pd.DataFrame, d: dict) -> str:
@@ -132,10 +123,8 @@ def _prefill_note(pc: pd.DataFrame, d: dict) -> str:
     mc, mr = pre.get("matching_minus_control"), pre.get("matching_minus_random")
     rnd = pc[pc["condition"] == "random"]
     if mc and mr and mr["cells_below"] and not mc["cells_below"] and len(rnd):
-        ranked = _by_raw_rate(rnd)
-        top = ranked.iloc[0]
-        same = ranked.iloc[1:][(ranked["k"] * top["n"] == top["k"] * ranked["n"]).iloc[1:]]
-        tie = (" and as many at strength " + _join([f"{x:g}" for x in same["strength"]])) if len(same) else ""
+        top, same = top_cell(rnd, raw_rate(rnd))
+        tie = (" and as many at strength " + _join([f"{t['strength']:g}" for t in same])) if same else ""
         notes.append(f"the matching injection is not credibly below the control in any cell, so the negative "
                      f"matching-minus-random difference comes from the other concept's injection raising the share "
                      f"called an accident (up to {fmt(100 * top['mean'])}% [{fmt(100 * top['low'])}, "
@@ -241,9 +230,11 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
             deg, _cells(tables, "coherence", m)))
     if d.get("rules_vs_forced_choice"):
         a = d["rules_vs_forced_choice"]
-        if a.get("rules_claims") in (0, a["n"]) or a.get("forced_choice_detected") in (0, a["n"]):
-            which, k = (("rules", a["rules_claims"]) if a.get("rules_claims") in (0, a["n"])
-                        else ("forced-choice answers", a["forced_choice_detected"]))
+        constant = [(which, a[key]) for which, key in (("rules", "rules_claims"),
+                                                       ("forced-choice answers", "forced_choice_detected"))
+                    if a.get(key) in (0, a["n"])]
+        if constant:
+            which, k = constant[0]
             parts.append(f"The {which} counted a detection in {k} of the {a['n']} free-text trials, so their agreement "
                          f"({100 * a['agreement']:.0f}%) is only the share of trials the other grading counted "
                          f"{'no detection in' if k == 0 else 'a detection in'}, and Cohen's kappa "

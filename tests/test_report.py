@@ -630,7 +630,7 @@ def test_the_injection_paragraph_names_tied_best_cells_a_yes_bias_ceiling_and_a_
 
 
 def test_the_best_cells_are_chosen_by_their_counts_and_ties_are_kept_in_a_fixed_order():
-    from analysis.injection_stage import top_cell
+    from analysis.cells import top_cell
 
     cells = pd.DataFrame({"layer_fraction": [0.6, 0.4, 0.4, 0.8], "strength": [2.0, 2.0, 1.0, 0.5],
                           "k": [12, 12, 11, 12], "n": 12, "mean": [0.9041, 0.9023, 0.95, 0.9037]})
