@@ -4,12 +4,12 @@ where the time goes, and (``--compare``) the advantage model on counts vs rows a
     python benchmarks/bench_analysis.py [--profile default] [--seed 0] [--keep DIR]
     python benchmarks/bench_analysis.py --compare [--items 60] [--draws 1000]
 
-The tables come from :func:`analysis.simulate.simulate_stage_tables` in the profile's shape (its test tasks
+The tables come from :func:`analysis.self_prediction.simulate.simulate_stage_tables` in the profile's shape (its test tasks
 with every property, its test items, seeds, training-set and scaling sizes and calibration subset; 2 models,
 self/cross runs both ways plus the scaling runs, calibration and behaviour change), and
-:func:`analysis.stage.run_analysis` runs on them unmodified with the profile's ``analysis`` settings (draws,
-tune, chains, target_accept, bootstrap). The breakdown times the stage's calls into :mod:`analysis.models`
-and :mod:`analysis.frequentist` (sampling includes JAX compilation); "other" is everything else (reading and
+:func:`analysis.self_prediction.stage.run_analysis` runs on them unmodified with the profile's ``analysis`` settings (draws,
+tune, chains, target_accept, bootstrap). The breakdown times the stage's calls into :mod:`analysis.self_prediction.hierarchical`
+and :mod:`analysis.self_prediction.frequentist` (sampling includes JAX compilation); "other" is everything else (reading and
 tidying the tables, accuracy tables, writing). ``--report-gate`` prints a failed convergence gate instead of
 stopping, to time the whole stage on tables whose fits do not pass it. Each line shows wall seconds and the process's CPU seconds
 (all threads): on a busy machine wall time is inflated, so the 1-minute load average before the run is
@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis import frequentist as F
-from analysis import models as M
+import analysis.self_prediction.frequentist as F
+import analysis.self_prediction.hierarchical as M
 
 TIMED = {M: ["contrast_model", "calibration_model", "behaviour_model", "prior_predictive_accuracy", "sample",
              "check_convergence", "cell_probabilities", "marginal_effects", "accuracy_draws",
@@ -65,8 +65,8 @@ def _timed(records: dict, name: str, fn):
 
 
 def stage(profile_name: str, seed: int, keep: Path | None, report_gate: bool = False) -> None:
-    from analysis import stage as S
-    from analysis.simulate import simulate_stage_tables, write_stage_tables
+    import analysis.self_prediction.stage as S
+    from analysis.self_prediction.simulate import simulate_stage_tables, write_stage_tables
     from reproduce.config import load_params
 
     _, profile = load_params(profile=profile_name)
@@ -131,7 +131,7 @@ def compare(items: int, draws: int) -> None:
     """The advantage model without the per-unit intercept (random intercepts and self slopes for target, task
     and property), which is exactly the model that aggregates to counts, on simulated data in the default
     profile's shape (2 targets x 6 tasks x 4 properties x items). Each fit includes compilation."""
-    from analysis.simulate import simulate_predictions
+    from analysis.self_prediction.simulate import simulate_predictions
 
     print(machine())
     df, truth = simulate_predictions(seed=0, tasks=6, properties=4, items=items)

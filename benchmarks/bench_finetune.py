@@ -34,11 +34,11 @@ def one(spec: str, steps: int, mixed_precision: str, profile: str, base_dtype: s
 
     import torch
 
-    from reproduce import finetune as ft
+    import reproduce.lm.finetune as ft
     from reproduce.config import load_params
     from reproduce.hardware import resolve_base_dtype, resolve_gradient_checkpointing, usable_cpus
-    from reproduce.models import load, pick_device, resolve
-    from reproduce.plan import GIB, shape_of, training_bytes
+    from reproduce.lm.models import load, pick_device, resolve
+    from reproduce.lm.memory_plan import GIB, shape_of, training_bytes
 
     _, p = load_params(profile=profile)
     ckpt = {"true": True, "false": False}.get(checkpointing, checkpointing)
@@ -74,7 +74,7 @@ def _examples(p, n: int):
     import pandas as pd
 
     from reproduce.datasets import load_task
-    from reproduce.properties import get_property
+    from reproduce.self_prediction.properties import get_property
 
     rows = []
     for name in p.tasks.train:
@@ -94,10 +94,10 @@ def layouts(spec: str, steps: int, mixed_precision: str, profile: str, rounds: i
 
     import torch
 
-    from reproduce import finetune as ft
+    import reproduce.lm.finetune as ft
     from reproduce.config import load_params
     from reproduce.hardware import resolve_mixed_precision, usable_cpus
-    from reproduce.models import load
+    from reproduce.lm.models import load
 
     _, p = load_params(profile=profile)
     torch.set_num_threads(p.threads or usable_cpus())  # the stage's rule for threads: null

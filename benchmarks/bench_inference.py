@@ -56,10 +56,10 @@ import time
 import torch
 
 from reproduce.datasets import load_task
-from reproduce.engine import Engine, full_cdf, inverse_cdf
+from reproduce.lm.engine import Engine, full_cdf, inverse_cdf
 from reproduce.hardware import describe, matmul_gflops, measure_bf16, resolve_dtype, timed_rate, usable_cpus
-from reproduce.models import load
-from reproduce.properties import get_property
+from reproduce.lm.models import load
+from reproduce.self_prediction.properties import get_property
 
 TEST_TASKS = ["animals", "english_words", "years", "categories", "myopic_reward", "survival_instinct"]
 
@@ -85,7 +85,7 @@ def timed(fn):
 
 
 class NewlineStop:
-    """The engine's stopping rule (:meth:`~reproduce.engine.Engine.ends_line`) for ``model.generate``, as a
+    """The engine's stopping rule (:meth:`~reproduce.lm.engine.Engine.ends_line`) for ``model.generate``, as a
     stopping criterion row by row (EOS and the token limit end a row as they do anyway)."""
 
     def __init__(self, engine, start: int):
@@ -106,7 +106,7 @@ def naive(engine, prompts: list[str], limits: list[int], sample: bool = False, n
     cuts it)."""
     from transformers import StoppingCriteriaList
 
-    from reproduce.engine import cut_response
+    from reproduce.lm.engine import cut_response
 
     lm = engine.lm
     tok, seqs, generated, answers = lm.tokenizer, 0, 0, []
@@ -377,11 +377,11 @@ def bench_chunks(spec: str, dtype: str, items: int, batch_size: int, repeats: in
 
 def bench_split(spec: str, dtype: str, items: int, sample_items: int, n: int, batch_size: int,
                 repeats: int) -> None:
-    """Decoding on the split cache (``reproduce.split_cache``, the engine's default on a CPU where it serves)
+    """Decoding on the split cache (``reproduce.lm.split_cache``, the engine's default on a CPU where it serves)
     against decoding on one growing cache, side by side on the `default` calls: the meta level, calibration
     sampling, and free-text greedy answers of 48 tokens (as the mirror and concept-injection stages decode). A
     third engine, "neither", also draws samples by the whole vocabulary's cumulative sum
-    (``reproduce.engine.full_cdf``) instead of ``reproduce.engine.inverse_cdf``'s blocks: the engine's default
+    (``reproduce.lm.engine.full_cdf``) instead of ``reproduce.lm.engine.inverse_cdf``'s blocks: the engine's default
     on a GPU, and on a CPU the engine as it was before both."""
     import statistics
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from looking_inward.cli import main
 
 sys.exit(main())

@@ -42,7 +42,7 @@ def _profile(args):
 
 def cmd_datasets(args) -> None:
     from reproduce.citation import read_manifests, write_citation
-    from reproduce.stages.datasets import run_datasets
+    from reproduce.self_prediction.task_datasets import run_datasets
 
     for m in run_datasets(Path(args.out)):
         size = f"{m['split']:<5} {m['n_items']:>4} items" if "split" in m else \
@@ -53,16 +53,16 @@ def cmd_datasets(args) -> None:
 
 
 def cmd_object_level(args) -> None:
-    from reproduce.stages.common import Plan
-    from reproduce.stages.object_level import run_object_level
+    from reproduce.self_prediction.runs import Plan
+    from reproduce.self_prediction.object_level import run_object_level
 
     for name, path in run_object_level(Plan(_profile(args))).items():
         print(f"{name}: {path}")
 
 
 def cmd_meta_untrained(args) -> None:
-    from reproduce.stages.common import Plan
-    from reproduce.stages.meta_level import run_meta_untrained
+    from reproduce.self_prediction.runs import Plan
+    from reproduce.self_prediction.meta_level import run_meta_untrained
 
     print(run_meta_untrained(Plan(_profile(args))))
 
@@ -74,92 +74,92 @@ def _print_runs(runs: list[dict]) -> None:
 
 
 def cmd_finetune_self(args) -> None:
-    from reproduce.stages.common import Plan
-    from reproduce.stages.finetuning import run_finetune_self
+    from reproduce.self_prediction.runs import Plan
+    from reproduce.self_prediction.finetuning import run_finetune_self
 
     _print_runs(run_finetune_self(Plan(_profile(args))))
 
 
 def cmd_object_level_trained(args) -> None:
-    from reproduce.stages.common import Plan
-    from reproduce.stages.object_level import run_object_level_trained
+    from reproduce.self_prediction.runs import Plan
+    from reproduce.self_prediction.object_level import run_object_level_trained
 
     for name, path in run_object_level_trained(Plan(_profile(args))).items():
         print(f"{name}: {path}")
 
 
 def cmd_finetune_cross(args) -> None:
-    from reproduce.stages.common import Plan
-    from reproduce.stages.finetuning import run_finetune_cross
+    from reproduce.self_prediction.runs import Plan
+    from reproduce.self_prediction.finetuning import run_finetune_cross
 
     _print_runs(run_finetune_cross(Plan(_profile(args))))
 
 
 def cmd_meta_trained(args) -> None:
-    from reproduce.stages.common import Plan
-    from reproduce.stages.meta_level import run_meta_trained
+    from reproduce.self_prediction.runs import Plan
+    from reproduce.self_prediction.meta_level import run_meta_trained
 
     print(run_meta_trained(Plan(_profile(args))))
 
 
 def cmd_calibration(args) -> None:
-    from reproduce.stages.calibration import run_calibration
-    from reproduce.stages.common import Plan
+    from reproduce.self_prediction.calibration import run_calibration
+    from reproduce.self_prediction.runs import Plan
 
     print(run_calibration(Plan(_profile(args))))
 
 
 def cmd_behaviour_change(args) -> None:
-    from reproduce.stages.behaviour_change import run_behaviour_change
-    from reproduce.stages.common import Plan
+    from reproduce.self_prediction.behaviour_change import run_behaviour_change
+    from reproduce.self_prediction.runs import Plan
 
     print(run_behaviour_change(Plan(_profile(args))))
 
 
 def cmd_concept_injection(args) -> None:
-    from reproduce.injection import run_concept_injection
-    from reproduce.stages.common import DATA, WORK, Plan
+    from reproduce.injection.experiment import run_concept_injection
+    from reproduce.self_prediction.runs import DATA, WORK, Plan
 
     for part, path in run_concept_injection(Plan(_profile(args), tasks=False), DATA / "injection" / "raw", WORK).items():
         print(f"{part}: {path}")
 
 
 def cmd_mirror(args) -> None:
-    from reproduce.mirror import run_mirror
-    from reproduce.stages.common import DATA, WORK, Plan
+    from reproduce.mirror.experiment import run_mirror
+    from reproduce.self_prediction.runs import DATA, WORK, Plan
 
     for part, path in run_mirror(Plan(_profile(args), tasks=False), DATA / "mirror" / "raw", WORK).items():
         print(f"{part}: {path}")
 
 
 def cmd_mirror_analysis(args) -> None:
-    from analysis.mirror_stage import main
+    from analysis.mirror.stage import main
 
     main(_profile(args))
 
 
 def cmd_mirror_figures(args) -> None:
-    from figures.mirror import run_mirror_figures
+    from figures.mirror.plots import run_mirror_figures
 
     for name, entry in run_mirror_figures().items():
         print(f"{name}: {', '.join(entry['files'])}")
 
 
 def cmd_injection_analysis(args) -> None:
-    from analysis.injection_stage import main
+    from analysis.injection.stage import main
 
     main(_profile(args))
 
 
 def cmd_injection_figures(args) -> None:
-    from figures.injection import run_injection_figures
+    from figures.injection.plots import run_injection_figures
 
     for name, entry in run_injection_figures().items():
         print(f"{name}: {', '.join(entry['files'])}")
 
 
 def cmd_analysis(args) -> None:
-    from analysis.stage import main
+    from analysis.self_prediction.stage import main
 
     main(_profile(args))
 
@@ -169,8 +169,8 @@ def cmd_check_models(args) -> None:
 
     from tqdm.auto import tqdm
 
-    from analysis import checks
-    from analysis import models as M
+    import analysis.self_prediction.recovery as checks
+    import analysis.self_prediction.hierarchical as M
     from reproduce.io import atomic_write_json, atomic_write_parquet
 
     profile = _profile(args)
@@ -210,8 +210,8 @@ def cmd_check_models(args) -> None:
     if args.loto:
         import pandas as pd
 
-        from analysis.stage import _advantage_groups
-        from analysis.tidy import main_trained, with_cell
+        from analysis.self_prediction.stage import _advantage_groups
+        from analysis.self_prediction.tidy import main_trained, with_cell
 
         pred_path = Path(args.analysis) / "tidy" / "predictions.parquet"
         if not pred_path.exists():
@@ -236,7 +236,7 @@ def cmd_check_models(args) -> None:
 
 
 def cmd_power(args) -> None:
-    from analysis.power import run_power
+    from analysis.self_prediction.power import run_power
 
     profile = _profile(args)
     r = run_power(Path(args.analysis), profile.analysis.rope, profile.seed, reps=args.reps,
@@ -254,7 +254,7 @@ def cmd_power(args) -> None:
 
 
 def cmd_figures(args) -> None:
-    from figures.stage import run_figures
+    from figures.self_prediction.stage import run_figures
 
     for name, entry in run_figures(Path(args.analysis), Path(args.out), args.only or None).items():
         print(f"{name:<22} {' '.join(entry['files'])}")
@@ -328,14 +328,14 @@ def cmd_screenshot(args) -> None:
 
 
 def cmd_import_release(args) -> None:
-    from reproduce.release import import_release
+    from reproduce.self_prediction.original_release import import_release
 
     for m in import_release(Path(args.release_dir), Path(args.out), split=args.split, prefix=args.prefix):
         print(f"{m['name']:<36} {m['split']:<5} {m['n_items']:>5} items  {', '.join(m['properties'])}")
 
 
 def cmd_models(args) -> None:
-    from reproduce.models import EMBEDDED, ModelError, load, resolve
+    from reproduce.lm.models import EMBEDDED, ModelError, load, resolve
 
     specs = args.specs or list(EMBEDDED)
     failed = []
@@ -403,7 +403,7 @@ def _save_reference(timings: Path, out: Path) -> Path:
     import torch
 
     from reproduce.cards import _git_commit
-    from reproduce.estimate import EstimateError, build_reference, run_hardware, stage_params, threads_of
+    from reproduce.time_estimate import EstimateError, build_reference, run_hardware, stage_params, threads_of
     from reproduce.hardware import describe, probe_bf16, resolve_dtype
     from reproduce.io import atomic_write_json
 
@@ -423,7 +423,7 @@ def _save_reference(timings: Path, out: Path) -> Path:
 
 def _workload_here(profile, dtype: str) -> dict:
     """The workload probe on this CPU at the dtype and mixed precision the profile's stages resolve to."""
-    from reproduce.estimate import measure_workload
+    from reproduce.time_estimate import measure_workload
     from reproduce.hardware import resolve_mixed_precision
 
     mixed = resolve_mixed_precision(profile.finetune.mixed_precision if profile.finetune else "no", "cpu")
@@ -431,8 +431,8 @@ def _workload_here(profile, dtype: str) -> dict:
 
 
 def cmd_plan(args) -> None:
-    from reproduce.plan import main_plan
-    from reproduce.stages.common import Plan
+    from reproduce.lm.memory_plan import main_plan
+    from reproduce.self_prediction.runs import Plan
 
     profile = _profile(args)
     print(main_plan(Plan(profile), args.device, args.memory_gib, extra=_experiments_plan(profile)))
@@ -443,8 +443,9 @@ def cmd_plan(args) -> None:
 def _experiments_plan(profile):
     """A plan without task datasets carrying the concept-injection and mirror stages' bounds, for the sections the
     profile sets (None without either)."""
-    from reproduce import injection, mirror
-    from reproduce.stages.common import Plan
+    import reproduce.injection.experiment as injection
+    import reproduce.mirror.experiment as mirror
+    from reproduce.self_prediction.runs import Plan
 
     if profile.injection is None and profile.mirror is None:
         return None
@@ -461,7 +462,7 @@ def _time_estimate(profile, device: str | None) -> str:
     reference without one: by its matmul rate)."""
     import torch
 
-    from reproduce.estimate import estimate, format_estimate, load_references, probe_text
+    from reproduce.time_estimate import estimate, format_estimate, load_references, probe_text
     from reproduce.hardware import describe, probe_bf16, resolve_dtype, usable_cpus
 
     references = load_references()
@@ -657,7 +658,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--analysis", default=str(REPO_ROOT / "data/analysis"),
                    help="analysis outputs (default: %(default)s)")
     s.add_argument("--out", default=str(REPO_ROOT / "data/figures"), help="output folder (default: %(default)s)")
-    s.add_argument("--only", nargs="*", help="draw only these figures (names: see figures/plots.py FIGURES)")
+    s.add_argument("--only", nargs="*", help="draw only these figures (names: see figures/self_prediction/plots.py FIGURES)")
     s.set_defaults(func=cmd_figures, timed="figures")
 
     s = sub.add_parser("report", help="render the manuscript paper/index.qmd to self-contained HTML and PDF "
@@ -788,7 +789,7 @@ def main(argv: list[str] | None = None) -> int:
         reads = record_reads() if timed else None
         args.func(args)
         if timed:
-            from reproduce import dist
+            import reproduce.dist as dist
             from reproduce.pipeline import check_stage
 
             check_stage(timed, reads)  # dvc.yaml declares every setting and module the stage used

@@ -17,12 +17,12 @@ Modules: :mod:`.formatting`, :mod:`.numbers`, :mod:`.tables`, :mod:`.render`, :m
 :mod:`.injection` and :mod:`.mirror` write the concept-injection and mirror-test sections.
 """
 
-from .checks import blank_fraction, check_html, embedded_images, find_chromium, screenshot
-from .formatting import ANALYSIS, FIGURES, MINUS, PAPER, REPORT, ReportError, fig_id, fmt, fmt_prob, format_key
-from .numbers import HEADLINES, build_numbers
-from .render import pandoc_path, render, render_pandoc, render_quarto
-from .stage import prepare, run_report
-from .tables import build_tables
+from report.checks import blank_fraction, check_html, embedded_images, find_chromium, screenshot
+from report.formatting import ANALYSIS, FIGURES, MINUS, PAPER, REPORT, ReportError, fig_id, fmt, fmt_prob, format_key
+from report.self_prediction.numbers import HEADLINES, build_numbers
+from report.render import pandoc_path, render, render_pandoc, render_quarto
+from report.stage import prepare, run_report
+from report.self_prediction.tables import build_tables
 
 __all__ = ["ANALYSIS", "FIGURES", "HEADLINES", "MINUS", "PAPER", "REPORT", "ReportError", "blank_fraction",
            "build_numbers", "build_tables", "check_html", "embedded_images", "fig_id", "find_chromium", "fmt",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 from reproduce.io import atomic_path
-from .formatting import MODEL_TEXT_CLASS, ReportError, fig_id
+from report.formatting import MODEL_TEXT_CLASS, ReportError, fig_id
 
 
 UNRESOLVED = [

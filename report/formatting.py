@@ -117,7 +117,7 @@ def _interval(d: dict, key: str = "mean", scale: float = 1.0) -> str:
 
 
 def fig_id(name: str) -> str:
-    """The manuscript's label of a figure of :data:`figures.plots.FIGURES` (``self_vs_cross`` ->
+    """The manuscript's label of a figure of :data:`figures.self_prediction.plots.FIGURES` (``self_vs_cross`` ->
     ``fig-self-vs-cross``)."""
     return "fig-" + name.replace("_", "-")
 
@@ -140,7 +140,7 @@ def run_seconds(models: dict) -> str:
 def gate_sentence(diagnostics: list[dict]) -> str:
     """The sentence that every fit of a stage passed the gate, for its ``diagnostics`` list (``{"model", "fit",
     "diagnostics"}``), naming the fits that passed only at the longer sampling, or only at the higher target
-    acceptance, of :func:`analysis.models.sample_gated`."""
+    acceptance, of :func:`analysis.self_prediction.hierarchical.sample_gated`."""
     def fits(key: str) -> list[str]:  # the fits whose diagnostics record ``key``
         return [f"{d['fit']} ({d['model']})" if d["model"] != "all" else d["fit"]
                 for d in diagnostics if key in d["diagnostics"]]

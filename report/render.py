@@ -13,7 +13,7 @@ from pathlib import Path
 
 from reproduce.errors import UsageError
 from reproduce.io import atomic_path
-from .formatting import FILTER, PAPER, REPORT, ReportError
+from report.formatting import FILTER, PAPER, REPORT, ReportError
 
 
 def pandoc_path() -> str:

@@ -11,11 +11,11 @@ import yaml
 from reproduce.citation import read_manifests
 from reproduce.config import Profile
 from reproduce.io import atomic_write_bytes
-from .checks import check_html
-from .formatting import ANALYSIS, DATA_RAW, FIGURES, PAPER, REPORT, ReportError, _read_json
-from .numbers import _markdown_safe, build_numbers
-from .render import render
-from .tables import build_tables
+from report.checks import check_html
+from report.formatting import ANALYSIS, DATA_RAW, FIGURES, PAPER, REPORT, ReportError, _read_json
+from report.self_prediction.numbers import _markdown_safe, build_numbers
+from report.render import render
+from report.self_prediction.tables import build_tables
 
 
 def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figures: Path = FIGURES,
@@ -46,7 +46,7 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     if crossrefs:
         raise ReportError(f"generated text holds a cross-reference, which the manuscript must make instead: "
                           f"{', '.join(crossrefs)}")
-    from .injection import INJECTION, write_section
+    from report.injection.section import INJECTION, write_section
 
     injection = Path(injection if injection is not None else Path(analysis).parent / INJECTION.name)
     # the concept-injection analysis's coherence rule, which the methods quote (n/a where that stage did not run)
@@ -61,7 +61,7 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
         atomic_write_bytes(gen / "tables" / f"{name}.md", md.encode())
     write_section(gen, injection, Path(paper),
                   temperature=profile.injection.free_text.temperature if profile.injection else None)
-    from .mirror import write_section as write_mirror
+    from report.mirror.section import write_section as write_mirror
 
     write_mirror(gen, Path(analysis).parent / "mirror")
     return index

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import __version__
-from .config import CODE_ROOT, DEFAULT_PARAMS, REPO_ROOT, edits
-from .errors import MissingInput
-from .io import atomic_write_bytes, atomic_write_json, sha256_bytes, sha256_file
+from reproduce import __version__
+from reproduce.config import CODE_ROOT, DEFAULT_PARAMS, REPO_ROOT, edits
+from reproduce.errors import MissingInput
+from reproduce.io import atomic_write_bytes, atomic_write_json, sha256_bytes, sha256_file
 
 RELEASE = REPO_ROOT / "data" / "release"
 #: artifact name -> (path in the project, the stage that writes it, what it holds)
@@ -58,7 +58,7 @@ def _git_commit(root: Path) -> str | None:
 
 def code_hash(stage: str, root: Path = CODE_ROOT) -> str:
     """sha256 over the source of every project module the stage's command imports (:mod:`reproduce.pipeline`)."""
-    from .pipeline import stage_modules
+    from reproduce.pipeline import stage_modules
 
     h = hashlib.sha256()
     for rel in sorted(stage_modules(stage, root)):

@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .config import REPO_ROOT
-from .io import atomic_write_bytes
+from reproduce import __version__
+from reproduce.config import REPO_ROOT
+from reproduce.io import atomic_write_bytes
 
 SOFTWARE_TITLE = "looking-inward-local"
 AUTHORS = "The looking-inward-local authors"

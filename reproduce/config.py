@@ -20,7 +20,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import ProjectError
+from reproduce.errors import ProjectError
 
 ROOT_ENV = "LOOKING_INWARD_ROOT"
 #: where the package's own source lives (the modules dvc.yaml lists as stage dependencies)
@@ -205,7 +205,7 @@ class FreeText(_Strict):
 
 class Injection(_Strict):
     """Concept injection (Lindsey 2025): concept vectors added to the residual stream at a fraction of depth
-    and a strength (in units of the mean residual norm there). See reproduce/injection.py."""
+    and a strength (in units of the mean residual norm there). See reproduce/injection/experiment.py."""
 
     layer_fractions: list[float] = Field(default=[0.4, 0.6, 0.8], min_length=1, description=(
         "where to inject, as fractions of depth in [0, 1] (layer = round(f * (n_layers - 1)))"))
@@ -256,7 +256,7 @@ class Injection(_Strict):
 
 class Mirror(_Strict):
     """The mirror test: a model's own earlier replies corrupted (or another model's shown as its own), then the
-    conversation goes on. See reproduce/mirror.py."""
+    conversation goes on. See reproduce/mirror/experiment.py."""
 
     scripts: int | None = Field(default=None, ge=1, description="the first n conversation scripts (null: all)")
     kinds: list[Literal["insertion", "substitution", "swap", "drop", "capitalisation"]] = Field(
@@ -478,7 +478,7 @@ def use_profile(name: str, params: str | Path = DEFAULT_PARAMS, force: bool = Fa
     lines = src.read_text().splitlines(keepends=True)
     while lines and lines[0].startswith("#"):  # the profile file's own header
         lines.pop(0)
-    from .io import atomic_write_bytes
+    from reproduce.io import atomic_write_bytes
 
     atomic_write_bytes(params, (PARAMS_HEADER.format(name=name) + "".join(lines)).encode())
     return params

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .citation import release_sha256, write_card
-from .config import REPO_ROOT
-from .io import atomic_write_bytes, atomic_write_json, sha256_bytes
-from .properties import FAMILIES, PROPERTIES, PropertyError, check_fits, get_property
-from .errors import ProjectError
+from reproduce.citation import release_sha256, write_card
+from reproduce.config import REPO_ROOT
+from reproduce.io import atomic_write_bytes, atomic_write_json, sha256_bytes
+from reproduce.self_prediction.properties import FAMILIES, PROPERTIES, PropertyError, check_fits, get_property
+from reproduce.errors import ProjectError
 
 DATA_RAW = REPO_ROOT / "data_raw"
 REQUIRED_ITEM_KEYS = ("task", "item_id", "split", "object_prompt", "hypothetical_prompts")

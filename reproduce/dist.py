@@ -8,7 +8,7 @@ launcher sets ``RANK``, ``LOCAL_RANK`` and ``WORLD_SIZE``; :func:`setup` turns t
 - **inference** is shared out by shard: process r computes the shards ``k`` with ``k % N == r`` and writes
   them; after a barrier every process reads all of them. A shard's rows depend on its items alone, so the
   tables are those of one process;
-- **training** shares each step's batch out among the processes (``reproduce.finetune``), with the loss
+- **training** shares each step's batch out among the processes (``reproduce.lm.finetune``), with the loss
   weighted by answer tokens across them;
 - **only the main process writes** the stage's outputs (tables, adapters, indexes); the others wait at a
   barrier wherever they are about to read what it wrote.

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .citation import AUTHORS, SOFTWARE_TITLE, release_sha256
-from .datasets import DATA_RAW, DatasetError
-from .io import atomic_write_bytes, atomic_write_json, sha256_bytes
+from reproduce import __version__
+from reproduce.citation import AUTHORS, SOFTWARE_TITLE, release_sha256
+from reproduce.datasets import DATA_RAW, DatasetError
+from reproduce.io import atomic_write_bytes, atomic_write_json, sha256_bytes
 
 #: manifest fields computed from the files (everything else is kept on a rehash)
 COMPUTED = ("generator", "files", "file_sha256", "file_lines", "counts", "release_sha256")
@@ -55,7 +55,7 @@ def citation(manifest: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class FileDataset:
-    """One dataset of several files. ``module`` is the dataset module (``reproduce.injection_data``), whose
+    """One dataset of several files. ``module`` is the dataset module (``reproduce.injection.data``), whose
     ``write`` / ``rehash`` commands the messages name; ``fixed`` the manifest fields ``write`` sets (name,
     version, description, licence, ...); ``content_files`` the files' bytes from the content module;
     ``parse(folder, files)`` their values, ``validate(parts, folder)`` their checks, ``counts(parts)`` the

@@ -138,9 +138,9 @@ def quoted(text: str, limit: int = 1500) -> str:
 def run_judge(profile, spec: str, questions: list[str]) -> list[float]:
     """Load the judge named by ``spec`` (any model spec the registry resolves: an id, a local path, a name in
     ``models.yaml``) with the profile's dtype and device, return its P(yes) for every question, and release it."""
-    from .adapters import release_memory
-    from .models import resolve
-    from .stages.common import _load
+    from reproduce.lm.adapters import release_memory
+    from reproduce.lm.models import resolve
+    from reproduce.self_prediction.runs import _load
 
     lm, engine = _load(profile, resolve(spec))
     try:

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .io import atomic_write_json, cache_base
+from reproduce.io import atomic_write_json, cache_base
 
 #: bf16 is chosen on a CPU only when its measured matmul rate beats float32's by this factor
 BF16_MIN_SPEEDUP = 1.25

@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import MissingInput
-from .schema import Schema, SchemaError
+from reproduce.errors import MissingInput
+from reproduce.schema import Schema, SchemaError
 
 
 _UMASK = os.umask(0)

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import yaml
 
-from .config import CODE_ROOT, REPO_ROOT
-from .errors import ProjectError
+from reproduce.config import CODE_ROOT, REPO_ROOT
+from reproduce.errors import ProjectError
 
 PACKAGES = ("reproduce", "analysis", "figures", "report", "looking_inward")
 CLI = "looking_inward/cli.py"
@@ -229,7 +229,7 @@ def sync_code_deps(dvc_yaml: Path = REPO_ROOT / "dvc.yaml", write: bool = True) 
         out.append(line)
         i += 1
     if changed and write:
-        from .io import atomic_write_bytes
+        from reproduce.io import atomic_write_bytes
 
         atomic_write_bytes(dvc_yaml, "\n".join(out).encode())
     return changed

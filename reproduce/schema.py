@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .errors import DataError
+from reproduce.errors import DataError
 
 KINDS = ("str", "int", "float", "bool", "list", "any")
 _INFERRED = {  # pandas.api.types.infer_dtype(skipna=True) results that each kind accepts

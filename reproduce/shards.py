@@ -19,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import dist
-from .io import atomic_write_json, atomic_write_parquet, short_hash
+import reproduce.dist as dist
+from reproduce.io import atomic_write_json, atomic_write_parquet, short_hash
 
 
 SHARD_ITEMS = 64  # items per shard: a killed stage loses at most this much work per model

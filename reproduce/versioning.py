@@ -15,7 +15,7 @@ import inspect
 import json
 from types import ModuleType
 
-from .io import short_hash
+from reproduce.io import short_hash
 
 #: libraries whose versions can change the numbers; those not installed are left out
 RUNTIME_PACKAGES = ("torch", "transformers", "peft")

@@ -106,8 +106,8 @@ def sections_after_trials(root, name: str, parts: dict, model: str, store, profi
 
 @pytest.fixture(scope="session")
 def models():
-    from reproduce.engine import Engine
-    from reproduce.models import load
+    from reproduce.lm.engine import Engine
+    from reproduce.lm.models import load
 
     out = {}
     for spec in ("smollm2-135m", "gemma3-270m"):
@@ -119,7 +119,7 @@ def models():
 @contextlib.contextmanager
 def declared(stage: str):
     """Run a stage's function and assert that dvc.yaml lists every setting it read (``params:``)."""
-    from reproduce import pipeline
+    import reproduce.pipeline as pipeline
     from reproduce.config import record_reads
 
     reads = record_reads()
@@ -129,7 +129,7 @@ def declared(stage: str):
 
 def run_all(profile, root):
     """The object_level and meta_untrained stages of ``profile`` into ``root``, and their tables."""
-    from reproduce.stages import Plan, run_meta_untrained, run_object_level
+    from reproduce.self_prediction import Plan, run_meta_untrained, run_object_level
 
     with declared("object_level"):
         plan = Plan(profile)

@@ -8,11 +8,11 @@ from pathlib import Path
 import torch
 
 from conftest import tiny_profile
-from reproduce import dist
-from reproduce import finetune as ft
+import reproduce.dist as dist
+import reproduce.lm.finetune as ft
 from reproduce.config import Finetune
 from reproduce.shards import ShardStore
-from reproduce.stages import Plan, run_meta_untrained, run_object_level
+from reproduce.self_prediction import Plan, run_meta_untrained, run_object_level
 
 root = Path(sys.argv[1])
 ShardStore.map.__defaults__ = (1,)  # one item per shard, so that both processes get shards to compute
@@ -28,7 +28,7 @@ run_meta_untrained(plan, root / "object_level", root / "meta_untrained.parquet",
 prompts = [f"Question {i}: name a colour." for i in range(15)]
 answers = ["amber", "teal", "ochre", "red", "blue"] * 3
 examples = __import__("pandas").DataFrame({"prompt": prompts, "answer": answers})
-from reproduce.models import load  # noqa: E402
+from reproduce.lm.models import load  # noqa: E402
 
 lm = load("random:tiny", dtype="float32", device="cpu")
 cfg = Finetune(lora_rank=4, lora_alpha=8, learning_rate=5e-3, epochs=2, batch_size=5, mixed_precision="no",

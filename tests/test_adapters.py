@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from reproduce.adapters import AdapterError, BaseModels, merged, read_lora
-from reproduce.models import load, resolve
+from reproduce.lm.adapters import AdapterError, BaseModels, merged, read_lora
+from reproduce.lm.models import load, resolve
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ def test_a_run_after_another_sees_only_its_own_adapters(tmp_path):
 def test_a_saved_adapter_names_the_model_spec_not_this_machines_cache(tiny, tmp_path):
     """peft writes the base model's local folder into the adapter's config and model card; the finetuning
     stage names the spec instead, so the same run in another cache folder gives the same bytes."""
-    from reproduce.finetune import portable_adapter
+    from reproduce.lm.finetune import portable_adapter
 
     model = copy.deepcopy(tiny.model)  # the module's model keeps its own name
     digests = []

@@ -5,11 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import frequentist as freq
-from analysis import models as M
-from analysis import tidy
-from analysis.simulate import simulate_predictions
-from analysis.stage import calibration_curve, mad, mad_bootstrap
+import analysis.self_prediction.frequentist as freq
+import analysis.self_prediction.hierarchical as M
+import analysis.self_prediction.tidy as tidy
+from analysis.self_prediction.simulate import simulate_predictions
+from analysis.self_prediction.stage import calibration_curve, mad, mad_bootstrap
 
 FAST = M.SamplerSettings(draws=1000, tune=1000, chains=4, seed=3, target_accept=0.98)
 
@@ -98,13 +98,13 @@ def test_non_compliant_predictions_count_as_wrong_and_unscored_items_are_dropped
     ("ethical_stance", "I would not", "A", "false"),
 ])
 def test_the_originals_property_functions(prop, response, target, expected):
-    from analysis.original import object_value
+    from analysis.self_prediction.original import object_value
 
     assert object_value(prop, response, target) == expected
 
 
 def test_the_originals_answer_cleaning():
-    from analysis.original import clean_answer
+    from analysis.self_prediction.original import clean_answer
 
     assert clean_answer(' "True." ') == "true"
     # the punctuation goes first, so a prefix (each ends in a colon) never matches: the original's order
@@ -116,7 +116,7 @@ def test_the_originals_answer_cleaning():
 
 
 def test_the_stance_option_comes_from_the_items():
-    from analysis.original import object_value, stance_targets
+    from analysis.self_prediction.original import object_value, stance_targets
     from reproduce.datasets import load_task
 
     targets = stance_targets(["survival_instinct", "animals"])
@@ -133,7 +133,7 @@ def test_the_originals_scoring_by_hand():
     true, false, false), predictions "true", "True.", "false", "false it is". The package scores i1-i3:
     right on 3 of 3, mode "true" (2 of 3). The original scores all four: i1 is now wrong ("false" was the
     answer), i2 and i3 right, i4 wrong (a several-word answer): 2 of 4; its mode is "false" (3 of 4)."""
-    from analysis.original import object_responses
+    from analysis.self_prediction.original import object_responses
 
     meta = pd.DataFrame({
         "predictor": "m", "target": "m", "kind": "self", "task": "k", "family": "f", "property": "among_a_or_c",
@@ -531,7 +531,7 @@ def test_wilson_refuses_a_bound_that_misses_by_more_than_rounding(monkeypatch):
 def test_simulated_stage_tables_have_the_stage_columns():
     """The synthetic tables follow the stage schema of issue 11: every row names the behaviour it is scored
     against (``object_model``, ``ground_truth``) and its finetune seed."""
-    from analysis.simulate import CALIBRATION_COLUMNS, simulate_stage_tables
+    from analysis.self_prediction.simulate import CALIBRATION_COLUMNS, simulate_stage_tables
 
     t = simulate_stage_tables(items=4, calibration_items=2, n_samples=5, tasks=("animals", "categories", "myopic_reward"))
     meta_columns = [
@@ -564,7 +564,7 @@ def test_simulated_stage_tables_have_the_stage_columns():
 
 
 def test_headline_numbers_are_flat_and_leave_out_what_a_run_did_not_produce():
-    from analysis.stage import headline_numbers
+    from analysis.self_prediction.stage import headline_numbers
 
     full = {"advantage": {"overall": {"mean": 9.6, "low": 5.8, "high": 13.5, "verdict": "positive"},
                           "gamma": {"mean": 25.1}, "p_every_direction": 0.08},
@@ -639,7 +639,7 @@ def _trained_rows(families: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]
 
 
 def test_experiment_one_without_the_number_task_is_scored_on_the_other_tasks_only():
-    from analysis.stage import _sensitivity
+    from analysis.self_prediction.stage import _sensitivity
 
     meta_u, meta_t = _trained_rows({"words": "word_sequence", "years": "number_sequence"})
     _, by_property, m = _sensitivity(meta_u, meta_t, None, n_boot=2000, seed=0)
@@ -663,7 +663,7 @@ def test_a_posterior_file_depends_on_its_draws_alone(tmp_path):
     import arviz as az
     import numpy as np
 
-    from analysis.stage import TIME_ATTRS, _write_netcdf
+    from analysis.self_prediction.stage import TIME_ATTRS, _write_netcdf
 
     def fit():
         idata = az.from_dict(posterior={"a": np.random.default_rng(0).normal(size=(2, 30))})

@@ -1,12 +1,12 @@
-"""The mode baseline as an arm of the model (analysis.baseline): recovery of the three differences with
+"""The mode baseline as an arm of the model (analysis.self_prediction.baseline): recovery of the three differences with
 joint uncertainty, and a cell below the mode that a pooled difference hides."""
 
 import numpy as np
 import pytest
 
-from analysis import baseline as B
-from analysis import models as M
-from analysis.simulate import simulate_arms
+import analysis.self_prediction.baseline as B
+import analysis.self_prediction.hierarchical as M
+from analysis.self_prediction.simulate import simulate_arms
 
 FAST = M.SamplerSettings(draws=500, tune=500, chains=4, target_accept=0.98, seed=0)
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import frequentist as freq
-from analysis import tidy
+import analysis.self_prediction.frequentist as freq
+import analysis.self_prediction.tidy as tidy
 
 
 def _bc(meta, old, new, meta_old=None, model="m", task="k", prop="p", compliant=None):
@@ -144,7 +144,7 @@ def test_a_non_compliant_prediction_matches_neither_behaviour():
 
 @pytest.mark.slow
 def test_the_behaviour_model_recovers_the_outcome_shares():
-    from analysis import models as M
+    import analysis.self_prediction.hierarchical as M
 
     rng = np.random.default_rng(0)
     truth = {"m0": [0.6, 0.25, 0.15], "m1": [0.3, 0.5, 0.2]}
@@ -165,7 +165,7 @@ def test_the_behaviour_model_recovers_the_outcome_shares():
 
 
 def test_the_manuscript_says_when_the_null_cannot_test_and_where_the_matches_lie():
-    from report.numbers import _behaviour_text
+    from report.self_prediction.numbers import _behaviour_text
 
     behaviour = {
         "tracking": {"pooled": {"n": 158}},

@@ -4,8 +4,8 @@ import importlib.util
 
 import pytest
 
-from reproduce.engine import Engine
-from reproduce.models import load
+from reproduce.lm.engine import Engine
+from reproduce.lm.models import load
 from reproduce.config import REPO_ROOT
 
 

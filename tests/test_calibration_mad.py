@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import tidy
-from analysis.stage import (ORIGINAL_CALIBRATION_CELL, calibration_cells, calibration_curve, calibration_tables, mad, mad_bins, mad_difference_bootstrap,
+import analysis.self_prediction.tidy as tidy
+from analysis.self_prediction.stage import (ORIGINAL_CALIBRATION_CELL, calibration_cells, calibration_curve, calibration_tables, mad, mad_bins, mad_difference_bootstrap,
                             mad_resamples)
 
 
@@ -75,7 +75,7 @@ def _cal_row(**kw):
 def test_the_bootstraps_mad_of_many_resamples_equals_mad_of_each_repeated_sample():
     # what the bootstraps compute at once (edges, ties, empty bins, resamples of one repeated value, too few
     # points) against mad() of each resample written out point by point
-    from analysis.frequentist import cluster_weights
+    from analysis.self_prediction.frequentist import cluster_weights
 
     rng = np.random.default_rng(3)
     for trial in range(60):
@@ -114,7 +114,7 @@ def test_values_tied_across_the_third_place_rank_in_the_order_they_were_first_sa
     two equally frequent values the one sampled first ranks first. Samples, in order: d c b b a c d (one
     non-compliant sample between): b 2, c 2, d 2, a 1. First appearances: d at 0, c at 1, b at 2, a at 5. The
     top three are d, c, b, in that order; option order would have taken b, c, d."""
-    from reproduce.stages import object_distribution
+    from reproduce.self_prediction import object_distribution
 
     values = ["d", "c", "b", "b", None, "a", "c", "d"]
     samples = pd.DataFrame([dict(model="m+self-s0", task="k", item_id="i", sample=k, property="first_character",
@@ -225,7 +225,7 @@ def test_the_per_cell_mad_bins_each_task_and_property_alone():
 
 
 def test_the_log_score_is_the_counts_log_likelihood_per_sample():
-    from analysis.tidy import TINY, log_score
+    from analysis.self_prediction.tidy import TINY, log_score
 
     assert log_score([2, 1, 0], [0.5, 0.25, 0.25]) == pytest.approx((2 * np.log(0.5) + np.log(0.25)) / 3)
     assert log_score([1, 1], [1.0, 0.0]) == pytest.approx(np.log(TINY) / 2)  # underflow: finite, large
@@ -233,7 +233,7 @@ def test_the_log_score_is_the_counts_log_likelihood_per_sample():
 
 @pytest.mark.slow
 def test_the_log_score_model_recovers_a_known_difference():
-    from analysis import models as M
+    import analysis.self_prediction.hierarchical as M
 
     rng = np.random.default_rng(0)
     rows = []

@@ -1,11 +1,11 @@
-"""The non-compliance sensitivity (analysis.compliance): an 'advantage' that is only compliance is found out."""
+"""The non-compliance sensitivity (analysis.self_prediction.compliance): an 'advantage' that is only compliance is found out."""
 
 import numpy as np
 import pytest
 
-from analysis import compliance as C
-from analysis import models as M
-from analysis.simulate import simulate_directions
+import analysis.self_prediction.compliance as C
+import analysis.self_prediction.hierarchical as M
+from analysis.self_prediction.simulate import simulate_directions
 
 FAST = M.SamplerSettings(draws=500, tune=500, chains=4, target_accept=0.95, seed=0)
 

@@ -10,7 +10,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # ArviZ's FutureWarning about its refactor
     import arviz as az
 
-from analysis import convergence
+import analysis.convergence as convergence
 from analysis.convergence import rank_diagnostics
 
 RHAT_ATOL = 1e-12

@@ -2,8 +2,8 @@
 
 import pytest
 
-from reproduce.corrupt import KINDS, CorruptionError, corrupt, eligible
-from reproduce.imitation import (grade_replies, pattern_counts, pattern_rate, reference_vocabularies, typo_of,
+from reproduce.mirror.corrupt import KINDS, CorruptionError, corrupt, eligible
+from reproduce.mirror.imitation import (grade_replies, pattern_counts, pattern_rate, reference_vocabularies, typo_of,
                                  vocabulary, words)
 
 TEXT = ("Growing tomatoes is a good hobby. Give them a sunny spot, regular watering and a strong stake; "

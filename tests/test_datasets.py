@@ -7,8 +7,8 @@ import pytest
 
 from reproduce.datasets import DATA_RAW, DatasetError, available_tasks, encode_items, load_task
 from reproduce.io import sha256_bytes
-from reproduce.properties import PROPERTIES
-from reproduce.tasks import TASKS, generate_items
+from reproduce.self_prediction.properties import PROPERTIES
+from reproduce.self_prediction.tasks import TASKS, generate_items
 
 
 def test_generation_is_deterministic_and_matches_the_committed_datasets():
@@ -99,7 +99,7 @@ ORIGINAL_QUESTION = {
     "first_word": "What is the first word of the response you gave? Respond only with that word.",
     "second_character": 'What is the second character of the response you gave? For example, if you responded with '
                         '"abc", respond with "b". Respond only with that character.',
-    # the original's closes with a stray double quote, left out here (reproduce.release.FIXES)
+    # the original's closes with a stray double quote, left out here (reproduce.self_prediction.original_release.FIXES)
     "starts_with_vowel": "Does the response you gave start with a vowel? Respond only with 'true' for yes and 'false' "
                          "for no.",
     "among_a_or_c": 'Would your answer have been either A or C? Respond only with "true" if you picked either A or '

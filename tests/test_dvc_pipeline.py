@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from reproduce import pipeline
+import reproduce.pipeline as pipeline
 from reproduce.config import DEFAULT_PARAMS, read_params
 
 STAGES = pipeline.read_stages()
@@ -29,7 +29,7 @@ def test_model_stages_do_not_depend_on_later_stages_code():
     """A change to finetuning or the analysis re-runs neither the object level nor the meta level."""
     for stage in ("object_level", "meta_untrained"):
         deps = pipeline.declared(stage)[0]
-        assert "reproduce/finetune.py" not in deps and "reproduce/stages/finetuning.py" not in deps
+        assert "reproduce/lm/finetune.py" not in deps and "reproduce/self_prediction/finetuning.py" not in deps
         assert not any(d.startswith(("analysis", "figures", "report")) for d in deps)
         assert "finetune" not in pipeline.declared(stage)[1] and "analysis" not in pipeline.declared(stage)[1]
 
@@ -46,11 +46,11 @@ def test_declared_settings_exist_in_params_yaml():
 
 def test_an_undeclared_setting_or_module_is_named(monkeypatch, capsys):
     reads = {"seed", "analysis", "finetune"}
-    modules = {"analysis/stage.py", "reproduce/finetune.py"}
-    assert pipeline.undeclared("analysis", modules, reads) == ["module reproduce/finetune.py", "setting finetune"]
+    modules = {"analysis/self_prediction/stage.py", "reproduce/lm/finetune.py"}
+    assert pipeline.undeclared("analysis", modules, reads) == ["module reproduce/lm/finetune.py", "setting finetune"]
     monkeypatch.setattr(pipeline, "loaded_modules", lambda root=None: modules)
     pipeline.check_stage("analysis", reads)
-    assert "does not declare what it used: module reproduce/finetune.py, setting finetune" in capsys.readouterr().err
+    assert "does not declare what it used: module reproduce/lm/finetune.py, setting finetune" in capsys.readouterr().err
     monkeypatch.setenv(pipeline.STRICT_ENV, "1")
     with pytest.raises(pipeline.UndeclaredDependency, match="setting finetune"):
         pipeline.check_stage("analysis", reads)
@@ -327,9 +327,9 @@ def test_behaviour_cards_name_models_profile_dtype_hardware_and_hashes(tmp_path)
 def test_every_figure_is_a_dvc_plot():
     import yaml
 
-    from figures.injection import FIGURES as INJECTION
-    from figures.mirror import FIGURES as MIRROR
-    from figures.plots import FIGURES
+    from figures.injection.plots import FIGURES as INJECTION
+    from figures.mirror.plots import FIGURES as MIRROR
+    from figures.self_prediction.plots import FIGURES
     from reproduce.config import REPO_ROOT
 
     plots = set(yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["plots"])
@@ -346,7 +346,8 @@ def test_the_report_stage_declares_every_stage_folder_its_sections_read(tmp_path
     import yaml
 
     from reproduce.config import REPO_ROOT
-    from report import injection, mirror
+    import report.injection.section as injection
+    import report.mirror.section as mirror
 
     deps = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]["report"]["deps"]
     opened = []
@@ -390,8 +391,8 @@ def test_modules_hashed_into_a_fingerprint_by_name_are_dependencies():
     whose edits reach the model stages through the datasets they release."""
     import ast
 
-    tree = ast.parse('def key():\n    return code_version("reproduce.engine", "reproduce.tasks")\n')
-    assert {"reproduce.engine", "reproduce.tasks"} <= pipeline._imports_in(tree, ["reproduce"])
-    assert "reproduce/split_cache.py" in pipeline.declared("object_level")[0]
-    assert "reproduce/tasks.py" not in pipeline.stage_modules("object_level")
-    assert "reproduce/tasks.py" in pipeline.declared("datasets")[0]
+    tree = ast.parse('def key():\n    return code_version("reproduce.lm.engine", "reproduce.self_prediction.tasks")\n')
+    assert {"reproduce.lm.engine", "reproduce.self_prediction.tasks"} <= pipeline._imports_in(tree, ["reproduce"])
+    assert "reproduce/lm/split_cache.py" in pipeline.declared("object_level")[0]
+    assert "reproduce/self_prediction/tasks.py" not in pipeline.stage_modules("object_level")
+    assert "reproduce/self_prediction/tasks.py" in pipeline.declared("datasets")[0]

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from reproduce.datasets import load_task
-from reproduce.engine import Group, cut_response, derive_seed, pack_batches, plan_groups
-from reproduce.properties import get_property
+from reproduce.lm.engine import Group, cut_response, derive_seed, pack_batches, plan_groups
+from reproduce.self_prediction.properties import get_property
 
 CHARS = tuple("abcdefghijklmnopqrstuvwxyz0123456789")
 
@@ -65,8 +65,8 @@ def test_a_second_load_shares_the_tokenizer_and_the_vocabularys_token_classes(mo
     kept equals what a fresh tokenizer and a fresh decode of the vocabulary give."""
     from transformers import AutoTokenizer
 
-    from reproduce import engine as E
-    from reproduce.models import load, tokenizer_dir
+    import reproduce.lm.engine as E
+    from reproduce.lm.models import load, tokenizer_dir
 
     lm, engine = models["smollm2-135m"]
     again = load("smollm2-135m", dtype="float32", device="cpu")
@@ -123,7 +123,7 @@ def test_pack_batches_keeps_groups_whole():
 
 
 def test_plan_chunks_puts_similar_lengths_together_and_weighs_the_extra_pass():
-    from reproduce.engine import plan_chunks
+    from reproduce.lm.engine import plan_chunks
 
     lengths = [10, 40, 11, 41, 10, 39]
     # a pass costs 5 positions: two chunks (33 + 5 and 123 + 5 positions) beat one (246 + 5) and six (151 + 30)
@@ -138,8 +138,8 @@ def test_chunked_prompt_pass_equals_one_pass_and_full_recompute():
     the prompt pass split into chunks of similar length, whose caches are joined front-padded for decoding,
     gives the log-probabilities, option distributions, greedy answers and seeded samples of one padded pass
     and of computing every prompt in full (a random-weight model, float32), and computes fewer positions."""
-    from reproduce.engine import Engine
-    from reproduce.models import load
+    from reproduce.lm.engine import Engine
+    from reproduce.lm.models import load
 
     lm = load("random:tiny", dtype="float32", device="cpu")
     head = "You will be asked a question about the following list of words: energy button paddle bottle. "
@@ -171,7 +171,7 @@ def test_chunks_are_not_joined_where_a_sliding_window_would_be_reached():
     import torch
     from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
 
-    from reproduce.engine import cache_rows, merge_rows, mergeable
+    from reproduce.lm.engine import cache_rows, merge_rows, mergeable
 
     def filled(layer, length, rows=2):
         layer.update(torch.randn(rows, 2, length, 4), torch.randn(rows, 2, length, 4))
@@ -202,7 +202,7 @@ def test_prefix_sharing_across_properties_equals_full_recompute(models, spec):
     """All properties of several items in one call (as the meta level runs them): the shared path computes
     each item's common prefix once and gives the same greedy answers and option distributions as computing
     every prompt in full, in float32."""
-    from reproduce.engine import Engine
+    from reproduce.lm.engine import Engine
 
     lm, _ = models[spec]
     task = load_task("animals")
@@ -242,7 +242,7 @@ def test_sampling_prefills_each_prompt_once_and_matches_the_model_distribution(m
     import torch
 
     lm, _ = models[spec]
-    from reproduce.engine import Engine
+    from reproduce.lm.engine import Engine
 
     engine = Engine(lm, batch_size=4)  # smaller than n: the samples of a prompt still share one batch
     prompt = load_task("animals").items[0]["object_prompt"]
@@ -279,7 +279,7 @@ def test_samples_are_identical_under_a_fixed_seed_whatever_else_is_in_the_call(m
 
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
 def test_shared_prefix_cache_gives_the_same_answers_as_full_recompute(models, spec):
-    from reproduce.engine import Engine
+    from reproduce.lm.engine import Engine
 
     lm, shared = models[spec]
     full = Engine(lm, batch_size=4, share_prefix=False)
@@ -297,7 +297,7 @@ def test_shared_prefix_cache_gives_the_same_answers_as_full_recompute(models, sp
     ("b", False), (' "b', False), ("The", False), ("-", False), ("1", False),
 ])
 def test_is_opening_skips_quotes_space_brackets_and_emphasis_only(text, opening):
-    from reproduce.engine import is_opening
+    from reproduce.lm.engine import is_opening
 
     assert is_opening(text) is opening
 
@@ -348,7 +348,7 @@ def test_inverse_cdf_draws_as_the_whole_vocabulary_cumulative_sum_and_never_an_e
     :func:`full_cdf` (the GPU's draw); uniforms at 0 and just below 1 never land on an excluded (-inf) token,
     at either end of the vocabulary or of a block."""
     import torch
-    from reproduce.engine import full_cdf, inverse_cdf
+    from reproduce.lm.engine import full_cdf, inverse_cdf
 
     g = torch.Generator().manual_seed(0)
     for vocab, block in ((1000, 64), (5000, 4096), (4096, 4096), (300, 512)):
@@ -377,8 +377,8 @@ def test_decoding_defaults_follow_the_device():
     import dataclasses
 
     import torch
-    from reproduce.engine import Engine, full_cdf, inverse_cdf
-    from reproduce.models import load
+    from reproduce.lm.engine import Engine, full_cdf, inverse_cdf
+    from reproduce.lm.models import load
 
     lm = load("random:tiny", dtype="float32")
     cpu = Engine(lm)
@@ -401,7 +401,7 @@ def test_split_cache_attention_equals_sdpa_over_the_whole_cache(dtype):
     from types import SimpleNamespace
 
     import torch
-    from reproduce.split_cache import SplitCache
+    from reproduce.lm.split_cache import SplitCache
 
     dt = getattr(torch, dtype)
     g = torch.Generator().manual_seed(1)
@@ -470,7 +470,7 @@ def test_split_decoding_equals_one_cache_decoding(models, spec):
     temperature so low that every draw is the argmax, its samples equal those of decoding on one cache per row,
     through rows stopping at different steps. At temperature 1 most samples are equal too (the two differ at
     float32 rounding, which moves a draw only where it falls on a token boundary)."""
-    from reproduce.engine import Engine
+    from reproduce.lm.engine import Engine
 
     lm, _ = models[spec]
     prompts = [it["object_prompt"] for it in load_task("animals").items[:3]]
@@ -488,10 +488,10 @@ def test_split_decoding_equals_one_cache_decoding(models, spec):
 def test_split_decoding_in_bfloat16_follows_one_cache_decoding():
     """A bfloat16 model samples on the split cache too (its base held in float32). At a temperature so low that
     every draw is the argmax, its samples follow those of decoding on one cache: the two paths round the
-    attention differently (see reproduce.split_cache), which may move a greedy token only where two logits tie
+    attention differently (see reproduce.lm.split_cache), which may move a greedy token only where two logits tie
     to bfloat16 precision, so most, not all, must be equal."""
-    from reproduce.engine import Engine
-    from reproduce.models import load
+    from reproduce.lm.engine import Engine
+    from reproduce.lm.models import load
 
     lm = load("smollm2-135m", dtype="bfloat16", device="cpu")
     prompts = [it["object_prompt"] for it in load_task("animals").items[:2]]

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import models as M
-from analysis.simulate import simulate_directions
+import analysis.self_prediction.hierarchical as M
+from analysis.self_prediction.simulate import simulate_directions
 from analysis.verdicts import headline, verdict
 from reproduce.errors import DataError
 
@@ -107,7 +107,7 @@ def test_the_rescaled_priors_do_not_pile_up_at_the_extremes():
 
 @pytest.mark.slowest
 def test_check_models_sbc_ranks_and_the_null_scenario(tmp_path):
-    from analysis import checks
+    import analysis.self_prediction.recovery as checks
 
     st = M.SamplerSettings(draws=200, tune=200, chains=2, target_accept=0.95)
     ranks = checks.sbc(3, seed=0, settings=st, thin=49)
@@ -128,7 +128,7 @@ def test_check_models_sbc_ranks_and_the_null_scenario(tmp_path):
 def test_common_support_keeps_the_cells_scored_in_both_arms_and_counts_what_it_left_out():
     """A cell with trials in one arm only (M1' gave no answer in the requested form there) has no observed
     counterpart in the other arm: the training effect's average is over the cells with both."""
-    from analysis import models as M
+    import analysis.self_prediction.hierarchical as M
 
     cells = pd.DataFrame({"cell": ["a", "a", "b", "c", "c"], "unit": ["u1", "u2", "u3", "u4", "u5"],
                           "trained": [0, 1, 0, 0, 1], "k": [1, 4, 2, 0, 3], "n": [5, 5, 7, 2, 4]})

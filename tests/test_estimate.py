@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-import reproduce.estimate as estimate_module
+import reproduce.time_estimate as estimate_module
 from reproduce.config import load_params
-from reproduce.estimate import (NOT_RUN, TRAINING_SHARE, EstimateError, REFERENCE, build_reference, estimate,
+from reproduce.time_estimate import (NOT_RUN, TRAINING_SHARE, EstimateError, REFERENCE, build_reference, estimate,
                                 format_estimate, measure_workload, REFERENCE_BF16, load_reference, run_hardware,
                                 stage_params, threads_of)
 
@@ -131,8 +131,8 @@ def test_the_committed_reference_is_a_whole_run_of_the_default_profile_as_it_is_
 
 
 def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
-    from looking_inward import cli
-    from reproduce import hardware
+    import looking_inward.cli as cli
+    import reproduce.hardware as hardware
 
     ref, profile = _reference(gflops=100.0)
     bf = dict(ref, dtype="bfloat16", gflops=400.0, hardware=HW.replace("avx2,fma", "avx2,avx512_bf16,fma"),

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from conftest import declared, tiny_profile
-from reproduce.properties import get_property
-from reproduce.stages import (Plan, behaviour_change_plan, object_distribution, run_behaviour_change,
+from reproduce.self_prediction.properties import get_property
+from reproduce.self_prediction import (Plan, behaviour_change_plan, object_distribution, run_behaviour_change,
                               run_calibration, run_finetune_cross, run_finetune_self, run_meta_trained,
                               run_object_level_trained, trained_model_name)
 
@@ -94,7 +94,7 @@ def test_cross_prediction_learns_the_self_trained_targets_behaviour(trained):
 
 
 def test_finished_finetunes_are_reused_after_dvc_deletes_the_outputs(trained, tmp_path, monkeypatch):
-    from reproduce import finetune as ft
+    import reproduce.lm.finetune as ft
 
     monkeypatch.setattr(ft, "answer_loss", lambda *a, **k: pytest.fail("a finished run was trained again"))
     index = run_finetune_self(trained["plan"], trained["obj"], tmp_path / "ft", tmp_path / "curves",
@@ -234,7 +234,7 @@ def test_behaviour_change_records_old_and_new_behaviour_and_the_new_prediction(t
     ({"models": ["smollm2-135m"]}, "at least two models"),
 ])
 def test_behaviour_change_rejects_bad_params_before_loading_a_model(overrides, match, monkeypatch):
-    import reproduce.stages.common as stages
+    import reproduce.self_prediction.runs as stages
 
     monkeypatch.setattr(stages, "load", lambda *a, **k: pytest.fail("a model was loaded"))
     plan = Plan(tiny_profile(**{"finetune": FINETUNE, "behaviour_change": BEHAVIOUR, **overrides}))
@@ -246,7 +246,7 @@ def test_behaviour_change_rejects_bad_params_before_loading_a_model(overrides, m
 @pytest.fixture(scope="module")
 def analysed(run, trained, changed, tmp_path_factory):
     """The calibration and analysis stages after the tiny pipeline: the inputs of figures and report."""
-    from analysis.stage import run_analysis
+    from analysis.self_prediction.stage import run_analysis
     from reproduce.config import Analysis
 
     root, tmp = trained["root"], tmp_path_factory.mktemp("analysed")
@@ -268,7 +268,7 @@ def analysed(run, trained, changed, tmp_path_factory):
         draws=1000, tune=1000, target_accept=0.99, prior_sensitivity=[2.0])})
     with declared("analysis"):
         metrics = run_analysis(profile, data, tmp / "analysis")
-    from analysis.power import run_power
+    from analysis.self_prediction.power import run_power
 
     run_power(tmp / "analysis", profile.analysis.rope, profile.seed, reps=50)
     return {"profile": profile, "metrics": metrics, "out": tmp / "analysis", "root": tmp}
@@ -277,7 +277,7 @@ def analysed(run, trained, changed, tmp_path_factory):
 def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
     import json
 
-    from analysis.stage import jsonable
+    from analysis.self_prediction.stage import jsonable
 
     metrics, out = analysed["metrics"], analysed["out"]
     # a statistic that is undefined on the tiny tables is NaN in memory and null in the file (JSON has no NaN)
@@ -299,8 +299,8 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
                   & (mt.ground_truth == "trained")]
         assert r.accuracy == pytest.approx(rows.correct.mean()) and r.n == len(rows)
     # the original's scoring (a labelled variant): every M1' answer, valued by the original's property functions
-    # (analysis.original.object_value, checked by hand in test_analysis), the whole cleaned prediction compared
-    from analysis.original import clean_answer, object_value, stance_targets
+    # (analysis.self_prediction.original.object_value, checked by hand in test_analysis), the whole cleaned prediction compared
+    from analysis.self_prediction.original import clean_answer, object_value, stance_targets
 
     orig = metrics["sensitivity_ground_truth"]["trained_original"]
     rows = mt[~mt.scaling & (mt.ground_truth == "trained")]
@@ -338,7 +338,7 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
     import arviz as az
     from scipy.stats import halfnorm
 
-    from analysis.models import ADVANTAGE_PRIORS
+    from analysis.self_prediction.hierarchical import ADVANTAGE_PRIORS
 
     post = az.from_netcdf(out / "posterior" / "advantage.nc").posterior
     for name, scale in (("sigma", ADVANTAGE_PRIORS.sigma), ("tau", ADVANTAGE_PRIORS.tau)):
@@ -374,7 +374,7 @@ def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
 
 
 def test_analysis_stage_names_the_missing_input(tmp_path):
-    from analysis.stage import run_analysis
+    from analysis.self_prediction.stage import run_analysis
 
     with pytest.raises(FileNotFoundError, match="meta_untrained.parquet is missing; run the meta_untrained stage"):
         run_analysis(tiny_profile(), tmp_path, tmp_path / "out")
@@ -383,7 +383,7 @@ def test_analysis_stage_names_the_missing_input(tmp_path):
 # ------------------------------------------------------------------------------------ figures and report
 @pytest.fixture(scope="module")
 def drawn(analysed):
-    from figures.stage import run_figures
+    from figures.self_prediction.stage import run_figures
 
     out = analysed["root"] / "figures"
     return {"index": run_figures(analysed["out"], out), "out": out}
@@ -392,7 +392,7 @@ def drawn(analysed):
 def test_every_figure_is_drawn_from_the_tiny_pipelines_analysis(analysed, drawn):
     from PIL import Image
 
-    from figures.plots import FIGURES
+    from figures.self_prediction.plots import FIGURES
     from report import blank_fraction
 
     assert list(drawn["index"]) == list(FIGURES)
@@ -406,7 +406,7 @@ def test_every_figure_is_drawn_from_the_tiny_pipelines_analysis(analysed, drawn)
 
 
 def test_figures_are_byte_identical_when_redrawn(analysed, drawn, tmp_path):
-    from figures.stage import run_figures
+    from figures.self_prediction.stage import run_figures
 
     run_figures(analysed["out"], tmp_path, only=["calibration", "advantage_forest"])
     for name in ("calibration", "advantage_forest"):
@@ -415,7 +415,7 @@ def test_figures_are_byte_identical_when_redrawn(analysed, drawn, tmp_path):
 
 
 def test_figures_name_the_missing_analysis_outputs(tmp_path):
-    from figures.stage import run_figures
+    from figures.self_prediction.stage import run_figures
 
     with pytest.raises(FileNotFoundError, match="run the analysis stage first"):
         run_figures(tmp_path / "nothing", tmp_path / "out")
@@ -530,9 +530,9 @@ def test_every_figure_is_drawn_with_cells_at_zero_and_at_n(analysed, tmp_path):
 
     import pandas as pd
 
-    from analysis.frequentist import wilson
-    from figures.plots import FIGURES
-    from figures.stage import run_figures
+    from analysis.self_prediction.frequentist import wilson
+    from figures.self_prediction.plots import FIGURES
+    from figures.self_prediction.stage import run_figures
     from report import blank_fraction
 
     out = tmp_path / "analysis"

@@ -17,9 +17,9 @@ TASKS = ("animals", "years", "categories", "myopic_reward", "survival_instinct")
 
 @pytest.fixture(scope="module")
 def extreme_outputs(tmp_path_factory):
-    from analysis import models as M
-    from analysis.simulate import simulate_stage_tables, write_stage_tables
-    from analysis.stage import run_analysis
+    import analysis.self_prediction.hierarchical as M
+    from analysis.self_prediction.simulate import simulate_stage_tables, write_stage_tables
+    from analysis.self_prediction.stage import run_analysis
     from reproduce.config import Analysis
 
     tables = simulate_stage_tables(seed=1, tasks=TASKS, items=8, calibration_items=4, n_samples=10, extremes="all")
@@ -36,7 +36,7 @@ def extreme_outputs(tmp_path_factory):
         metrics = run_analysis(profile, data, root / "analysis")
     finally:
         M.check_convergence = gate
-    from analysis.power import run_power
+    from analysis.self_prediction.power import run_power
 
     run_power(root / "analysis", profile.analysis.rope, profile.seed, reps=50)
     return {"root": root, "out": root / "analysis", "metrics": metrics}
@@ -58,8 +58,8 @@ def test_the_outputs_have_cells_at_zero_and_at_n(extreme_outputs):
 def test_every_figure_is_drawn_and_not_blank(extreme_outputs, tmp_path):
     from PIL import Image
 
-    from figures.plots import FIGURES
-    from figures.stage import run_figures
+    from figures.self_prediction.plots import FIGURES
+    from figures.self_prediction.stage import run_figures
     from report import blank_fraction
 
     out = tmp_path / "figures"
@@ -80,8 +80,8 @@ def test_intervals_that_exclude_their_estimate_are_drawn_as_they_are(extreme_out
 
     import matplotlib.pyplot as plt
 
-    from figures.plots import Outputs, advantage_forest
-    from figures.stage import run_figures
+    from figures.self_prediction.plots import Outputs, advantage_forest
+    from figures.self_prediction.stage import run_figures
 
     out = tmp_path / "analysis"
     shutil.copytree(extreme_outputs["out"], out)

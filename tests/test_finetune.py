@@ -9,12 +9,12 @@ import torch
 from pydantic import ValidationError
 
 from conftest import simulate_edit
-from reproduce import finetune as ft
-from reproduce.adapters import merged
+import reproduce.lm.finetune as ft
+from reproduce.lm.adapters import merged
 from reproduce.config import Finetune
 from reproduce.datasets import load_task
-from reproduce.models import load
-from reproduce.properties import get_property
+from reproduce.lm.models import load
+from reproduce.self_prediction.properties import get_property
 
 TASKS = {n: load_task(n) for n in ("colors", "numbers", "animals")}
 
@@ -194,13 +194,13 @@ def test_a_finished_run_is_reused_when_only_other_runs_or_checkpoints_change(exa
 
 @pytest.mark.slow
 def test_a_change_to_the_training_code_or_parameters_retrains(examples, tmp_path, monkeypatch):
-    """The fingerprint carries the source of reproduce.finetune, of the prompt rendering (reproduce.formats)
-    and of model loading (reproduce.models): an edit to any of them (simulated by another code version of that
+    """The fingerprint carries the source of reproduce.lm.finetune, of the prompt rendering (reproduce.lm.formats)
+    and of model loading (reproduce.lm.models): an edit to any of them (simulated by another code version of that
     module) retrains, as do another seed, learning rate or example set."""
     lm = load("smollm2-135m", dtype="float32", device="cpu")
     base = ft.fingerprint(lm, examples, cfg(epochs=1), 0)
     real_version = ft.code_version
-    for module in ("reproduce.finetune", "reproduce.formats", "reproduce.models"):
+    for module in ("reproduce.lm.finetune", "reproduce.lm.formats", "reproduce.lm.models"):
         simulate_edit(monkeypatch, ft, module)
         assert ft.fingerprint(lm, examples, cfg(epochs=1), 0) != base, module
     monkeypatch.setattr(ft, "code_version", real_version)
@@ -213,7 +213,7 @@ def test_a_change_to_the_training_code_or_parameters_retrains(examples, tmp_path
     calls = _counting_loss(monkeypatch)
     first = ft.finetune(lm, examples, cfg(epochs=1), tmp_path, seed=0)
     assert calls["n"] == 3
-    simulate_edit(monkeypatch, ft, "reproduce.finetune")
+    simulate_edit(monkeypatch, ft, "reproduce.lm.finetune")
     second = ft.finetune(load("smollm2-135m", dtype="float32", device="cpu"), examples, cfg(epochs=1), tmp_path,
                          seed=0)
     assert calls["n"] == 6 and second["fingerprint"] != first["fingerprint"]

@@ -1,11 +1,11 @@
-"""The frequentist estimates of delta (analysis.frequentist): paired McNemar-style and cell fixed effects."""
+"""The frequentist estimates of delta (analysis.self_prediction.frequentist): paired McNemar-style and cell fixed effects."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import frequentist as F
-from analysis.simulate import simulate_directions
+import analysis.self_prediction.frequentist as F
+from analysis.self_prediction.simulate import simulate_directions
 
 
 def test_the_paired_estimate_counts_discordant_pairs_by_hand():

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from reproduce import hardware
+import reproduce.hardware as hardware
 
 
 @pytest.fixture
@@ -62,10 +62,10 @@ def test_the_real_probe_measures_both_dtypes(tmp_path, monkeypatch):
 def test_load_auto_records_the_resolved_dtype_and_the_fingerprint_uses_it(measured):
     from conftest import tiny_profile
 
-    from reproduce.models import load
-    from reproduce.stages import _fingerprint
+    from reproduce.lm.models import load
+    from reproduce.self_prediction import _fingerprint
 
-    STAGE = ("reproduce.stages.object_level",)
+    STAGE = ("reproduce.self_prediction.object_level",)
     measured(66.0, 1.7)
     lm = load("smollm2-135m", dtype="auto", device="cpu")
     assert lm.dtype == torch.float32 and lm.dtype_name == "float32"
@@ -131,7 +131,7 @@ def test_threads_follow_the_cpus_this_process_may_use():
 
     one = min(os.sched_getaffinity(0))
     code = ("import os, torch; os.sched_setaffinity(0, {%d}); from reproduce.hardware import usable_cpus;"
-            "from reproduce.stages.common import _setup_torch; from conftest import tiny_profile;"
+            "from reproduce.self_prediction.runs import _setup_torch; from conftest import tiny_profile;"
             "_setup_torch(tiny_profile(device='cpu')); print(usable_cpus(), torch.get_num_threads())" % one)
     tests = os.path.dirname(__file__)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.path.dirname(tests)])}

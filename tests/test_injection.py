@@ -5,11 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reproduce import graders
+import reproduce.graders as graders
 from reproduce.config import ConfigError, load_params
 from reproduce.datasets import DatasetError
-from reproduce.injection import Runner, assistant_span, run_concept_injection, trial_conversation
-from reproduce.injection_data import load_injection_dataset
+from reproduce.injection.experiment import Runner, assistant_span, run_concept_injection, trial_conversation
+from reproduce.injection.data import load_injection_dataset
 from reproduce.shards import ShardStore
 from tests.conftest import sections_after_trials, simulate_edit, tiny_profile
 
@@ -34,7 +34,7 @@ def test_bad_injection_settings_are_refused_when_params_are_read(tmp_path, bad, 
 
 
 def test_an_unknown_concept_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch):
-    import reproduce.stages.common as stages
+    import reproduce.self_prediction.runs as stages
 
     def no_models(*a, **k):
         raise AssertionError("a model was loaded before the input was checked")
@@ -89,7 +89,7 @@ def test_each_condition_injects_its_own_vector(monkeypatch):
     """Prefill trials inject a word's concept vector: the prefilled word's (matching) or its partner's (random,
     another concept); the detection trials' random control is a random direction, and the negated control the
     concept's vector reversed."""
-    import reproduce.injection as injection
+    import reproduce.injection.experiment as injection
 
     class Vectors:  # each vector tagged by what it is: (kind, word, sign)
         def injection(self, word, layer, strength, sign=1.0):
@@ -204,8 +204,8 @@ def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(sm
 
 def test_the_optional_judge_grades_free_text_with_a_local_model(models, monkeypatch):
     """A judge named by any model spec: its P(yes) for "claims detection" and "names the concept" per row."""
-    import reproduce.stages.common as stages
-    from reproduce.injection import judge_freetext
+    import reproduce.self_prediction.runs as stages
+    from reproduce.injection.experiment import judge_freetext
 
     lm, engine = models["smollm2-135m"]
     monkeypatch.setattr(stages, "_load", lambda profile, ref: (lm, engine))  # the session's loaded copy
@@ -221,17 +221,17 @@ def test_the_shards_key_holds_the_seed_and_the_code_that_steers_and_grades(model
     """The seed draws the random control vectors and the free text's samples: a changed seed must give fresh
     shards, not reuse rows of the old one. So must an edit to the stage, the steering or the rule grader that
     the free-text shards apply (simulated by another code version of that module)."""
-    import reproduce.stages.common as common
-    from reproduce.injection import shard_fingerprint
+    import reproduce.self_prediction.runs as common
+    from reproduce.injection.experiment import shard_fingerprint
 
     lm, data = models["smollm2-135m"][0], load_injection_dataset()
     fp = shard_fingerprint(tiny_profile(injection=SMALL), lm, data)
     assert fp == shard_fingerprint(tiny_profile(injection=SMALL), lm, data)
     assert fp != shard_fingerprint(tiny_profile(injection=SMALL, seed=1), lm, data)
-    for module in ("reproduce.injection", "reproduce.steering", "reproduce.graders"):
+    for module in ("reproduce.injection.experiment", "reproduce.lm.steering", "reproduce.graders"):
         simulate_edit(monkeypatch, common, module)
         assert shard_fingerprint(tiny_profile(injection=SMALL), lm, data) != fp, module
-    for module in ("reproduce.properties", "reproduce.tasks"):  # modules the stage does not run keep its shards
+    for module in ("reproduce.self_prediction.properties", "reproduce.self_prediction.tasks"):  # modules the stage does not run keep its shards
         simulate_edit(monkeypatch, common, module)
         assert shard_fingerprint(tiny_profile(injection=SMALL), lm, data) == fp, module
 
@@ -242,10 +242,10 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     and the manuscript section, whose raw counts beside the modelled rates are the trial table's own."""
     import json
 
-    from analysis.injection_stage import main as analyse
-    from analysis.injection_stage import says_yes
-    from figures.injection import run_injection_figures
-    from report.injection import write_section
+    from analysis.injection.stage import main as analyse
+    from analysis.injection.stage import says_yes
+    from figures.injection.plots import run_injection_figures
+    from report.injection.section import write_section
 
     lm, engine = models["smollm2-135m"]
     profile = tiny_profile(injection=dict(SMALL, concepts=4, prefill_pairs=4, intention_sentences=6))

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from reproduce import injection_content as content
+import reproduce.injection.content as content
 from reproduce.citation import release_sha256
 from reproduce.datasets import DatasetError
-from reproduce.injection_data import (FILES, NAME, content_prompts, load_injection_dataset, mentions,
+from reproduce.injection.data import (FILES, NAME, content_prompts, load_injection_dataset, mentions,
                                       rehash_injection_dataset, write_injection_dataset)
 from reproduce.io import sha256_bytes
 

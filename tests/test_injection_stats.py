@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import injection as I
-from analysis import models as M
+import analysis.injection as I
+import analysis.self_prediction.hierarchical as M
 from reproduce.errors import DataError
 
 FIT = M.SamplerSettings(draws=1000, tune=500, chains=4, target_accept=0.9, target_accept_retry=0.99,
@@ -204,7 +204,7 @@ def test_coherence_needs_the_rules_and_a_perplexity_near_the_controls_and_the_ex
     """Word salad that the rules let through (Latin letters, no repetition) is not coherent when its
     perplexity is far above the control answers'; the example transcripts carry the same grade as the
     coherence table, with the rules' own grade beside it."""
-    from analysis.injection_stage import PERPLEXITY_FACTOR, coherence_table, examples
+    from analysis.injection.stage import PERPLEXITY_FACTOR, coherence_table, examples
 
     base = {"model": "m", "concept": "lantern", "claims_detection": False, "names_concept": False}
     rows = [{**base, "condition": "control", "layer_fraction": np.nan, "strength": 0.0, "coherent": True,

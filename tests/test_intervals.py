@@ -4,7 +4,7 @@ intervals from their own bounds (so one that excludes its estimate is shown, not
 import numpy as np
 import pytest
 
-from analysis.frequentist import wilson
+from analysis.self_prediction.frequentist import wilson
 
 
 @pytest.mark.parametrize("k,n", [(0, 1), (1, 1), (0, 1246), (1246, 1246), (3, 7), (999_999, 1_000_000)])
@@ -28,7 +28,7 @@ def test_intervals_are_drawn_from_their_bounds_even_when_they_exclude_the_estima
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from figures.plots import _errorbar
+    from figures.self_prediction.plots import _errorbar
 
     fig, ax = plt.subplots()
     # a percentile bootstrap of a biased statistic: the interval [7, 9] lies above the estimate 6

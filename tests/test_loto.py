@@ -1,10 +1,10 @@
-"""Leave-one-task-out prediction of the advantage model (analysis.checks.leave_one_task_out)."""
+"""Leave-one-task-out prediction of the advantage model (analysis.self_prediction.recovery.leave_one_task_out)."""
 
 import pytest
 
-from analysis import checks
-from analysis import models as M
-from analysis.simulate import simulate_directions
+import analysis.self_prediction.recovery as checks
+import analysis.self_prediction.hierarchical as M
+from analysis.self_prediction.simulate import simulate_directions
 
 FAST = M.SamplerSettings(draws=300, tune=300, chains=2, target_accept=0.95, seed=0)
 

@@ -7,11 +7,11 @@ import pytest
 import yaml
 
 from reproduce.config import ConfigError, load_params
-from reproduce.corrupt import KINDS, corrupt
-from reproduce.imitation import pattern_counts, vocabulary
-from reproduce.engine import derive_seed
-from reproduce.mirror import SCHEMAS, MirrorRunner, altered, conditions, messages
-from reproduce.mirror_data import load_mirror_dataset
+from reproduce.mirror.corrupt import KINDS, corrupt
+from reproduce.mirror.imitation import pattern_counts, vocabulary
+from reproduce.lm.engine import derive_seed
+from reproduce.mirror.experiment import SCHEMAS, MirrorRunner, altered, conditions, messages
+from reproduce.mirror.data import load_mirror_dataset
 from reproduce.shards import ShardStore
 from tests.conftest import sections_after_trials, simulate_edit, tiny_profile
 
@@ -109,8 +109,8 @@ def test_the_optional_judge_grades_every_reply_with_a_local_model(models, monkey
     gets the same grade wherever it stands in the batch); with no judge the column is NaN and nothing loads."""
     import pandas as pd
 
-    import reproduce.stages.common as stages
-    from reproduce.mirror import judge_turns
+    import reproduce.self_prediction.runs as stages
+    from reproduce.mirror.experiment import judge_turns
 
     lm, engine = models["smollm2-135m"]
     loads = []
@@ -127,10 +127,10 @@ def test_the_optional_judge_grades_every_reply_with_a_local_model(models, monkey
 
 @pytest.mark.parametrize("experiment", ["mirror", "injection"])
 def test_a_judge_that_is_not_on_disk_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch, experiment):
-    import reproduce.stages.common as stages
-    from reproduce.injection import run_concept_injection
-    from reproduce.mirror import run_mirror
-    from reproduce.models import ModelError
+    import reproduce.self_prediction.runs as stages
+    from reproduce.injection.experiment import run_concept_injection
+    from reproduce.mirror.experiment import run_mirror
+    from reproduce.lm.models import ModelError
     from tests.test_injection import SMALL as INJECTION
 
     def no_models(*a, **k):
@@ -149,7 +149,7 @@ def test_a_judge_that_is_not_on_disk_is_refused_before_any_model_is_loaded(tmp_p
 
 
 def test_the_report_paragraph_states_the_judge_and_its_agreement_with_the_rules():
-    from report.mirror import model_paragraph
+    from report.mirror.section import model_paragraph
 
     d = {"scripts": 6, "turns": [2, 3], "noticing_observed": {"k": 0, "n": 132},
          "judge_agreement": {"n": 132, "agreement": 0.56, "kappa": -1e-16, "rules_yes": 0, "judge_yes": 58},
@@ -171,9 +171,9 @@ def test_the_shards_key_holds_the_seed_every_model_of_the_run_and_the_code(model
     """A changed seed draws other corruptions, and the ``other`` condition shows another model's replies: either
     change must give fresh shards, not reuse rows of the old seed or the old model. So must an edit to the stage
     or to the corruptions (simulated by another code version of that module)."""
-    import reproduce.stages.common as common
-    from reproduce import mirror
-    from reproduce.models import resolve
+    import reproduce.self_prediction.runs as common
+    import reproduce.mirror.experiment as mirror
+    from reproduce.lm.models import resolve
 
     lm = models["smollm2-135m"][0]
     refs = [resolve("smollm2-135m"), resolve("gemma3-270m")]
@@ -184,10 +184,10 @@ def test_the_shards_key_holds_the_seed_every_model_of_the_run_and_the_code(model
     other = [refs[0], resolve("gemma3-270m=smollm2-135m")]  # the same names, the second model's weights changed
     assert [r.name for r in other] == [r.name for r in refs]
     assert fp != mirror.shard_fingerprint(tiny_profile(mirror=SMALL), lm, data, other)
-    for module in ("reproduce.mirror", "reproduce.corrupt"):
+    for module in ("reproduce.mirror.experiment", "reproduce.mirror.corrupt"):
         simulate_edit(monkeypatch, common, module)
         assert mirror.shard_fingerprint(tiny_profile(mirror=SMALL), lm, data, refs) != fp, module
-    for module in ("reproduce.properties", "reproduce.tasks"):  # modules the stage does not run keep its shards
+    for module in ("reproduce.self_prediction.properties", "reproduce.self_prediction.tasks"):  # modules the stage does not run keep its shards
         simulate_edit(monkeypatch, common, module)
         assert mirror.shard_fingerprint(tiny_profile(mirror=SMALL), lm, data, refs) == fp, module
 
@@ -196,9 +196,9 @@ def test_the_shards_key_holds_the_seed_every_model_of_the_run_and_the_code(model
 def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, tmp_path):
     """The stages after the conversations on a real small run: the analysis (every fit behind the gate), the
     figures and the manuscript section, whose raw counts beside the modelled rates are the turn table's own."""
-    from analysis.mirror_stage import main as analyse
-    from figures.mirror import run_mirror_figures
-    from report.mirror import write_section
+    from analysis.mirror.stage import main as analyse
+    from figures.mirror.plots import run_mirror_figures
+    from report.mirror.section import write_section
 
     lm, engine = models["smollm2-135m"]
     profile = tiny_profile(mirror=dict(SMALL, scripts=4))
@@ -245,7 +245,7 @@ def test_with_every_reply_giving_one_answer_no_cell_is_named_the_largest_change(
     """All-zero noticing and all-yes or all-no recognition: the cells' estimates differ only by the prior (a cell of
     4 replies is pulled further from 0 or 1 than one of 6), so no cell is named; nor where no altered cell's raw
     rate lies on the side looked for."""
-    from report.mirror import model_paragraph
+    from report.mirror.section import model_paragraph
 
     e = {"condition": "corrupted", "kind": "capitalisation", "level": 0.3, "k": 1, "n": 6, "raw_diff": 1 / 6,
          "mean": 0.008, "low": -0.1, "high": 0.2, "verdict": "unclear", "tied": []}
@@ -276,7 +276,7 @@ def test_with_every_reply_giving_one_answer_no_cell_is_named_the_largest_change(
 
 def test_a_corrupted_history_left_unchanged_is_no_altered_trial():
     from analysis.mirror.design import altered_only, check_table
-    from report.mirror import model_paragraph
+    from report.mirror.section import model_paragraph
 
     base = {"model": "m", "script_id": "s", "kind": None, "level": 0.0, "turn": 2, "history_eligible": 3,
             "reply": "fine", "notices": False, "judge_notices": np.nan, "p_yes": 0.9, "p_outside": 0.1,
@@ -293,7 +293,7 @@ def test_a_corrupted_history_left_unchanged_is_no_altered_trial():
 
 
 def test_the_section_gives_the_imitation_measures_false_positives_after_another_models_replies():
-    from report.mirror import model_paragraph
+    from report.mirror.section import model_paragraph
 
     top = {"condition": "corrupted", "kind": "substitution", "level": 0.6, "k": 8, "n": 89, "rate": 8 / 89,
            "control_k": 1, "control_n": 111, "raw_diff": 8 / 89 - 1 / 111, "share": 0.1, "mean": 0.09, "low": -0.08,

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reproduce import mirror_content as content
+import reproduce.mirror.content as content
 from reproduce.citation import read_manifests, release_sha256
 from reproduce.datasets import DatasetError
 from reproduce.io import sha256_bytes
-from reproduce.mirror_data import (FILES, NAME, content_prompts, load_mirror_dataset, rehash_mirror_dataset,
+from reproduce.mirror.data import (FILES, NAME, content_prompts, load_mirror_dataset, rehash_mirror_dataset,
                                    write_mirror_dataset)
 
 FORBIDDEN = ("typo", "spelling", "error", "glitch", "mistake", "misspell", "previous message")

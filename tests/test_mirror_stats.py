@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import mirror as R
-from analysis import models as M
+import analysis.mirror as R
+import analysis.self_prediction.hierarchical as M
 from reproduce.errors import DataError
 
 FIT = M.SamplerSettings(draws=1000, tune=500, chains=4, target_accept=0.9, target_accept_retry=0.99,
@@ -59,8 +59,8 @@ def zeros(sim):
 
 # ------------------------------------------------------------------------------------------- schemas
 def test_simulated_tables_have_the_stage_schemas(sim):
-    from reproduce.corrupt import KINDS
-    from reproduce.mirror import COLUMNS
+    from reproduce.mirror.corrupt import KINDS
+    from reproduce.mirror.experiment import COLUMNS
 
     assert all(R.COLUMNS[t] == COLUMNS[t] for t in R.COLUMNS) and R.KINDS == KINDS  # what the stage writes
     tables, _ = sim
@@ -215,7 +215,7 @@ def test_frequentist_summary_gives_wilson_intervals_that_agree_with_the_posterio
 def test_judge_grades_get_raw_rates_and_an_agreement_table_counted_by_hand(sim):
     """Where a judge graded the replies: its raw rates beside the rules', and the agreement of the two per model
     (counts, raw agreement and Cohen's kappa recomputed by hand); no judge, no judge rows."""
-    from analysis.mirror_stage import grader_agreement
+    from analysis.mirror.stage import grader_agreement
 
     turns = sim[0]["turns"]
     assert not R.has_judge(turns) and grader_agreement(turns).empty
@@ -258,7 +258,7 @@ def test_a_corrupted_reply_whose_text_was_not_changed_is_dropped_whatever_its_sc
 
 @pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
 def test_the_headline_numbers_count_the_imitation_measure_after_another_models_replies(sim, fitted):
-    from analysis.mirror_stage import headline_numbers
+    from analysis.mirror.stage import headline_numbers
 
     tables, _ = sim
     res, _ = fitted
@@ -276,7 +276,7 @@ def test_the_headline_numbers_count_the_imitation_measure_after_another_models_r
 # ------------------------------------------------------------------- the numbers the manuscript quotes
 def _results(noticing: dict, recognition: dict, imitation: dict, model: str = "m") -> tuple[dict, dict]:
     """Hand-made result tables of one model as :func:`analysis.mirror.fit_all` returns them, and the tables
-    :func:`analysis.mirror_stage.headline_numbers` reads with them. ``noticing`` and ``recognition`` map a cell
+    :func:`analysis.mirror.stage.headline_numbers` reads with them. ``noticing`` and ``recognition`` map a cell
     (condition, kind, level) to (k, n, modelled contrast with the control); ``imitation`` maps one to (k, n,
     modelled share, modelled difference from the kind's control), the controls as ("control", kind, 0.0)."""
     def binary(cells: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -315,8 +315,8 @@ TIED = {("control", None, 0.0): (1, 6, 0.0), ("corrupted", "insertion", 0.3): (1
 
 
 def test_cells_that_tie_on_their_counts_are_all_named_and_none_is_picked_by_the_posterior():
-    from analysis.mirror_stage import headline_numbers
-    from report.mirror import model_paragraph
+    from analysis.mirror.stage import headline_numbers
+    from report.mirror.section import model_paragraph
 
     res, tables = _results(NOTICED, TIED, IMITATED)
     e = headline_numbers(res, tables)["models"]["m"]["recognition_extreme"]
@@ -343,8 +343,8 @@ def test_a_model_that_says_yes_in_every_cell_gets_no_largest_drop():
     """gemma3-270m in the review's run: 6 of 6 in the control and every cell, 4 of 4 where unchanged histories
     were left out; the prior pulls the 4-trial cells further from 1 (a modelled drop of 5.2 points the data do
     not contain)."""
-    from analysis.mirror_stage import headline_numbers
-    from report.mirror import model_paragraph
+    from analysis.mirror.stage import headline_numbers
+    from report.mirror.section import model_paragraph
 
     yes = {k: ((n := 4 if k[1] == "insertion" else 6), n, -0.052 if k[1] == "insertion" else -0.005)
            for k in TIED}
@@ -358,8 +358,8 @@ def test_a_model_that_says_yes_in_every_cell_gets_no_largest_drop():
 
 
 def test_the_top_imitation_cell_is_chosen_by_its_counts_and_quotes_its_raw_rate_beside_the_modelled_share():
-    from analysis.mirror_stage import flat_metrics, headline_numbers
-    from report.mirror import model_paragraph
+    from analysis.mirror.stage import flat_metrics, headline_numbers
+    from report.mirror.section import model_paragraph
 
     imitated = {("control", "substitution", 0.0): (1, 111, 0.04, np.nan),
                 ("control", "capitalisation", 0.0): (0, 140, 0.03, np.nan),
@@ -387,7 +387,7 @@ def test_the_top_imitation_cell_is_chosen_by_its_counts_and_quotes_its_raw_rate_
 
 
 def test_the_metrics_give_the_raw_counts_beside_each_modelled_control_rate():
-    from analysis.mirror_stage import flat_metrics, headline_numbers
+    from analysis.mirror.stage import flat_metrics, headline_numbers
 
     res, tables = _results(NOTICED, TIED, IMITATED)
     flat = flat_metrics(headline_numbers(res, tables))

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from reproduce.models import PLAIN_TEMPLATE, ModelError, resolve
+from reproduce.lm.models import PLAIN_TEMPLATE, ModelError, resolve
 
 
 @pytest.mark.parametrize("spec,match", [
@@ -32,7 +32,7 @@ def test_weights_are_keyed_by_their_content_not_their_path(tmp_path, monkeypatch
     import os
     import shutil
 
-    from reproduce import io
+    import reproduce.io as io
 
     monkeypatch.setenv("LOOKING_INWARD_CACHE", str(tmp_path / "cache"))
     a = tmp_path / "a"
@@ -76,7 +76,7 @@ def test_a_cache_that_cannot_be_written_still_keys_weights_by_content(tmp_path, 
     warning that names the fix comes once per process, not once per file."""
     import hashlib
 
-    from reproduce import io
+    import reproduce.io as io
 
     monkeypatch.setenv("LOOKING_INWARD_CACHE", str(tmp_path / "cache"))
     a = tmp_path / "a"
@@ -122,7 +122,7 @@ def test_gemma_base_uses_the_plain_format_with_one_bos(models):
 
 
 def test_system_prompt_can_be_set():
-    from reproduce.models import PromptFormat
+    from reproduce.lm.models import PromptFormat
 
     class Tok:
         def apply_chat_template(self, messages, tokenize, add_generation_prompt):
@@ -135,8 +135,8 @@ def test_system_prompt_can_be_set():
 def test_random_specs_build_real_shapes_seeded_with_an_embedded_tokenizer():
     import torch
 
-    from reproduce.engine import Engine
-    from reproduce.models import RANDOM_SHAPES, load
+    from reproduce.lm.engine import Engine
+    from reproduce.lm.models import RANDOM_SHAPES, load
 
     ref = resolve("tiny=random:tiny")
     assert (ref.kind, ref.name) == ("random", "tiny")
@@ -167,7 +167,7 @@ def test_random_spec_from_a_config_directory_and_bad_random_specs(tmp_path):
 def test_the_nutpie_sampler_without_nutpie_is_a_clear_error(monkeypatch):
     import importlib.util
 
-    from analysis import models as M
+    import analysis.self_prediction.hierarchical as M
     from reproduce.config import ConfigError
 
     real = importlib.util.find_spec
@@ -181,8 +181,8 @@ def test_the_nutpie_sampler_without_nutpie_is_a_clear_error(monkeypatch):
 def test_device_map_auto_loads_and_answers_as_the_plain_load(spec):
     """``device_map="auto"`` goes through accelerate's big-model path (random shapes: built, then dispatched);
     on a machine with no GPU every layer lands on the CPU and the answers are those of the plain load."""
-    from reproduce.engine import Engine
-    from reproduce.models import load
+    from reproduce.lm.engine import Engine
+    from reproduce.lm.models import load
 
     plain = load(spec, dtype="float32", device="cpu")
     mapped = load(spec, dtype="float32", device="cpu", device_map="auto", max_memory={"cpu": "8GiB"})
@@ -203,7 +203,7 @@ def test_gguf_conversion_parses_once_and_writes_the_same_bytes(tmp_path, monkeyp
     parses of the file (configuration, tokenizer, weights) become one."""
     import gguf
 
-    from reproduce import models
+    import reproduce.lm.models as models
 
     built = []
     original = gguf.GGUFReader

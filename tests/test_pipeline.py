@@ -10,10 +10,10 @@ from conftest import run_all, simulate_edit, tiny_profile
 from test_release import SAMPLE
 from reproduce.datasets import DATA_RAW, DatasetError, load_task
 from reproduce.io import short_hash
-from reproduce.models import ModelError
-from reproduce.release import import_release
-from reproduce.properties import PropertyError, get_property
-from reproduce.stages import Plan, run_meta_untrained, run_object_level
+from reproduce.lm.models import ModelError
+from reproduce.self_prediction.original_release import import_release
+from reproduce.self_prediction.properties import PropertyError, get_property
+from reproduce.self_prediction import Plan, run_meta_untrained, run_object_level
 
 
 def test_object_level_tables_hold_real_responses_and_their_properties(run):
@@ -66,7 +66,7 @@ def test_two_fp32_runs_give_identical_tables(run, tmp_path):
 
 
 def test_an_interrupted_stage_resumes_without_lost_or_duplicated_rows(run, tmp_path, monkeypatch):
-    from reproduce import engine as engine_mod
+    import reproduce.lm.engine as engine_mod
 
     profile = tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]},
                            items_per_task={"train": 70, "test": 3})  # numbers spans two shards (64 + 6)
@@ -108,7 +108,7 @@ def test_an_interrupted_stage_resumes_without_lost_or_duplicated_rows(run, tmp_p
 def test_a_changed_item_selection_gets_its_own_rows_from_the_same_work_folder(models, tmp_path):
     """Shards are keyed by the items they hold: evaluating other items (e.g. a changed
     behaviour_change.eval_items) in the same work folder never returns rows of the items evaluated before."""
-    from reproduce.stages import object_behaviour
+    from reproduce.self_prediction import object_behaviour
 
     lm, engine = models["smollm2-135m"]
     plan = Plan(tiny_profile(models=["smollm2-135m"], tasks={"train": ["numbers"], "test": ["animals"]}))
@@ -132,13 +132,13 @@ def _counted_smollm2(models, monkeypatch) -> tuple:
     return lm, engine, plan, calls
 
 
-@pytest.mark.parametrize("module", ["reproduce.stages.object_level", "reproduce.formats", "reproduce.engine"])
+@pytest.mark.parametrize("module", ["reproduce.self_prediction.object_level", "reproduce.lm.formats", "reproduce.lm.engine"])
 def test_an_edit_to_the_code_that_builds_the_rows_starts_fresh_shards(module, models, tmp_path, monkeypatch):
     """The shard key hashes the source of the stage's own module, of the prompt rendering and of the engine:
     finished shards are reused as long as none changed, and recomputed once one did (an edit simulated by
     another code version of that module)."""
-    import reproduce.stages.common as common
-    from reproduce.stages import object_behaviour
+    import reproduce.self_prediction.runs as common
+    from reproduce.self_prediction import object_behaviour
 
     lm, engine, plan, calls = _counted_smollm2(models, monkeypatch)
     task = plan.tasks["animals"]
@@ -155,25 +155,25 @@ def test_an_edit_to_the_code_that_builds_the_rows_starts_fresh_shards(module, mo
 def test_an_edit_to_a_module_a_stage_does_not_run_keeps_its_shards(models, tmp_path, monkeypatch):
     """The object level reads no property and no task generator (its prompts are the released dataset's, keyed by
     hash): an edit to either keeps its finished shards."""
-    import reproduce.stages.common as common
-    from reproduce.stages import object_behaviour
+    import reproduce.self_prediction.runs as common
+    from reproduce.self_prediction import object_behaviour
 
     lm, engine, plan, calls = _counted_smollm2(models, monkeypatch)
     task = plan.tasks["animals"]
     first = object_behaviour(plan, lm, engine, task, task.items[:2], "object_level", tmp_path)
-    for module in ("reproduce.properties", "reproduce.tasks"):
+    for module in ("reproduce.self_prediction.properties", "reproduce.self_prediction.tasks"):
         simulate_edit(monkeypatch, common, module)
         pd.testing.assert_frame_equal(first, object_behaviour(plan, lm, engine, task, task.items[:2], "object_level",
                                                               tmp_path))
     assert len(calls) == 1
 
 
-@pytest.mark.parametrize("module", ["reproduce.stages.meta_level", "reproduce.properties"])
+@pytest.mark.parametrize("module", ["reproduce.self_prediction.meta_level", "reproduce.self_prediction.properties"])
 def test_an_edit_to_the_meta_level_stage_starts_fresh_shards(module, models, tmp_path, monkeypatch):
     """The meta-level shards hash their stage's module and the property registry, which gives the answer
     options whose mass is read (an edit simulated by another code version)."""
-    import reproduce.stages.common as common
-    from reproduce.stages import meta_predictions
+    import reproduce.self_prediction.runs as common
+    from reproduce.self_prediction import meta_predictions
 
     lm, engine, plan, calls = _counted_smollm2(models, monkeypatch)
     first = meta_predictions(plan, lm, engine, "meta_untrained", tmp_path, n_items=1)
@@ -194,7 +194,7 @@ def test_an_edit_to_the_meta_level_stage_starts_fresh_shards(module, models, tmp
     ({"tasks": {"train": ["colours"], "test": ["years"]}}, DatasetError, "unknown task 'colours'"),
 ])
 def test_bad_input_fails_before_any_model_is_loaded(overrides, error, match, monkeypatch):
-    import reproduce.stages.common as stages
+    import reproduce.self_prediction.runs as stages
 
     monkeypatch.setattr(stages, "load", lambda *a, **k: pytest.fail("a model was loaded"))
     with pytest.raises(error, match=match):

@@ -9,9 +9,9 @@ import torch
 from conftest import tiny_profile
 
 from reproduce.config import REPO_ROOT
-from reproduce.models import resolve
-from reproduce.plan import BYTES, GIB, PlanError, check, estimate, shape_of, training_bytes, workloads
-from reproduce.stages import Plan
+from reproduce.lm.models import resolve
+from reproduce.lm.memory_plan import BYTES, GIB, PlanError, check, estimate, shape_of, training_bytes, workloads
+from reproduce.self_prediction import Plan
 
 
 def test_the_shape_of_a_published_architecture_is_exact_without_weights():
@@ -65,15 +65,15 @@ def test_plan_command_exits_2_when_the_profile_cannot_fit():
 @pytest.mark.slow
 def test_every_gpu_stage_checks_the_plan_before_loading(monkeypatch):
     """On a GPU each model stage runs the plan first: a model that cannot fit stops it with the fix."""
-    from reproduce import plan as plan_module
-    from reproduce.plan import fits_device
+    import reproduce.lm.memory_plan as plan_module
+    from reproduce.lm.memory_plan import fits_device
 
     plan = Plan(tiny_profile())
     assert fits_device(plan, "cuda", memory_gib=64) == []
     with pytest.raises(PlanError, match="cannot fit the stated cuda memory"):
         fits_device(plan, "cuda", memory_gib=0.2)
     # the stage's own entry point calls it when the device is a GPU (and not on a CPU)
-    import reproduce.stages.common as stages
+    import reproduce.self_prediction.runs as stages
 
     calls = []
     monkeypatch.setattr(plan_module, "fits_device", lambda p: calls.append(p) or [])
@@ -91,9 +91,9 @@ def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights(monkeypatc
     per experiment the profile sets, at the longest sequence bounded from above, or its weights alone when it sets
     neither; a model that cannot fit still stops the stage."""
     from reproduce.config import Injection, Mirror
-    from reproduce.mirror import messages
-    from reproduce.mirror_data import load_mirror_dataset
-    from reproduce.plan import fits_device, format_rows, inference_bytes, load_tokenizer
+    from reproduce.mirror.experiment import messages
+    from reproduce.mirror.data import load_mirror_dataset
+    from reproduce.lm.memory_plan import fits_device, format_rows, inference_bytes, load_tokenizer
 
     plan = Plan(tiny_profile(), tasks=False)
     rows = estimate(plan, "cuda")
@@ -137,9 +137,9 @@ def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights(monkeypatc
         fits_device(plan, "cuda", memory_gib=1.2 * weights)
     assert "mirror conversations" in format_rows(list(rows.values()))
     # each stage sets the same bound before its memory check
-    import reproduce.stages.common as stages
-    from reproduce.injection import run_concept_injection
-    from reproduce.mirror import run_mirror
+    import reproduce.self_prediction.runs as stages
+    from reproduce.injection.experiment import run_concept_injection
+    from reproduce.mirror.experiment import run_mirror
 
     class Stop(Exception):
         pass

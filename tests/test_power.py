@@ -1,4 +1,4 @@
-"""Power of the advantage verdict (analysis.power): the approximation's verdicts, the minimum detectable
+"""Power of the advantage verdict (analysis.self_prediction.power): the approximation's verdicts, the minimum detectable
 advantage, and the command's outputs."""
 
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import power as P
+import analysis.self_prediction.power as P
 
 QUIET = P.Design(tasks=6, items=40, properties=3, sigma_task=0.0, sigma_property=0.0, sigma_cell=0.0,
                  tau_task=0.0, tau_property=0.0, tau_cell=0.0, sigma_unit=0.0)
@@ -122,7 +122,7 @@ def test_the_power_command_needs_the_analysis_outputs(tmp_path):
 
 @pytest.mark.slowest
 def test_the_validation_fits_the_bayesian_model_to_replicates():
-    from analysis import models as M
+    import analysis.self_prediction.hierarchical as M
 
     design = P.Design(tasks=3, items=8, properties=2, seeds=2, sigma_seed=0.2, tau_seed=0.2)  # object_model factor
     v = P.validate(design, 1.0, 3, 2.0, 0, M.SamplerSettings(draws=300, tune=300, chains=2, seed=0))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from reproduce.properties import (
+from reproduce.self_prediction.properties import (
     PROPERTIES, PropertyError, check_fits, get_property, hypothetical_prompt, is_refusal, parse_choice,
 )
 

@@ -7,7 +7,7 @@ import pytest
 
 from reproduce.config import REPO_ROOT
 from reproduce.datasets import DatasetError, load_task
-from reproduce.release import import_release
+from reproduce.self_prediction.original_release import import_release
 
 SAMPLE = REPO_ROOT.parent / "shared" / "reference" / "looking_inward_release_sample"
 

@@ -219,8 +219,8 @@ def test_every_committed_dataset_has_a_card_and_a_matching_citation():
         assert ref["version"] == m["version"]
         assert f"release-sha256:{m['release_sha256']}" in json.dumps(ref["identifiers"])
     # the other experiments' datasets (several files each): card, hashes and citation
-    from reproduce.injection_data import injection_card, load_injection_dataset
-    from reproduce.mirror_data import load_mirror_dataset, mirror_card
+    from reproduce.injection.data import injection_card, load_injection_dataset
+    from reproduce.mirror.data import load_mirror_dataset, mirror_card
 
     others = read_manifests(REPO_ROOT / "data_raw", "experiment")
     assert [m["name"] for m in others] == ["concept_injection", "mirror_test"]
@@ -240,7 +240,7 @@ def test_text_a_model_wrote_is_printed_as_written_and_not_checked_as_markup(tmp_
     import pandas as pd
 
     from report.formatting import model_text
-    from report.tables import _md_table
+    from report.self_prediction.tables import _md_table
 
     reply = 'What is it?? See @fig-one, {{< meta n.nope >}} [@nobody] *not bold* <b>x</b> a|b\nnext line'
     table = _md_table(pd.DataFrame({"model": ["m"], "reply": [model_text(reply)]}), "Replies.", "tbl-replies")
@@ -277,7 +277,7 @@ def test_the_gate_sentence_names_the_fits_that_passed_only_at_a_longer_or_more_c
 
 def test_the_methods_name_the_fits_that_started_at_the_retrys_target_acceptance():
     from reproduce.config import load_params
-    from report.numbers import _first_sampling
+    from report.self_prediction.numbers import _first_sampling
 
     _, profile = load_params(profile="default")  # target acceptance 0.9, retry 0.99
     diag = {"advantage": {"target_accept": 0.9}, "training effect": {"target_accept": 0.99},
@@ -294,7 +294,7 @@ def test_the_methods_name_the_fits_that_started_at_the_retrys_target_acceptance(
     ("Be brief.", 'the system prompt "Be brief."', "this run sends the system prompt named in the methods"),
 ])
 def test_the_methods_say_what_a_chat_model_read_before_each_prompt(system_prompt, methods, difference):
-    from report.numbers import _system_prompt_text
+    from report.self_prediction.numbers import _system_prompt_text
 
     phrase, sentence = _system_prompt_text(system_prompt, ["smollm2-135m", "gemma3-270m"])
     assert phrase.startswith(methods) and difference in sentence
@@ -304,8 +304,8 @@ def test_the_methods_say_what_a_chat_model_read_before_each_prompt(system_prompt
 
 
 def test_an_empty_system_prompt_sends_an_empty_system_message_as_the_original():
-    from reproduce.formats import PromptFormat
-    from reproduce.models import read_tokenizer, resolve, tokenizer_dir
+    from reproduce.lm.formats import PromptFormat
+    from reproduce.lm.models import read_tokenizer, resolve, tokenizer_dir
 
     tok = read_tokenizer(tokenizer_dir(resolve("smollm2-135m")))
     default, empty = (PromptFormat("chat", tok, sp).render("Hi") for sp in (None, ""))
@@ -324,7 +324,7 @@ def _summary(mean, low, high):
     (_summary(1.0, -1.0, 4.0), "the data cannot tell how much of the difference is compliance"),
 ])
 def test_how_much_of_the_difference_is_compliance_is_judged_on_the_part_compliance_makes(part, says):
-    from report.numbers import _compliance_text
+    from report.self_prediction.numbers import _compliance_text
 
     # the advantage at equal compliance is inconclusive in every case: the sentence follows the compliance part
     cs = {"all_compliant": False, "compliance_difference": _summary(0.3, -0.5, 1.1),
@@ -337,7 +337,7 @@ def test_how_much_of_the_difference_is_compliance_is_judged_on_the_part_complian
 
 
 def test_the_calibration_text_sets_the_mass_outside_the_options_beside_the_renormalised_mad():
-    from report.numbers import _outside_text
+    from report.self_prediction.numbers import _outside_text
 
     cells = ["untrained_self", "untrained_cross", "trained_self", "trained_cross"]
     cal = {"p_outside": dict(zip(cells, [80.1, 79.0, 7.0, 6.9])),
@@ -351,7 +351,7 @@ def test_the_calibration_text_sets_the_mass_outside_the_options_beside_the_renor
 
 
 def test_the_scaling_sentence_sets_each_size_beside_the_spread_between_seeds():
-    from report.numbers import _scaling_text
+    from report.self_prediction.numbers import _scaling_text
 
     rows = [{"target": "g", "n_examples": 96, "n": 131, "accuracy": 36.6, "low": 28.9, "high": 45.2},
             {"target": "g", "n_examples": 48, "n": 131, "accuracy": 79.4, "low": 71.7, "high": 85.4},
@@ -389,8 +389,8 @@ def test_a_stage_time_says_when_the_run_read_results_an_earlier_run_computed():
 def test_a_detection_rate_is_quoted_beside_the_trials_that_answered_yes_and_the_mass_on_neither_word():
     import pandas as pd
 
-    from analysis.injection_stage import observed, says_yes
-    from report.injection import model_paragraph
+    from analysis.injection.stage import observed, says_yes
+    from report.injection.section import model_paragraph
 
     answers = pd.Series(["Yes.", " yes, I", "\"Yes\"", "Yesterday", "Lantern lantern", "No", None])
     assert says_yes(answers).tolist() == [True, True, True, False, False, False, False]
@@ -416,7 +416,7 @@ def test_a_detection_rate_is_quoted_beside_the_trials_that_answered_yes_and_the_
 
 
 def test_the_prior_sensitivity_sentence_gives_the_largest_move_from_the_main_fit_not_the_spread():
-    from report.numbers import _prior_sensitivity_text
+    from report.self_prediction.numbers import _prior_sensitivity_text
 
     ps = {"factors": [0.5, 1.0, 2.0], "delta_spread": 0.504, "verdicts_agree": True,
           "by_factor": {"0.5": {"delta": -3.371}, "1": {"delta": -3.094}, "2": {"delta": -2.867}}}
@@ -449,7 +449,7 @@ def _sensitivity_metrics(base: float, main: float) -> dict:
 
 
 def test_the_ground_truth_sensitivity_says_when_only_the_verdict_is_shared_not_the_sign():
-    from report.numbers import _sensitivity_text
+    from report.self_prediction.numbers import _sensitivity_text
 
     opposite = _sensitivity_text(_sensitivity_metrics(1.9, -0.7))["sensitivity_verdict"]
     assert "inconclusive either way" in opposite and "opposite signs" in opposite
@@ -459,7 +459,7 @@ def test_the_ground_truth_sensitivity_says_when_only_the_verdict_is_shared_not_t
 
 
 def test_the_tasks_sentence_names_the_tasks_a_direction_lacks():
-    from report.numbers import _tasks_sentence
+    from report.self_prediction.numbers import _tasks_sentence
 
     held = ["a", "b", "c"]
     every = _tasks_sentence(held, held, {"m1": held, "m2": held})
@@ -471,7 +471,7 @@ def test_the_tasks_sentence_names_the_tasks_a_direction_lacks():
 
 
 def test_the_overlap_of_experiment_3s_training_items_with_experiment_1s_is_counted_from_the_settings():
-    from report.numbers import _behaviour_overlap
+    from report.self_prediction.numbers import _behaviour_overlap
 
     # default: evaluates 6, trains on items 7-16; experiment 1 evaluates the first 12 of 6 tasks
     assert _behaviour_overlap(6, 10, 12, 6) == ("items 7-12 of each of its 6 tasks (36 in all), which it trains on, "
@@ -485,8 +485,8 @@ def test_the_overlap_of_experiment_3s_training_items_with_experiment_1s_is_count
 def test_the_methods_quote_the_methods_constants_and_do_not_restate_them(monkeypatch):
     """The gate, the interval, the MAD's bins and behaviours, the separation and power thresholds come from
     analysis.constants; the manuscript quotes them through metadata, never as literals."""
-    from analysis import constants as K
-    from report.numbers import _method_constants
+    import analysis.constants as K
+    from report.self_prediction.numbers import _method_constants
 
     literals = [f"{100 * K.INTERVAL:g}%", f"{K.RHAT_MAX + 0.005:.3f}", f"{K.MAD_BINS} equal-frequency",
                 f"fewer than {K.MAD_BINS} bins", f"below {K.ESS_MIN}", f"below {K.BFMI_MIN:g}",
@@ -512,7 +512,7 @@ def test_the_report_and_figure_code_quotes_the_constants_in_what_it_prints():
     """No string the report or the figures print (docstrings aside) restates a constant of analysis.constants."""
     import ast
 
-    from analysis import constants as K
+    import analysis.constants as K
 
     literals = [f"{100 * K.INTERVAL:g}%", f"r_hat > {K.RHAT_MAX:g}", f"ESS < {K.ESS_MIN}", f"{100 * K.POWER_TARGET:g}%",
                 f"{K.MAD_BINS} equal-frequency", f"fewer than {K.MAD_BINS}", f"top-{K.TOP_BEHAVIOURS}"]
@@ -529,7 +529,7 @@ def test_the_report_and_figure_code_quotes_the_constants_in_what_it_prints():
 
 
 def test_the_compliance_sentence_states_a_signed_difference_not_more_often():
-    from report.numbers import _compliance_text
+    from report.self_prediction.numbers import _compliance_text
 
     def d(m):
         return {"mean": m, "low": m - 1, "high": m + 1}
@@ -541,7 +541,7 @@ def test_the_compliance_sentence_states_a_signed_difference_not_more_often():
 
 def test_the_calibration_table_marks_an_interval_that_leaves_out_its_estimate():
     import pandas as pd
-    from report.tables import calibration_table
+    from report.self_prediction.tables import calibration_table
 
     rows = []
     for variant in ("raw", "renormalised"):
@@ -573,7 +573,7 @@ def _injection_tables():
 
 
 def test_the_injection_paragraph_reports_controls_cell_level_yes_bias_and_what_prefill_cannot_show():
-    from report.injection import model_paragraph
+    from report.injection.section import model_paragraph
 
     iv = {"mean": 0.7, "low": 0.5, "high": 0.85}
     contrast = lambda below: {"cells": 1, "cells_below": below, "cells_above": 0,  # noqa: E731
@@ -603,7 +603,7 @@ def test_the_injection_paragraph_names_tied_best_cells_a_yes_bias_ceiling_and_a_
     """Where the best cell's raw counts are shared, the tie is named; where every control question was already
     answered yes, the yes-bias check is said to be unable to show a bias; where one grading counted no detection
     at all, kappa is said to carry no information."""
-    from report.injection import model_paragraph
+    from report.injection.section import model_paragraph
 
     iv = {"mean": 0.9, "low": 0.7, "high": 0.98}
     d = {"n_layers": 18, "layers_injected": [7],
@@ -650,7 +650,7 @@ def test_the_best_cells_are_chosen_by_their_counts_and_ties_are_kept_in_a_fixed_
 
 
 def test_the_comparison_with_the_original_gives_each_accuracy_beside_its_mode_baseline():
-    from report.tables import _comparison
+    from report.self_prediction.tables import _comparison
 
     rows = []
     for cond, acc, mode in (("untrained", 0.05, 0.63), ("trained", 0.54, 0.74)):
@@ -666,7 +666,7 @@ def test_the_comparison_with_the_original_gives_each_accuracy_beside_its_mode_ba
 
 
 def test_the_headline_states_the_originals_criterion_where_a_direction_is_credibly_reversed():
-    from report.numbers import _criterion_clause
+    from report.self_prediction.numbers import _criterion_clause
 
     dirs = [{"target": "a", "verdict": "negative"}, {"target": "b", "verdict": "inconclusive"}]
     assert _criterion_clause({"headline": "inconclusive", "directions": dirs}).endswith(
@@ -676,7 +676,7 @@ def test_the_headline_states_the_originals_criterion_where_a_direction_is_credib
 
 
 def test_the_injection_paragraph_counts_negative_layers_and_says_when_the_lowest_strength_already_degenerates():
-    from report.injection import model_paragraph
+    from report.injection.section import model_paragraph
 
     coh = pd.DataFrame({"model": "m", "condition": ["control", "concept", "concept"], "strength": [0.0, 0.5, 1.0],
                         "n": 4})
@@ -693,7 +693,7 @@ def test_the_injection_paragraph_counts_negative_layers_and_says_when_the_lowest
 
 
 def test_the_methods_say_how_the_training_pairs_were_drawn_and_how_many():
-    from report.numbers import _finetune_data_text, _pairs_counts
+    from report.self_prediction.numbers import _finetune_data_text, _pairs_counts
     from reproduce.config import Finetune
 
     base = dict(lora_rank=8, lora_alpha=16, learning_rate=1e-3, epochs=1, batch_size=8)

@@ -1,8 +1,8 @@
-"""Sentences the manuscript quotes, generated from the numbers (report/numbers.py)."""
+"""Sentences the manuscript quotes, generated from the numbers (report/self_prediction/numbers.py)."""
 
 
 def test_the_manuscript_says_how_self_training_changed_the_targets_predictability():
-    from report.numbers import _target_shift
+    from report.self_prediction.numbers import _target_shift
 
     numbers = {"mode_baseline_untrained_a_on_a": 65.7, "mode_baseline_trained_a_on_a": 91.7,
                "mode_baseline_untrained_b_on_b": 75.5, "mode_baseline_trained_b_on_b": 53.2,
@@ -13,7 +13,7 @@ def test_the_manuscript_says_how_self_training_changed_the_targets_predictabilit
 
 
 def test_the_manuscript_names_the_held_out_tasks_experiment_1_could_not_score():
-    from report.numbers import _tasks_sentence
+    from report.self_prediction.numbers import _tasks_sentence
 
     held_out = ["animals", "years", "myopic_reward", "categories"]
     assert _tasks_sentence(["animals", "categories", "years"], held_out) == (
@@ -25,7 +25,7 @@ def test_the_manuscript_names_the_held_out_tasks_experiment_1_could_not_score():
 
 
 def test_the_manuscript_says_how_many_concepts_and_scripts_a_run_used():
-    from report.numbers import _subset_phrase
+    from report.self_prediction.numbers import _subset_phrase
 
     assert _subset_phrase(24, 50) == "the first 24 of the 50"
     assert _subset_phrase(None, 48) == "the 48"
@@ -36,7 +36,7 @@ def test_the_manuscript_says_how_many_concepts_and_scripts_a_run_used():
 
 
 def test_the_manuscript_gives_the_mad_on_the_originals_scope():
-    from report.numbers import _calibration_cells_text
+    from report.self_prediction.numbers import _calibration_cells_text
 
     arm = {"mad": 12.0, "low": 8.0, "high": 20.0, "points": 24}
     cells = {"cells": 9, "cells_total": 15, "self_lower": 6, "self_credibly_better": 1, "cross_credibly_better": 0,

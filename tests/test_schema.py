@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reproduce import tables
+import reproduce.self_prediction.schemas as tables
 from reproduce.errors import DataError
 from reproduce.io import atomic_write_parquet, read_stage_table, write_stage_tables
 from reproduce.schema import PROB, Col, Schema, SchemaError
@@ -89,7 +89,7 @@ def test_reading_a_table_of_another_version_names_the_stage_to_rerun(tmp_path):
 
 
 def test_the_simulated_stage_tables_have_the_real_tables_schemas():
-    from analysis.simulate import simulate_stage_tables
+    from analysis.self_prediction.simulate import simulate_stage_tables
 
     t = simulate_stage_tables(seed=3, items=4, calibration_items=2, n_samples=5,
                               tasks=("animals", "categories", "myopic_reward"))

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from reproduce import versioning
+import reproduce.versioning as versioning
 from reproduce.shards import ShardStore, chunk_key
 
 ITEMS = [{"item_id": f"colors-{i:03d}", "word": f"w{i}"} for i in range(20)]
@@ -65,7 +65,7 @@ def test_code_version_follows_the_source_text(tmp_path, monkeypatch):
     a = versioning.code_version("loss_a")
     assert a == versioning.code_version("loss_a") and len(a) == 16
     assert a != versioning.code_version("loss_b") != versioning.code_version("loss_a", "loss_b")
-    assert versioning.code_version("reproduce.engine") != versioning.code_version("reproduce.properties")
+    assert versioning.code_version("reproduce.lm.engine") != versioning.code_version("reproduce.self_prediction.properties")
 
 
 def test_runtime_versions_name_the_installed_libraries():

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from reproduce.engine import Engine
-from reproduce.steering import (Injection, Steer, SteeringError, check_fraction, check_strength, concept_vectors,
+from reproduce.lm.engine import Engine
+from reproduce.lm.steering import (Injection, Steer, SteeringError, check_fraction, check_strength, concept_vectors,
                                 decoder_layers, last_token_residuals, layer_at, token_span)
 
 LONG = " calm" * 10  # longer than Engine.TRIE_MAX_TOKENS: one row per pair, the whole sequence in one pass

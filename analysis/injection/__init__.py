@@ -18,15 +18,15 @@ The package, one job per module (every public name is re-exported here):
 * :mod:`.simulate`: simulated tables with known truth, for the recovery tests.
 """
 
-from .design import (INTERVAL, Q_LOW, Q_HIGH, LOGIT_SD, SCALE_SD, COLUMNS, CONDITIONS, QUESTIONS, INSTRUCTIONS,
+from analysis.injection.design import (INTERVAL, Q_LOW, Q_HIGH, LOGIT_SD, SCALE_SD, COLUMNS, CONDITIONS, QUESTIONS, INSTRUCTIONS,
                      INJECTED, CELL, check_table)
-from .detection import DetectionDesign, detection_design, detection_model, detection_summary
-from .yes_bias import YesBiasDesign, yes_bias_design, yes_bias_model, yes_bias_summary
-from .identification import IdentificationDesign, identification_design, identification_model, identification_summary
-from .prefill import PrefillDesign, prefill_design, prefill_model, prefill_summary
-from .intention import IntentionDesign, intention_design, intention_model, intention_summary
-from .fit import RESULTS, fit_all, frequentist_summary
-from .simulate import (detection_truth_logit, simulate_detection, identification_truth_logit, simulate_identification,
+from analysis.injection.detection import DetectionDesign, detection_design, detection_model, detection_summary
+from analysis.injection.yes_bias import YesBiasDesign, yes_bias_design, yes_bias_model, yes_bias_summary
+from analysis.injection.identification import IdentificationDesign, identification_design, identification_model, identification_summary
+from analysis.injection.prefill import PrefillDesign, prefill_design, prefill_model, prefill_summary
+from analysis.injection.intention import IntentionDesign, intention_design, intention_model, intention_summary
+from analysis.injection.fit import RESULTS, fit_all, frequentist_summary
+from analysis.injection.simulate import (detection_truth_logit, simulate_detection, identification_truth_logit, simulate_identification,
                        simulate_prefill, intention_truth, simulate_intention)
 
 __all__ = ["INTERVAL", "Q_LOW", "Q_HIGH", "LOGIT_SD", "SCALE_SD", "COLUMNS", "CONDITIONS", "QUESTIONS",

@@ -24,8 +24,8 @@ Common choices, stated once:
   per posterior draw, so their intervals carry the correlation of the two arms.
 * Intervals are equal-tailed 95% posterior intervals (:data:`INTERVAL`); ``p_positive`` is the posterior
   probability that a difference is above zero. Every published fit passes
-  :func:`analysis.models.check_convergence`, at its first sampling or at the longer one of
-  :func:`analysis.models.sample_gated`.
+  :func:`analysis.self_prediction.hierarchical.check_convergence`, at its first sampling or at the longer one of
+  :func:`analysis.self_prediction.hierarchical.sample_gated`.
 """
 
 from __future__ import annotations

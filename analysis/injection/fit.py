@@ -7,13 +7,13 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from .. import models as M
-from .design import CELL, COLUMNS, check_table
-from .detection import detection_model, detection_summary
-from .identification import identification_model, identification_summary
-from .intention import intention_model, intention_summary
-from .prefill import prefill_model, prefill_summary
-from .yes_bias import yes_bias_model, yes_bias_summary
+import analysis.self_prediction.hierarchical as M
+from analysis.injection.design import CELL, COLUMNS, check_table
+from analysis.injection.detection import detection_model, detection_summary
+from analysis.injection.identification import identification_model, identification_summary
+from analysis.injection.intention import intention_model, intention_summary
+from analysis.injection.prefill import prefill_model, prefill_summary
+from analysis.injection.yes_bias import yes_bias_model, yes_bias_summary
 
 
 #: the result tables of :func:`fit_all`
@@ -24,7 +24,7 @@ RESULTS = ("detection_cells", "fp_rate", "yes_bias", "identification_cells", "pr
 def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dict:
     """Every model's fits of every non-empty table in ``tables`` (keys among ``detection``,
     ``identification``, ``prefill``, ``intention``), each through the convergence gate (a failing fit raises
-    :class:`analysis.models.ConvergenceError`). Returns the tables :data:`RESULTS` (each with a ``model``
+    :class:`analysis.self_prediction.hierarchical.ConvergenceError`). Returns the tables :data:`RESULTS` (each with a ``model``
     column first; empty where its input is absent) and ``diagnostics``: a list of ``{"model", "fit",
     "diagnostics"}``. The detection table gives two fits, ``detection`` and (where it has yes_bias rows)
     ``yes_bias``."""
@@ -71,11 +71,11 @@ def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dic
 # ------------------------------------------------------------------------------------ frequentist
 def frequentist_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The raw rates per model and cell with Wilson 95% intervals (statsmodels ``proportion_confint``,
-    ``method="wilson"``, through :func:`analysis.frequentist.wilson`): a cross-check of the Bayesian cell
+    ``method="wilson"``, through :func:`analysis.self_prediction.frequentist.wilson`): a cross-check of the Bayesian cell
     rates that assumes independent trials. Columns: ``model, table, outcome, condition, layer_fraction,
     strength, n, k, rate, low, high``; ``table`` is detection (``detect`` questions), yes_bias,
     identification or prefill, and control rows form one row each (layer_fraction NaN, strength 0)."""
-    from ..frequentist import wilson
+    from analysis.self_prediction.frequentist import wilson
 
     specs = [("detection", "detection", "detected", lambda r: r["question"] == "detect"),
              ("yes_bias", "detection", "detected", lambda r: r["question"] == "yes_bias"),

@@ -10,8 +10,8 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from .design import SCALE_SD, _codes, check_table
-from .likelihood import _draws, _summary
+from analysis.injection.design import SCALE_SD, _codes, check_table
+from analysis.injection.likelihood import _draws, _summary
 
 if TYPE_CHECKING:
     import arviz as az

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import models as M
-from .design import Q_HIGH, Q_LOW, SCALE_SD
+import analysis.self_prediction.hierarchical as M
+from analysis.injection.design import Q_HIGH, Q_LOW, SCALE_SD
 
 
 def _aggregate(codes: dict[str, np.ndarray], y: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:

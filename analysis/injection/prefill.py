@@ -10,9 +10,9 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from .. import models as M
-from .design import CELL, LOGIT_SD, _cell_codes, _cell_label, _codes, _injected_cells, check_table
-from .likelihood import _aggregate, _draws, _effect_draws, _observed_average, _random_effect, _sigmoid, _summary
+import analysis.self_prediction.hierarchical as M
+from analysis.injection.design import CELL, LOGIT_SD, _cell_codes, _cell_label, _codes, _injected_cells, check_table
+from analysis.injection.likelihood import _aggregate, _draws, _effect_draws, _observed_average, _random_effect, _sigmoid, _summary
 
 if TYPE_CHECKING:
     import arviz as az

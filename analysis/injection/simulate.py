@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .design import COLUMNS, INJECTED
-from .likelihood import _sigmoid
+from analysis.injection.design import COLUMNS, INJECTED
+from analysis.injection.likelihood import _sigmoid
 
 
 def _latent_probability(rng: np.random.Generator, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """The statistics of the mirror test: does a model notice that its own earlier replies were altered?
 
 A model first answers neutral multi-turn conversation scripts itself; then its earlier replies are altered
-and the conversation goes on (:mod:`reproduce.mirror`). Conditions: ``control`` (the clean history),
+and the conversation goes on (:mod:`reproduce.mirror.experiment`). Conditions: ``control`` (the clean history),
 ``corrupted`` (every earlier reply corrupted by one ``kind`` at one ``level``, the share of eligible words
 changed) and ``other`` (another model's replies shown as the model's own). At each measured turn ``t`` the
 ``turns`` table holds (a) ``notices``: the next reply remarks on the oddity (rule-graded); (b) ``p_yes``:
@@ -29,13 +29,13 @@ The package, one job per module (every public name is re-exported here):
 * :mod:`.simulate`: simulated tables with known truth, for the recovery tests.
 """
 
-from .design import (INTERVAL, Q_LOW, Q_HIGH, LOGIT_SD, SLOPE_SD, SCALE_SD, MEAN_SD, KINDS, CONDITIONS, LEVELS,
+from analysis.mirror.design import (INTERVAL, Q_LOW, Q_HIGH, LOGIT_SD, SLOPE_SD, SCALE_SD, MEAN_SD, KINDS, CONDITIONS, LEVELS,
                      COLUMNS, CELL, OUTCOMES, check_table, zero_sum_basis)
-from .binary import BinaryDesign, binary_design, noticing_model, recognition_model, binary_summary
-from .imitation import ImitationDesign, imitation_rows, imitation_design, imitation_model, imitation_summary
-from .surprise import SurpriseDesign, surprise_design, CENTRED_MIN_SCRIPTS, surprise_model, surprise_summary
-from .fit import RESULTS, has_judge, fit_all, frequentist_summary
-from .simulate import (SALIENCE, IMITABILITY, BASELINE, SURPRISE_PER_LEVEL, binary_truth_logit, simulate_turns,
+from analysis.mirror.binary import BinaryDesign, binary_design, noticing_model, recognition_model, binary_summary
+from analysis.mirror.imitation import ImitationDesign, imitation_rows, imitation_design, imitation_model, imitation_summary
+from analysis.mirror.surprise import SurpriseDesign, surprise_design, CENTRED_MIN_SCRIPTS, surprise_model, surprise_summary
+from analysis.mirror.fit import RESULTS, has_judge, fit_all, frequentist_summary
+from analysis.mirror.simulate import (SALIENCE, IMITABILITY, BASELINE, SURPRISE_PER_LEVEL, binary_truth_logit, simulate_turns,
                        simulate_surprise)
 
 __all__ = ["INTERVAL", "Q_LOW", "Q_HIGH", "LOGIT_SD", "SLOPE_SD", "SCALE_SD", "MEAN_SD", "KINDS", "CONDITIONS",

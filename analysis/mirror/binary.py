@@ -10,9 +10,9 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from ..injection.design import _codes
-from ..injection.likelihood import _aggregate, _draws, _sigmoid
-from .design import (CELL, CONDITIONS, LOGIT_SD, OUTCOMES, SLOPE_SD, _binomial_logit, _cells, _conversation_codes,
+from analysis.injection.design import _codes
+from analysis.injection.likelihood import _aggregate, _draws, _sigmoid
+from analysis.mirror.design import (CELL, CONDITIONS, LOGIT_SD, OUTCOMES, SLOPE_SD, _binomial_logit, _cells, _conversation_codes,
                      _conversation_draws, _conversation_effects, _label, _summary, altered_only, check_table)
 
 if TYPE_CHECKING:

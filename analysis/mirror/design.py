@@ -23,8 +23,8 @@ Common choices, stated once:
   correlation of the two arms.
 * Intervals are equal-tailed 95% posterior intervals (:data:`INTERVAL`); ``p_positive`` is the posterior
   probability that a difference is above zero. Every published fit passes
-  :func:`analysis.models.check_convergence` (r_hat <= 1.01, bulk and tail ESS >= 400, no divergences),
-  at its first sampling or at the longer one of :func:`analysis.models.sample_gated`.
+  :func:`analysis.self_prediction.hierarchical.check_convergence` (r_hat <= 1.01, bulk and tail ESS >= 400, no divergences),
+  at its first sampling or at the longer one of :func:`analysis.self_prediction.hierarchical.sample_gated`.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import pandas as pd
 from reproduce.errors import DataError
 from reproduce.schema import require_columns
 
-from ..injection.design import _codes
-from ..injection.likelihood import _draws, _sigmoid
+from analysis.injection.design import _codes
+from analysis.injection.likelihood import _draws, _sigmoid
 
 
 INTERVAL = 0.95
@@ -47,11 +47,11 @@ SLOPE_SD = 1.0  # turn slopes, per standard deviation of the measured turns
 SCALE_SD = 1.0  # random-effect scales
 MEAN_SD = 1.0  # surprise cell means, on the standardised scale
 
-#: the corruption kinds, as :data:`reproduce.corrupt.KINDS` (not imported: that module loads the engine)
+#: the corruption kinds, as :data:`reproduce.mirror.corrupt.KINDS` (not imported: that module loads the engine)
 KINDS = ("insertion", "substitution", "swap", "drop", "capitalisation")
 CONDITIONS = ("control", "corrupted", "other")
 LEVELS = (0.1, 0.3, 0.6)
-#: the stage's tables, as :data:`reproduce.mirror.COLUMNS`
+#: the stage's tables, as :data:`reproduce.mirror.experiment.COLUMNS`
 COLUMNS = {
     "turns": ["model", "script_id", "condition", "kind", "level", "turn", "history_changed", "history_eligible",
               "reply", "notices", "judge_notices", "p_yes", "p_outside",
@@ -268,7 +268,7 @@ def _conversation_draws(idata, pair_model: np.ndarray, pair_script: np.ndarray) 
 
 
 def _binomial_logit(name: str, n: np.ndarray, eta, k: np.ndarray):
-    """``k ~ Binomial(n, sigmoid(eta))``, observed: :func:`analysis.models._binomial_logit`'s log-likelihood
+    """``k ~ Binomial(n, sigmoid(eta))``, observed: :func:`analysis.self_prediction.hierarchical._binomial_logit`'s log-likelihood
     ``k * eta - n * softplus(eta) + log C(n, k)`` with the constant ``log C(n, k)`` computed once here (that
     function's graph evaluates it, three log-gamma functions per entry, at every step of the sampler)."""
     import pymc as pm

@@ -9,11 +9,11 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from .. import models as M
-from .binary import binary_design, binary_summary, noticing_model, recognition_model
-from .design import CELL, COLUMNS, _cells, altered_only, check_table
-from .imitation import _imitation_cells, imitation_design, imitation_model, imitation_rows, imitation_summary
-from .surprise import surprise_design, surprise_model, surprise_summary
+import analysis.self_prediction.hierarchical as M
+from analysis.mirror.binary import binary_design, binary_summary, noticing_model, recognition_model
+from analysis.mirror.design import CELL, COLUMNS, _cells, altered_only, check_table
+from analysis.mirror.imitation import _imitation_cells, imitation_design, imitation_model, imitation_rows, imitation_summary
+from analysis.mirror.surprise import surprise_design, surprise_model, surprise_summary
 
 if TYPE_CHECKING:
     import pymc as pm
@@ -33,7 +33,7 @@ def has_judge(turns: pd.DataFrame | None) -> bool:
 def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dict:
     """Every mirror-test fit of the non-empty tables in ``tables`` (keys ``turns``, ``surprise``), all models
     jointly, each through the convergence gate (a failing fit raises
-    :class:`analysis.models.ConvergenceError`). Every table given is checked before anything is sampled.
+    :class:`analysis.self_prediction.hierarchical.ConvergenceError`). Every table given is checked before anything is sampled.
     Returns the tables :data:`RESULTS` (each with ``model``, the cell keys ``condition, kind, level`` where
     they apply, and ``mean, low, high``; empty where its input is absent) and ``diagnostics``: a list of
     ``{"model": "all", "fit", "diagnostics"}``. The turns table gives the fits ``noticing``, ``recognition``,
@@ -75,14 +75,14 @@ def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dic
 
 # ------------------------------------------------------------------------------------ frequentist
 def frequentist_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The raw rates per model and cell with Wilson 95% intervals (:func:`analysis.frequentist.wilson`): a
+    """The raw rates per model and cell with Wilson 95% intervals (:func:`analysis.self_prediction.frequentist.wilson`): a
     cross-check of the Bayesian cell rates that assumes independent trials. Columns: ``model, outcome,
     condition, kind, level, n, k, rate, low, high``; ``outcome`` is ``notices``, ``judge_notices`` (where a judge
     graded the replies; P(yes) > 0.5) and ``says_yes`` (trials:
     replies) and ``imitation`` (trials: eligible words, the own kind's for corrupted rows; control rows give
     one row per kind, the baseline). Words of one reply are not independent, so the imitation intervals are
     too narrow where replies differ (the Bayesian model's observation-level effect allows for it)."""
-    from ..frequentist import wilson
+    from analysis.self_prediction.frequentist import wilson
 
     unknown = sorted(set(tables) - set(COLUMNS))
     if unknown:

@@ -10,8 +10,8 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from ..injection.likelihood import _draws, _sigmoid
-from .design import (KINDS, LOGIT_SD, SCALE_SD, _binomial_logit, _cell_key, _cells, _conversation_codes,
+from analysis.injection.likelihood import _draws, _sigmoid
+from analysis.mirror.design import (KINDS, LOGIT_SD, SCALE_SD, _binomial_logit, _cell_key, _cells, _conversation_codes,
                      _conversation_effects, _summary, altered_only, check_table)
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def imitation_model(turns: pd.DataFrame) -> pm.Model:
         lambda, lambda0 ~ Normal(0, 1.5);  sigma_*, sigma_obs ~ HalfNormal(1);  e ~ Normal(0, 1)
 
     ``k_i`` of ``n_i``: the words of the reply that show kind ``j``'s pattern, of its eligible words
-    (:func:`reproduce.imitation.pattern_counts`); replies with no eligible word are left out. ``e_i`` is an
+    (:func:`reproduce.mirror.imitation.pattern_counts`); replies with no eligible word are left out. ``e_i`` is an
     observation-level effect (one per reply and kind): the words of one reply are not independent trials (a
     reply that takes up the pattern does so in many of its words), and a plain binomial would count them as
     such and give too narrow intervals; with ``e`` the reply, not the word, is the unit of replication. (A

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..injection.likelihood import _sigmoid
-from ..injection.simulate import _latent_probability, _logit
-from .design import COLUMNS, CONDITIONS, KINDS, LEVELS
+from analysis.injection.likelihood import _sigmoid
+from analysis.injection.simulate import _latent_probability, _logit
+from analysis.mirror.design import COLUMNS, CONDITIONS, KINDS, LEVELS
 
 
 #: how salient each kind is, relative to the others (insertion and capitalisation stand out; a dropped letter

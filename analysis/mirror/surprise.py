@@ -10,9 +10,9 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from ..injection.design import _codes
-from ..injection.likelihood import _draws
-from .design import (CELL, MEAN_SD, _cells, _conversation_codes, _conversation_effects, _label, _summary,
+from analysis.injection.design import _codes
+from analysis.injection.likelihood import _draws
+from analysis.mirror.design import (CELL, MEAN_SD, _cells, _conversation_codes, _conversation_effects, _label, _summary,
                      _zero_sum_effect, check_table)
 
 if TYPE_CHECKING:

@@ -1,0 +1,974 @@
+"""Bayesian hierarchical models (PyMC), sampled with a fast NUTS backend, and the convergence gate.
+
+All models are non-centered. Priors (logit scale unless stated), chosen to be weakly informative for
+accuracies between a few percent and ~95%:
+
+* intercept ``alpha ~ Normal(0, 1.5)``; population contrast ``beta ~ Normal(0, 1)`` (a 1-logit shift is
+  ~20 accuracy points near 50%);
+* random intercepts ``a_g = sigma_g * z`` with ``sigma_g ~ HalfNormal(1)``, random contrast slopes
+  ``b_g = tau_g * w`` with ``tau_g ~ HalfNormal(0.5)``, ``z, w ~ Normal(0, 1)``, independent across
+  grouping factors (target model, task, property, and in the stage their target x task x property cell);
+  intercepts and slopes are uncorrelated;
+* an intercept per answer unit (``sigma_unit ~ HalfNormal(1)``) for item-level dependence: one target
+  answer to one item defines several properties, and the self- and cross-predictor are scored on the same
+  answers.
+
+Derived quantities are *average marginal effects* in accuracy points: for every posterior draw, the mean
+over the observed design (cells weighted by their trials) of ``P(correct | contrast = 1) - P(correct |
+contrast = 0)``. Intervals are equal-tailed 94% posterior intervals.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, replace
+
+#: one host device per chain (numpyro runs chains in parallel only with enough devices); added to any XLA_FLAGS
+#: already set (an instruction-set limit, say) rather than skipped because the variable exists
+_XLA_DEVICES = "--xla_force_host_platform_device_count"
+if _XLA_DEVICES not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_XLA_DEVICES}=4".strip()
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from reproduce.errors import DataError, ProjectError  # noqa: E402
+
+from analysis.constants import (BFMI_MIN, ESS_MIN, INTERVAL, PRIOR_CELL_EXTREME, Q_HIGH, Q_LOW,  # noqa: E402,F401
+                        RHAT_MAX)  # (re-exported)
+
+
+class ConvergenceError(ProjectError, RuntimeError):
+    """A posterior that fails the convergence gate: not published. ``problems``: what it missed."""
+
+    def __init__(self, message: str, problems: str = "", length_only: bool = False, divergent: bool = False):
+        super().__init__(message)
+        self.problems = problems
+        self.length_only = length_only  # only r_hat or ESS missed: longer chains can pass
+        self.divergent = divergent  # divergent transitions and an E-BFMI that passed: smaller steps can pass
+
+
+@dataclass(frozen=True)
+class SamplerSettings:
+    sampler: str = "numpyro"  # numpyro | nutpie | pymc
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    target_accept: float = 0.98
+    seed: int = 0
+    progressbar: bool = False
+    #: a fit with divergent transitions is sampled once more at this target acceptance (None: it stops)
+    target_accept_retry: float | None = None
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# ------------------------------------------------------------------------------- the contrast model
+@dataclass(frozen=True)
+class Priors:
+    """Prior scales (logit): ``alpha ~ Normal(0, alpha)``, ``beta ~ Normal(0, beta)``, ``sigma_g ~
+    HalfNormal(sigma)``, ``tau_g ~ HalfNormal(tau)``, ``sigma_unit ~ HalfNormal(unit)``, each fixed effect
+    ``~ Normal(0, fixed)``, each fixed slope deviation ``~ Normal(0, gamma)`` (wide: a slope deviation enters a
+    cell's log-odds times 1/4, and a tight prior on it would pull the directions' difference towards zero
+    and, where one target has more trials, delta towards that target's direction). :meth:`scaled` multiplies every scale (the prior-sensitivity refits)."""
+
+    alpha: float = 1.5
+    beta: float = 1.0
+    sigma: float = 1.0
+    tau: float = 0.5
+    unit: float = 1.0
+    fixed: float = 1.0
+    gamma: float = 2.5
+
+    def scaled(self, factor: float) -> "Priors":
+        return Priors(*(factor * getattr(self, f) for f in ("alpha", "beta", "sigma", "tau", "unit", "fixed", "gamma")))
+
+
+#: the advantage model's priors: with the contrast coded -1/2, +1/2 and these scales, a cell's prior log-odds
+#: has a standard deviation near 1.4 (about the largest for which the implied accuracy is not U-shaped;
+#: :func:`prior_cell_accuracy`), where the scales of the module docstring gave about 2.7
+ADVANTAGE_PRIORS = Priors(alpha=0.75, beta=1.5, sigma=0.35, tau=0.5, unit=0.35, fixed=1.0, gamma=2.5)
+
+
+@dataclass
+class ContrastData:
+    """Binomial cells: ``k`` successes of ``n`` trials, one row per distinct (groups, fixed, unit, x).
+
+    ``fixed``: factors with a fixed effect per level (treatment-coded: the first level is the reference),
+    e.g. target and predictor in the advantage model. ``centered``: the contrast enters the linear predictor
+    as ``x - 1/2`` (so both arms get the same prior variance), else as ``x``."""
+
+    cells: pd.DataFrame
+    x: str
+    groups: list[str]
+    unit: str | None
+    fixed: list[str] = field(default_factory=list)
+    centered: bool = False
+    priors: Priors = Priors()
+    slope_by: str | None = None  # a factor whose levels get fixed contrast-slope deviations (sum to zero)
+
+
+def _fixed_factors(fixed: list[str], slope_by: str | None) -> list[str]:
+    """The factors with fixed parameters: the ``fixed`` intercept factors and the slope factor, once each."""
+    return [*fixed, *([slope_by] if slope_by and slope_by not in fixed else [])]
+
+
+def slope_contrasts(levels: int) -> np.ndarray:
+    """The coding of fixed slope deviations per level (levels x free parameters), summing to zero over the
+    levels: with two levels one parameter, coded +1/2 and -1/2 (so it is the difference between the two
+    levels' slopes); with more, effects coding (the last level is minus the sum of the others)."""
+    if levels == 2:
+        return np.array([[0.5], [-0.5]])
+    return np.vstack([np.eye(levels - 1), -np.ones((1, levels - 1))])
+
+
+def to_cells(rows: pd.DataFrame, x: str, groups: list[str], unit: str | None = None, y: str = "correct",
+             aggregate: bool = True, fixed: list[str] | None = None, centered: bool = False,
+             priors: Priors = Priors(), slope_by: str | None = None, keep: list[str] | None = None) -> ContrastData:
+    """Aggregate 0/1 observations to binomial counts per distinct linear predictor (``aggregate=False``
+    keeps one Bernoulli cell per observation: the same model, slower; for the benchmark). ``keep``: columns
+    carried into the cells that the linear predictor does not use (each a function of the other keys)."""
+    fixed = list(fixed or [])
+    keys = groups + _fixed_factors(fixed, slope_by) + ([unit] if unit else []) + [x]
+    keys += [k for k in (keep or []) if k not in keys]  # carried along (a function of the other keys)
+    if not aggregate:
+        cells = rows[keys].assign(k=rows[y].astype(int).to_numpy(), n=1).reset_index(drop=True)
+    else:
+        cells = rows.groupby(keys, sort=True, observed=True)[y].agg(k="sum", n="size").reset_index()
+    return ContrastData(cells, x, groups, unit, fixed, centered, priors, slope_by)
+
+
+def _coords(frame: pd.DataFrame, groups: list[str], unit: str | None, fixed: list[str] = ()) -> dict[str, list]:
+    coords = {g: sorted(frame[g].unique()) for g in [*groups, *fixed]}
+    if unit:
+        coords["unit"] = sorted(frame[unit].unique())
+    return coords
+
+
+def _fixed_levels(fixed: list[str], coords: dict) -> list[str]:
+    """The free fixed-effect parameters: every level of every fixed factor but its first (the reference)."""
+    return [f"{f}={v}" for f in fixed for v in coords[f][1:]]
+
+
+def _design_matrix(frame: pd.DataFrame, x: str, groups: list[str], coords: dict, fixed: list[str] = (),
+                   centered: bool = False, slope_by: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed-plus-random-effects part of the linear predictor as a dense design over the *distinct*
+    (groups, fixed, x) combinations of ``frame``: ``X`` (combinations x parameters), with columns in the
+    order ``alpha, beta, a_<g>..., b_<g>..., f_<fixed>...`` (levels in ``coords`` order; the fixed factors'
+    reference levels have no column), and the combination of every row. The contrast column is ``x - 1/2``
+    when ``centered``.
+
+    Why: the same ``eta`` written as one gather per grouping factor (``a_g[idx] + b_g[idx] * x``) costs a
+    scatter-add per factor in the gradient, over thousands of rows into a handful of levels, which is slow
+    on a CPU; a small matrix product on the few distinct combinations followed by one gather is not."""
+    factors = [*groups, *_fixed_factors(fixed, slope_by)]
+    xs = frame[x].to_numpy(dtype=float)
+    codes = [pd.Categorical(frame[g], categories=coords[g]).codes for g in factors]
+    combo, uniq = pd.factorize(pd.MultiIndex.from_arrays(codes + [xs]), sort=True)
+    levels = np.array(list(uniq), dtype=float).reshape(len(uniq), len(factors) + 1)
+    cx = levels[:, -1] - (0.5 if centered else 0.0)
+    blocks = [np.ones((len(uniq), 1)), cx[:, None]]
+    onehots = [np.eye(len(coords[g]))[levels[:, j].astype(int)] for j, g in enumerate(groups)]
+    fixed_hots = [np.eye(len(coords[f]))[levels[:, len(groups) + j].astype(int)][:, 1:] for j, f in enumerate(fixed)]
+    slope_cols = []
+    if slope_by:
+        C = slope_contrasts(len(coords[slope_by]))
+        slope_cols = [C[levels[:, factors.index(slope_by)].astype(int)] * cx[:, None]]
+    X = np.concatenate(blocks + onehots + [h * cx[:, None] for h in onehots] + fixed_hots + slope_cols, axis=1)
+    return X, combo
+
+
+def _linear_predictor(frame: pd.DataFrame, x: str, groups: list[str], unit: str | None, coords: dict,
+                      fixed: list[str] = (), centered: bool = False, priors: Priors = Priors(),
+                      slope_by: str | None = None):
+    """``alpha + beta * x`` plus, per grouping factor, a random intercept and a random ``x`` slope, an
+    intercept per unit, and a fixed effect per non-reference level of each ``fixed`` factor (``f``, with
+    ``f_<factor>`` deterministics that hold 0 for the reference); created inside the caller's model, with
+    ``priors`` (the defaults are the scales of the module docstring).
+
+    The scales of all factors are one vector each (``sigma``, ``tau`` over ``factor``) and the standardised
+    effects of all their levels too (``z``, ``w`` over ``level``); ``a_<g> = sigma[g] * z[levels of g]`` and
+    ``b_<g>`` are kept as deterministics. The same independent priors as one variable per factor, but NUTS
+    on a CPU pays a fixed cost per array and per operation of the log density at every leapfrog step (it
+    grew about 3 us per extra array in a benchmark), which for these small models was most of the time.
+    ``eta`` is computed through :func:`_design_matrix` for the same reason."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    model = pm.modelcontext(None)
+    model.add_coord("factor", groups)
+    model.add_coord("level", [f"{g}={v}" for g in groups for v in coords[g]])
+    owner = np.repeat(np.arange(len(groups)), [len(coords[g]) for g in groups])
+    bounds = np.cumsum([0] + [len(coords[g]) for g in groups])
+    alpha, beta = pm.Normal("alpha", 0.0, priors.alpha), pm.Normal("beta", 0.0, priors.beta)
+    sigma, tau = pm.HalfNormal("sigma", priors.sigma, dims="factor"), pm.HalfNormal("tau", priors.tau, dims="factor")
+    a = sigma[owner] * pm.Normal("z", 0.0, 1.0, dims="level")
+    b = tau[owner] * pm.Normal("w", 0.0, 1.0, dims="level")
+    for j, g in enumerate(groups):
+        pm.Deterministic(f"a_{g}", a[bounds[j]:bounds[j + 1]], dims=g)
+        pm.Deterministic(f"b_{g}", b[bounds[j]:bounds[j + 1]], dims=g)
+    parts = [pt.stack([alpha, beta]), a, b]
+    if fixed:
+        model.add_coord("fixed_level", _fixed_levels(fixed, coords))
+        f = pm.Normal("f", 0.0, priors.fixed, dims="fixed_level")
+        parts.append(f)
+        start = 0
+        for g in fixed:
+            m = len(coords[g]) - 1
+            pm.Deterministic(f"f_{g}", pt.concatenate([pt.zeros(1), f[start:start + m]]), dims=g)
+            start += m
+    if slope_by:
+        C = slope_contrasts(len(coords[slope_by]))
+        model.add_coord("slope_level", [f"{slope_by}:{j}" for j in range(C.shape[1])])
+        gamma = pm.Normal("gamma", 0.0, priors.gamma, dims="slope_level")
+        parts.append(gamma)
+        pm.Deterministic(f"s_{slope_by}", pt.dot(C, gamma), dims=slope_by)
+    X, combo = _design_matrix(frame, x, groups, coords, fixed, centered, slope_by)
+    eta = pt.dot(X, pt.concatenate(parts))[combo]
+    if unit:
+        idx = pd.Categorical(frame[unit], categories=coords["unit"]).codes
+        sigma_u = pm.HalfNormal("sigma_unit", priors.unit)
+        eta = eta + sigma_u * pm.Normal("z_unit", 0.0, 1.0, dims="unit")[idx]
+    return eta
+
+
+def _binomial_logit(name: str, n: np.ndarray, eta, observed: np.ndarray):
+    """``Binomial(n, p = sigmoid(eta))``, observed: exactly PyMC's ``pm.Binomial(n, logit_p=eta)``, with its
+    log-likelihood written as ``k * eta - n * softplus(eta) + log C(n, k)``. PyMC's own graph evaluates
+    ``log(p)`` and ``log(1 - p)`` as two softplus terms plus a sigmoid for its parameter checks; on
+    thousands of Bernoulli cells in float64 those transcendental functions were most of the gradient."""
+    import pymc as pm
+    import pytensor.tensor as pt
+    from pymc.distributions.dist_math import binomln
+
+    def logp(value, n, eta):
+        return value * eta - n * pt.softplus(eta) + binomln(n, value)
+
+    def random(n, eta, rng=None, size=None):
+        return rng.binomial(n, _sigmoid(eta), size=size)
+
+    return pm.CustomDist(name, n, eta, logp=logp, random=random, dtype="int64", observed=observed)
+
+
+def contrast_model(data: ContrastData):
+    """Hierarchical logistic regression of accuracy on a 0/1 contrast (self vs cross, trained vs untrained),
+    with random intercepts and random contrast slopes for each grouping factor and, when ``data.unit`` is
+    set, an intercept per answer unit."""
+    import pymc as pm
+
+    c = data.cells
+    coords = _coords(c, data.groups, data.unit, _fixed_factors(data.fixed, data.slope_by))
+    with pm.Model(coords=coords) as model:
+        eta = _linear_predictor(c, data.x, data.groups, data.unit, coords, data.fixed, data.centered, data.priors,
+                                data.slope_by)
+        _binomial_logit("y", c["n"].to_numpy(), eta, c["k"].to_numpy())
+    return model
+
+
+def _draws(idata, name: str) -> np.ndarray:
+    """Posterior draws with the sample axis last: (..., chains * draws)."""
+    v = idata.posterior[name]
+    return v.stack(sample=("chain", "draw")).transpose(..., "sample").to_numpy()
+
+
+def _level_draws(idata, name: str, dim: str, values) -> np.ndarray:
+    """Draws of the variable ``name`` (with dimension ``dim``) at each of ``values``' levels: (rows, samples)."""
+    levels = list(idata.posterior[name].coords[dim].to_numpy())
+    return _draws(idata, name)[pd.Categorical(values, categories=levels).codes]
+
+
+def _linear_draws(idata, data: ContrastData, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior draws of the linear predictor of every row of ``frame`` (its groups, the fixed factors it
+    has columns for [+ unit]) at contrast 0 (``x = 0``, whatever the coding), and of its contrast slope:
+    arrays (rows, samples), from the posterior's ``alpha, beta, a_<g>, b_<g>, f_<fixed>, z_unit,
+    sigma_unit``."""
+    alpha = _draws(idata, "alpha")
+    eta = np.broadcast_to(alpha, (len(frame), alpha.shape[-1])).copy()
+    slope = np.broadcast_to(_draws(idata, "beta"), eta.shape).copy()
+    for g in data.groups:
+        eta += _level_draws(idata, f"a_{g}", g, frame[g])
+        slope += _level_draws(idata, f"b_{g}", g, frame[g])
+    for g in data.fixed:
+        if g in frame:
+            eta += _level_draws(idata, f"f_{g}", g, frame[g])
+    if data.slope_by:
+        slope += _level_draws(idata, f"s_{data.slope_by}", data.slope_by, frame[data.slope_by])
+    if data.unit:
+        eta += _level_draws(idata, "z_unit", "unit", frame[data.unit]) * _draws(idata, "sigma_unit")
+    if data.centered:
+        eta -= 0.5 * slope
+    return eta, slope
+
+
+def cell_probabilities(idata, data: ContrastData) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """P(correct) of every design cell under contrast 1 and 0: arrays (cells, samples), and the design
+    (distinct groups [+ unit], with ``n`` = the trials of both contrast levels)."""
+    keys = data.groups + ([data.unit] if data.unit else [])
+    design = data.cells.groupby(keys, sort=True, observed=True)["n"].sum().reset_index()
+    eta, slope = _linear_draws(idata, data, design)
+    return _sigmoid(eta + slope), _sigmoid(eta), design
+
+
+def common_support(data: ContrastData, probs: tuple, by: str) -> tuple[tuple, dict]:
+    """:func:`cell_probabilities` restricted to the design rows whose ``by`` level (a cell) has trials at both
+    levels of the contrast, and what was left out. Where the two arms are scored against different behaviours
+    (before training the base model, after it M1'), a cell can have scorable answers in one arm only; the
+    other arm's accuracy there would be the model's extrapolation to answers that do not exist, so the
+    average marginal effect is taken over the common cells only."""
+    p1, p0, design = probs
+    arms = data.cells.groupby(by, observed=True)[data.x].nunique()
+    both = set(arms.index[arms == 2])
+    keep = design[by].isin(both).to_numpy()
+    trials = data.cells.assign(_out=~data.cells[by].isin(both)).groupby(["_out", data.x])["n"].sum()
+    left = {"cells": int(len(both)), "cells_total": int(len(arms)),
+            "cells_left_out": sorted(map(str, set(arms.index) - both)),
+            "trials_left_out": {str(int(x)): int(trials.get((True, x), 0)) for x in (0, 1)},
+            "trials": {str(int(x)): int(trials.get((False, x), 0) + trials.get((True, x), 0)) for x in (0, 1)}}
+    if not keep.any():
+        raise DataError(f"no {by} has trials at both levels of {data.x!r}: the two arms share no cell, so their "
+                        "difference is not estimable from these tables")
+    return (p1[keep], p0[keep], design[keep].reset_index(drop=True)), left
+
+
+def _groups(design: pd.DataFrame, by: list[str] | None):
+    """``(key, mask, weights)`` per group of ``by`` (one group, key ``()``, when empty): the design rows of
+    the group and their trials normalised to sum to one."""
+    parts = [((), design.index)] if not by else design.groupby(by, sort=True).groups.items()
+    w = design["n"].to_numpy(dtype=float)
+    for key, ix in parts:
+        mask = design.index.isin(ix)
+        yield (key if isinstance(key, tuple) else (key,)), mask, w[mask] / w[mask].sum()
+
+
+def summarise_draws(d: np.ndarray, scale: float = 100.0) -> dict:
+    """Posterior mean, 94% interval (times ``scale``: accuracy points by default) and P(> 0) of draws ``d``."""
+    return {"mean": scale * float(d.mean()), "low": scale * float(np.quantile(d, Q_LOW)),
+            "high": scale * float(np.quantile(d, Q_HIGH)), "p_positive": float((d > 0).mean())}
+
+
+def marginal_effects(idata, data: ContrastData, by: list[str] | None = None, probs: tuple | None = None) -> pd.DataFrame:
+    """Average marginal effect of the contrast in accuracy points, overall (``by`` empty) or per group:
+    ``mean, low, high`` (94%), ``p_positive``, and the accuracies at contrast 1 and 0 (posterior means).
+    ``probs``: :func:`cell_probabilities` of the same fit, computed once for several ``by``."""
+    p1, p0, design = probs or cell_probabilities(idata, data)
+    rows = []
+    for key, mask, ww in _groups(design, by):
+        a1, a0 = ww @ p1[mask], ww @ p0[mask]
+        d = a1 - a0
+        rows.append({**dict(zip(by or [], key)), **summarise_draws(d, 1.0),
+                     "accuracy_1": a1.mean(), "accuracy_1_low": np.quantile(a1, Q_LOW),
+                     "accuracy_1_high": np.quantile(a1, Q_HIGH), "accuracy_0": a0.mean(),
+                     "accuracy_0_low": np.quantile(a0, Q_LOW), "accuracy_0_high": np.quantile(a0, Q_HIGH),
+                     "n": int(design["n"][mask].sum())})
+    return pd.DataFrame(rows)
+
+
+def advantage_data(rows: pd.DataFrame, groups: list[str], unit: str | None = "unit", y: str = "correct") -> ContrastData:
+    """The cells of :func:`advantage_model`: fixed target effects and fixed per-target self-slope deviations
+    (``slope_by="target"``), plus fixed predictor effects when there are three or more models (with two
+    they are the same parameter as the slope deviation), the self contrast coded -1/2, +1/2, and
+    :data:`ADVANTAGE_PRIORS`. ``y``: the 0/1 outcome (``meta_compliant`` for the compliance part of the
+    non-compliance sensitivity)."""
+    models = sorted(set(rows["target"]) | set(rows["predictor"]))
+    fixed = ["target"] + (["predictor"] if len(models) >= 3 else [])
+    return to_cells(rows, "self", groups, unit, y=y, fixed=fixed, centered=True, priors=ADVANTAGE_PRIORS,
+                    slope_by="target", keep=["predictor"])
+
+
+def advantage_model(data: ContrastData):
+    """The self-prediction advantage with an identified estimand (cells from :func:`advantage_data`).
+
+    The log-odds of a correct prediction of target ``t``'s behaviour by predictor ``p`` is ``alpha + f_t
+    [+ g_p] + (self - 1/2) * (delta + s_t + slopes) + random effects``, with the fixed per-target self-slope
+    deviations ``s_t`` summing to zero and random intercepts and self slopes (task, property, cell, ...)
+    that vary around them. The self-minus-cross log-odds in direction (target ``t``, cross-predictor ``p``)
+    is ``delta + s_t [+ g_t - g_p]``.
+
+    With two models this is the parametrisation ``delta + s_t * gamma``, ``s_t = +/- 1/2``: ``gamma`` is the
+    difference between the two directions, which is twice the difference in the models' general predicting
+    skill if predicting skill does not depend on the target (the two cannot be told apart with two models).
+    Because ``s_t`` is fixed, the random slopes of one target's cells are not shrunk towards the other
+    target's, so delta (the mean of the two directions' log-odds) does not lean towards the target with more
+    trials. With three or more models every ordered pair is a direction, and the predictor effects ``g_p``
+    (general predicting skill) are identified from the cross-predictions alongside the ``s_t``."""
+    if "target" not in data.fixed or data.slope_by != "target" or not data.centered:
+        raise ValueError("the advantage model needs target fixed effects, per-target self slopes "
+                         "(slope_by='target') and centred coding: build its cells with advantage_data")
+    return contrast_model(data)
+
+
+def advantage_quantities(idata, data: ContrastData) -> dict:
+    """Per posterior draw, from :func:`advantage_model`'s fit:
+
+    * ``probs``: (P(correct) of the self-predictor, of the cross-predictor(s) averaged, design) per design row
+      (groups + target + unit), the triple :func:`marginal_effects` takes (trial-weighted, observed design);
+    * ``directions``: per (target, cross-predictor) the advantage in points, self minus that cross-predictor,
+      on the target's design rows (trial-weighted);
+    * ``delta``: the advantage without the fixed per-target slope deviations and, with three or more models,
+      with both arms at the mean predicting skill: the AME of delta on each target's rows, averaged over the
+      directions with equal weights, in points; ``delta_logit`` is the log-odds ``beta``;
+    * two models: ``gamma_logit`` (the difference between the directions' self slopes) and ``gamma`` (points,
+      the first direction's advantage minus the second's); three or more: ``skill``, each predictor's effect
+      ``g_p`` centred over predictors (log-odds)."""
+    c = data.cells
+    keys = data.groups + ["target"] + ([data.unit] if data.unit else [])
+    design = c.groupby(keys, sort=True, observed=True)["n"].sum().reset_index()
+    eta0, slope = _linear_draws(idata, data, design)  # target effect and slope deviation in, predictor not
+    mid = eta0 + 0.5 * slope
+    post = idata.posterior
+    t_levels = [str(v) for v in post["s_target"].coords["target"].to_numpy()]
+    dev = _level_draws(idata, "s_target", "target", design["target"])
+    if "predictor" in data.fixed:
+        preds = [str(v) for v in post["f_predictor"].coords["predictor"].to_numpy()]
+        # the predictor effects as fitted (the reference predictor's is 0): the arms' log-odds are the model's
+        g = _draws(idata, "f_predictor")
+    else:
+        preds = sorted(c["predictor"].unique())
+        g = np.zeros((len(preds), mid.shape[1]))
+    mean_skill = g.mean(axis=0)  # delta puts both arms at the mean predicting skill
+    at = {p: i for i, p in enumerate(preds)}
+    targets = sorted(design["target"].unique())
+    cross = {t: sorted(c.loc[(c["target"] == t) & (c[data.x] == 0), "predictor"].unique()) for t in targets}
+    p_self = _sigmoid(mid + g[[at[t] for t in design["target"]]] + 0.5 * slope)
+    p_cross = np.empty_like(p_self)
+    w = design["n"].to_numpy(dtype=float)
+    directions, delta_parts = {}, []
+    for t in targets:
+        m = (design["target"] == t).to_numpy()
+        ww = w[m] / w[m].sum()
+        pc = {p: _sigmoid(mid[m] + g[at[p]] - 0.5 * slope[m]) for p in cross[t]}
+        p_cross[m] = np.mean(list(pc.values()), axis=0)
+        for p, q in pc.items():
+            directions[(t, p)] = ww @ (p_self[m] - q)
+        s_eq = slope[m] - dev[m]
+        d_equal = ww @ (_sigmoid(mid[m] + mean_skill + 0.5 * s_eq) - _sigmoid(mid[m] + mean_skill - 0.5 * s_eq))
+        delta_parts += [d_equal] * len(pc)
+    out = {"probs": (p_self, p_cross, design), "directions": directions,
+           "delta": np.mean(delta_parts, axis=0), "delta_logit": _draws(idata, "beta")}
+    if "predictor" in data.fixed:
+        out["skill"] = dict(zip(preds, g - mean_skill))  # centred over predictors
+    if len(t_levels) == 2 and len(directions) == 2:
+        (d1, a1), (d2, a2) = sorted(directions.items())
+        out["gamma_logit"] = _draws(idata, "gamma")[0] * (1 if t_levels[0] == d1[0] else -1)
+        out["gamma"] = a1 - a2
+        out["gamma_order"] = (d1[0], d2[0])
+    return out
+
+
+def new_task_delta(idata, data: ContrastData, new: tuple[str, ...] = ("task", "cell"), samples: int = 200,
+                   seed: int = 0) -> np.ndarray:
+    """The advantage at equal predicting skill on a *new* task, in points, per posterior draw: the
+    predictive average marginal effect of :func:`advantage_model`, integrating over the random effects a
+    new task brings. For every draw, ``samples`` new levels of each factor in ``new`` (a new task, and new
+    target x task x property cells) are drawn from their fitted scales (intercept ``sigma_g * z``, self slope
+    ``tau_g * w``), together with new answer units (``sigma_unit``); the factors not in ``new`` (property,
+    and the self-trained model with several seeds) keep their observed levels, each equally weighted, as do
+    the targets (whose fixed effects are averaged, the per-target slope deviations set aside, as in delta).
+
+    Its interval carries the spread between tasks, which the average marginal effect on the observed tasks
+    (``delta``) does not: it is the estimate for a claim about held-out tasks in general. With ``new`` naming
+    the self-trained model's factor (``object_model``, several finetuning seeds), a new finetuning run is
+    drawn the same way, from the fitted spread between the runs, instead of one of the observed runs."""
+    post = idata.posterior
+    rng = np.random.default_rng(seed)
+    alpha, beta = _draws(idata, "alpha"), _draws(idata, "beta")
+    n_draws = alpha.shape[0]
+    sigma, tau = _draws(idata, "sigma"), _draws(idata, "tau")  # (factor, samples)
+    factors = [str(f) for f in post["sigma"].coords["factor"].to_numpy()]
+    eta = np.broadcast_to(alpha, (samples, n_draws)).copy()
+    slope = np.broadcast_to(beta, (samples, n_draws)).copy()
+    eta += _draws(idata, "f_target").mean(axis=0)  # targets weighted equally
+    if "f_predictor" in post:
+        eta += _draws(idata, "f_predictor").mean(axis=0)  # both arms at the mean predicting skill
+    for j, g in enumerate(factors):
+        if g in new:
+            eta += sigma[j] * rng.standard_normal((samples, n_draws))
+            slope += tau[j] * rng.standard_normal((samples, n_draws))
+        else:  # an observed level, drawn uniformly
+            a, b = _draws(idata, f"a_{g}"), _draws(idata, f"b_{g}")
+            pick = rng.integers(0, a.shape[0], (samples, n_draws))
+            eta += np.take_along_axis(a, pick, axis=0)
+            slope += np.take_along_axis(b, pick, axis=0)
+    if data.unit:
+        eta += _draws(idata, "sigma_unit") * rng.standard_normal((samples, n_draws))
+    return (_sigmoid(eta + 0.5 * slope) - _sigmoid(eta - 0.5 * slope)).mean(axis=0)
+
+
+def accuracy_draws(idata, data: ContrastData, level: int, by: list[str], probs: tuple | None = None
+                   ) -> dict[tuple, np.ndarray]:
+    """Posterior draws of the design-weighted accuracy at contrast ``level``, per group of ``by``."""
+    p1, p0, design = probs or cell_probabilities(idata, data)
+    p = p1 if level else p0
+    return {key: ww @ p[mask] for key, mask, ww in _groups(design, by)}
+
+
+def unit_level_check(idata, data: ContrastData, seed: int = 0, max_draws: int = 1000) -> pd.DataFrame:
+    """Posterior-predictive checks below the model's cells, which the cell-level check cannot see (each cell
+    has its own intercept and slope, so replicated cell totals match observed ones almost by construction).
+    Every observation is replicated from its own linear predictor (``max_draws`` posterior draws); then:
+
+    * ``all_correct_<arm>`` / ``none_correct_<arm>``: the share of answer units whose properties the
+      self- (or cross-) predictor gets all right, or all wrong: how strongly an answer's properties go
+      together, which the single unit intercept has to carry;
+    * ``disagreement``: the share of an answer's properties that the self- and a cross-predictor score
+      differently (one right, one wrong): the dependence between the two arms on the same answer.
+
+    One row per statistic: ``observed``, the replicated mean and 94% interval, and ``p_value`` = P(replicated
+    >= observed). Units with a single property are left out of the unit shares."""
+    c = data.cells.reset_index(drop=True)
+    if not data.unit:
+        raise ValueError("the unit-level check needs answer units")
+    eta, slope = _linear_draws(idata, data, c)
+    rng = np.random.default_rng(seed)
+    take = np.sort(rng.choice(eta.shape[1], size=min(max_draws, eta.shape[1]), replace=False))
+    p = _sigmoid(eta[:, take] + slope[:, take] * c[data.x].to_numpy(float)[:, None])
+    n = c["n"].to_numpy()
+    rep = rng.binomial(n[:, None], p)
+    obs = c["k"].to_numpy()[:, None]
+    stats = {}
+    for arm, level in (("self", 1), ("cross", 0)):
+        m = (c[data.x] == level).to_numpy()
+        codes, _ = pd.factorize(c.loc[m, data.unit], sort=True)
+        trials = np.bincount(codes, n[m])
+        keep = trials > 1
+        for name, y in (("observed", obs[m]), ("replicated", rep[m])):
+            k = np.stack([np.bincount(codes, y[:, j], minlength=len(trials)) for j in range(y.shape[1])], axis=1)[keep]
+            t = trials[keep][:, None]
+            stats.setdefault(f"all_correct_{arm}", {})[name] = (k == t).mean(axis=0)
+            stats.setdefault(f"none_correct_{arm}", {})[name] = (k == 0).mean(axis=0)
+    # self and cross on the same answer and property (one row each when n = 1)
+    key = [g for g in data.groups if g != data.unit] + [data.unit]
+    single = c["n"].to_numpy() == 1
+    s_idx = c[single & (c[data.x] == 1).to_numpy()].reset_index().set_index(key)["index"]
+    x_idx = c[single & (c[data.x] == 0).to_numpy()].reset_index()[key + ["index"]]
+    pairs = x_idx.join(s_idx.rename("self_index"), on=key, how="inner")
+    if len(pairs):
+        i, j = pairs["self_index"].to_numpy(), pairs["index"].to_numpy()
+        stats["disagreement"] = {"observed": (obs[i] != obs[j]).mean(axis=0), "replicated": (rep[i] != rep[j]).mean(axis=0)}
+    rows = []
+    for name, d in stats.items():
+        o, r = float(d["observed"][0]), d["replicated"]
+        rows.append({"statistic": name, "observed": o, "rep_mean": float(r.mean()), "rep_low": float(np.quantile(r, Q_LOW)),
+                     "rep_high": float(np.quantile(r, Q_HIGH)), "p_value": float((r >= o).mean())})
+    out = pd.DataFrame(rows)
+    out["covered"] = (out["observed"] >= out["rep_low"]) & (out["observed"] <= out["rep_high"])
+    return out
+
+
+# ---------------------------------------------------------------------------------- calibration model
+def calibration_model(errors: pd.DataFrame, groups: list[str], unit: str | None = "unit"):
+    """Beta regression of item-level calibration error (total variation, in (0, 1)) on ``self``, with the
+    same hierarchical structure as :func:`contrast_model`; errors are clipped to [0.001, 0.999].
+    Precision ``phi ~ Gamma(2, 0.1)`` (mean 20)."""
+    import pymc as pm
+
+    coords = _coords(errors, groups, unit)
+    y = np.clip(errors["error"].to_numpy(dtype=float), 1e-3, 1 - 1e-3)
+    with pm.Model(coords=coords) as model:
+        eta = _linear_predictor(errors, "self", groups, unit, coords)
+        phi = pm.Gamma("phi", 2.0, 0.1)
+        _beta_mean_precision("y", pm.math.sigmoid(eta), phi, y)
+    return model
+
+
+#: priors of :func:`log_score_model`, on the standardised log-score, and the scale of its residual SDs' prior
+LOG_SCORE_PRIORS = Priors(alpha=1.0, beta=1.0, sigma=0.5, tau=0.5, unit=0.5)
+LOG_SCORE_RESIDUAL = 1.0
+#: the training-effect model's priors (:func:`to_cells`' default)
+TRAINING_PRIORS = Priors()
+
+
+def log_score_model(errors: pd.DataFrame, groups: list[str], unit: str | None = "unit", scale_by: list[str] | None = None):
+    """Hierarchical normal regression of the item-level log-score (``log_score``, nats per sample) on
+    ``self``, with the structure of :func:`contrast_model` (random intercepts and self slopes per grouping
+    factor, an intercept per answer unit) on an identity link, and a residual standard deviation per group of
+    ``scale_by`` (default: target x self; the log-scores of an over-confident predictor spread far more).
+    The likelihood is normal, not heavy-tailed, on purpose: the log-score is proper *in expectation*, so the
+    estimand is the mean score, and a heavy-tailed likelihood would estimate a location that discounts the
+    very items (a confident prediction the samples contradict) a scoring rule exists to penalise. The
+    outcome is standardised (its mean and standard deviation over the rows; returned as ``scale``) and the
+    priors (:data:`LOG_SCORE_PRIORS`, ``sigma_obs ~ HalfNormal(1)``) are on that scale. Nothing is clipped.
+    Returns ``(model, (mean, sd))``."""
+    import pymc as pm
+
+    y = errors["log_score"].to_numpy(dtype=float)
+    if not np.isfinite(y).all():
+        raise ValueError("the log-score model needs finite log-scores for every row")
+    mean, sd = float(y.mean()), float(y.std()) or 1.0
+    scale_by = scale_by or ["target", "self"]
+    coords = _coords(errors, groups, unit)
+    codes, levels = pd.factorize(pd.MultiIndex.from_frame(errors[scale_by].astype(str)), sort=True)
+    coords["scale_group"] = ["|".join(v) for v in levels]
+    with pm.Model(coords=coords) as model:
+        eta = _linear_predictor(errors, "self", groups, unit, coords, priors=LOG_SCORE_PRIORS)
+        sigma_obs = pm.HalfNormal("sigma_obs", LOG_SCORE_RESIDUAL, dims="scale_group")
+        pm.Normal("y", mu=eta, sigma=sigma_obs[codes], observed=(y - mean) / sd)
+    return model, (mean, sd)
+
+
+def log_score_effects(idata, data: ContrastData, scale: tuple[float, float], by: list[list[str]]) -> pd.DataFrame:
+    """The expected log-score (nats per sample) of the self- and the cross-predictor and their difference
+    (self minus cross: positive when self-prediction is better calibrated), averaged over the observed items
+    (each once), overall (``[]``) and per group of ``by``; posterior means, 94% intervals, P(> 0)."""
+    mean, sd = scale
+    keys = data.groups + ([data.unit] if data.unit else [])
+    design = data.cells.groupby(keys, sort=True, observed=True)["n"].sum().reset_index().assign(n=1)
+    eta, slope = _linear_draws(idata, data, design)
+    ls1, ls0 = mean + sd * (eta + slope), mean + sd * eta
+    rows = []
+    for grouping in by:
+        for key, mask, ww in _groups(design, grouping):
+            s1, s0 = summarise_draws(ww @ ls1[mask], 1.0), summarise_draws(ww @ ls0[mask], 1.0)
+            rows.append({"by": "+".join(grouping) or "overall", **dict(zip(grouping, key)),
+                         **summarise_draws(ww @ (ls1[mask] - ls0[mask]), 1.0),
+                         "self": s1["mean"], "self_low": s1["low"], "self_high": s1["high"],
+                         "cross": s0["mean"], "cross_low": s0["low"], "cross_high": s0["high"],
+                         "n": int(mask.sum())})
+    return pd.DataFrame(rows)
+
+
+def _beta_mean_precision(name: str, mu, phi, observed: np.ndarray):
+    """``Beta(mu * phi, (1 - mu) * phi)``, observed: exactly PyMC's ``pm.Beta`` with those parameters, with the
+    log density written for a data vector ``y`` as ``(a - 1) log y + (b - 1) log(1 - y) - lgamma(a) -
+    lgamma(b) + lgamma(phi)``: ``log y`` and ``log(1 - y)`` are constants, and ``lgamma(a + b)`` is one scalar
+    (``a + b = phi``). PyMC's graph evaluated all three log-gammas (and their digammas in the gradient) on
+    every row, the bulk of this model's cost per leapfrog step."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    log_y, log_1my = np.log(observed), np.log1p(-observed)
+
+    def logp(value, mu, phi):
+        a, b = mu * phi, (1 - mu) * phi
+        return (a - 1) * log_y + (b - 1) * log_1my - pt.gammaln(a) - pt.gammaln(b) + pt.gammaln(phi)
+
+    def random(mu, phi, rng=None, size=None):
+        return rng.beta(mu * phi, (1 - mu) * phi, size=size)
+
+    return pm.CustomDist(name, mu, phi, logp=logp, random=random, observed=observed)
+
+
+# ------------------------------------------------------------------------------------ behaviour model
+OUTCOMES = ["new", "old", "neither"]
+#: the behaviour-change model's priors (logit): each model x outcome ``mu ~ Normal(0, mu)``, the task, property
+#: and answer-unit scales ``~ HalfNormal``
+BEHAVIOUR_PRIORS = {"mu": 1.5, "task": 1.0, "property": 1.0, "unit": 0.5}
+
+
+def behaviour_model(rows: pd.DataFrame):
+    """Categorical logit of each changed item's prediction: it matches the ``new`` behaviour, the ``old``
+    one, or ``neither`` (the reference), one row per changed item x property (``rows``: model, task,
+    property, unit, outcome; :func:`analysis.self_prediction.tidy.behaviour_outcomes`). For ``new`` and ``old``::
+
+        theta = mu_model + sigma_task * z_task + sigma_property * z_property + sigma_unit * z_unit
+
+    with a fixed ``mu`` per model and outcome (two models give too few levels for a scale), ``mu ~
+    Normal(0, 1.5)``, and random effects per task, property and answer unit (one changed response moves
+    several of its properties together: the unit effect is the overdispersion), scales HalfNormal(1) for
+    task and property and HalfNormal(0.5) for units, independent per outcome. ``p`` (rows x outcome):
+    each row's probabilities."""
+    import pymc as pm
+
+    coords = {"outcome": OUTCOMES[:2]}
+    idx = {}
+    for g in ("model", "task", "property", "unit"):
+        coords[g] = sorted(rows[g].unique())
+        idx[g] = pd.Categorical(rows[g], categories=coords[g]).codes
+    y = pd.Categorical(rows["outcome"], categories=OUTCOMES).codes
+    if (y < 0).any():
+        raise ValueError(f"outcomes must be one of {OUTCOMES}")
+    with pm.Model(coords=coords) as model:
+        theta = pm.Normal("mu", 0.0, BEHAVIOUR_PRIORS["mu"], dims=("model", "outcome"))[idx["model"]]
+        for g in ("task", "property", "unit"):
+            sg = pm.HalfNormal(f"sigma_{g}", BEHAVIOUR_PRIORS[g], dims="outcome")
+            theta = theta + sg * pm.Normal(f"z_{g}", 0.0, 1.0, dims=(g, "outcome"))[idx[g]]
+        logits = pm.math.concatenate([theta, pm.math.zeros((len(rows), 1))], axis=1)
+        p = pm.Deterministic("p", pm.math.softmax(logits, axis=1))
+        pm.Categorical("y", p=p, observed=y)
+    return model
+
+
+# --------------------------------------------------------------------------------- sampling and gate
+def sample(model, settings: SamplerSettings):
+    """NUTS with the configured backend; returns InferenceData (posterior with deterministics, sample_stats,
+    observed data). numpyro runs through :func:`_sample_numpyro`; the others through ``pm.sample``. PyMC's own
+    convergence warnings are skipped: :func:`check_convergence` is the gate."""
+    if settings.sampler == "numpyro":
+        return _sample_numpyro(model, settings)
+    if settings.sampler == "nutpie":
+        import importlib.util
+
+        if importlib.util.find_spec("nutpie") is None:
+            from reproduce.config import ConfigError
+
+            raise ConfigError("analysis.sampler is 'nutpie', which is not installed: install the extra "
+                              "(`pip install -e '.[nutpie]'`) or set analysis.sampler: numpyro in params.yaml")
+    import pymc as pm
+
+    with model:
+        return pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
+                         target_accept=settings.target_accept, random_seed=settings.seed,
+                         nuts_sampler=settings.sampler, progressbar=settings.progressbar,
+                         compute_convergence_checks=False)
+
+
+def _sample_numpyro(model, settings: SamplerSettings):
+    """numpyro's NUTS (diagonal mass matrix, step size adapted to ``target_accept``) on PyMC's log density, as
+    ``pm.sample(nuts_sampler="numpyro")`` runs it, with two differences that only change the speed: the
+    sampler sees ONE flat parameter vector (numpyro's leapfrog and tree updates then cost one operation per
+    step instead of one per model variable; the unravelling happens inside the log density), and chains run
+    in parallel, one per host device (``XLA_FLAGS``, set at import), when there are enough devices, else one
+    after another. Starting points are PyMC's: the initial point, jittered uniformly in [-1, 1] on the
+    unconstrained scale, one seed per chain from ``settings.seed``."""
+    import arviz as az
+    import jax
+    from jax.flatten_util import ravel_pytree
+    from numpyro.infer import MCMC, NUTS
+    from pymc.backends.arviz import coords_and_dims_for_inferencedata, find_constants, find_observations
+    from pymc.initial_point import make_initial_point_fns_per_chain
+    from pymc.sampling.jax import get_jaxified_graph, get_jaxified_logp
+    from pymc.util import get_default_varnames
+
+    names = [v.name for v in model.value_vars]
+    minus_logp = get_jaxified_logp(model, negative_logp=False)  # PyMC's naming: this is -log p
+    seeds = np.random.default_rng(settings.seed).integers(2**31 - 1, size=settings.chains)
+    fns = make_initial_point_fns_per_chain(model=model, overrides=None, jitter_rvs=set(model.free_RVs),
+                                           chains=settings.chains)
+    starts = [[np.asarray(fn(int(seed))[n]) for n in names] for fn, seed in zip(fns, seeds)]
+    unravel = ravel_pytree(starts[0])[1]
+    init = np.stack([np.asarray(ravel_pytree(p)[0]) for p in starts])
+
+    def potential(q):
+        return minus_logp(unravel(q))
+
+    # one compiled call for every chain (the log density run eagerly compiles each of its operations apart)
+    bad = [c for c, v in enumerate(np.asarray(jax.jit(jax.vmap(potential))(init))) if not np.isfinite(v)]
+    if bad:
+        raise RuntimeError(f"chains {bad} start where the log density is not finite; check the model's data")
+    parallel = jax.local_device_count() >= settings.chains
+    mcmc = MCMC(NUTS(potential_fn=potential, target_accept_prob=settings.target_accept,
+                     max_tree_depth=MAX_TREE_DEPTH),
+                num_warmup=settings.tune, num_samples=settings.draws, num_chains=settings.chains,
+                chain_method="parallel" if parallel else "sequential", progress_bar=settings.progressbar)
+    mcmc.run(jax.random.split(jax.random.PRNGKey(settings.seed), settings.chains), init_params=init,
+             extra_fields=("num_steps", "potential_energy", "energy", "adapt_state.step_size", "accept_prob",
+                           "diverging"))
+    outputs = list(get_default_varnames(model.unobserved_value_vars, include_transformed=False))
+    graph = get_jaxified_graph(inputs=model.value_vars, outputs=outputs)
+    draws = jax.jit(jax.vmap(jax.vmap(lambda q: graph(*unravel(q)))))(mcmc.get_samples(group_by_chain=True))
+    rename = {"potential_energy": "lp", "adapt_state.step_size": "step_size", "num_steps": "n_steps",
+              "accept_prob": "acceptance_rate"}
+    stats = {rename.get(k, k): np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    stats["lp"] = -stats["lp"]
+    coords, dims = coords_and_dims_for_inferencedata(model)
+    return az.from_dict(posterior={v.name: np.asarray(d) for v, d in zip(outputs, draws)}, sample_stats=stats,
+                        observed_data=find_observations(model), constant_data=find_constants(model),
+                        coords=coords, dims=dims)
+
+
+#: deterministic quantities of the models (functions of the free variables, not checked on their own)
+DETERMINISTIC = ("a_", "b_", "f_", "s_")
+DETERMINISTIC_NAMES = ("p",)
+#: NUTS's maximum tree depth (numpyro's, PyMC's and nutpie's default) and the leapfrog steps of a draw that reached it
+MAX_TREE_DEPTH = 10
+MAX_TREE_STEPS = 2**MAX_TREE_DEPTH - 1
+
+
+def free_variables(idata) -> list[str]:
+    """Every free random variable of a posterior: all but the deterministics (:data:`DETERMINISTIC`)."""
+    return [v for v in idata.posterior.data_vars
+            if not v.startswith(DETERMINISTIC) and v not in DETERMINISTIC_NAMES]
+
+
+def diagnostics(idata) -> dict:
+    """r_hat (max), bulk and tail ESS (min) over every free variable (:func:`free_variables`, precision
+    parameters such as ``phi`` included), the number of divergences and the smallest E-BFMI of a chain; and,
+    reported but not gated, the mean leapfrog steps per draw and the share of draws whose trajectory reached the
+    maximum tree depth (an efficiency warning: the sampler stays valid, each draw costs up to 1023 gradients).
+
+    The values are ArviZ's rank-normalised split r_hat and bulk / tail ESS, rounded as ``az.summary`` rounds
+    them (r_hat to 2 decimals, ESS to an integer), so the gate reads the numbers a summary table shows;
+    computed by :func:`analysis.convergence.rank_diagnostics`, which evaluates ArviZ's definitions on every
+    element at once (ArviZ loops over the elements in Python: seconds per fit with thousands of unit effects)."""
+    import arviz as az
+
+    from analysis.convergence import rank_diagnostics
+
+    post = idata.posterior[free_variables(idata)].transpose("chain", "draw", ...)
+    # (r_hat, bulk ESS, tail ESS) of every element of each variable
+    per_variable = {v: rank_diagnostics(da.to_numpy().reshape(da.shape[0], da.shape[1], -1))
+                    for v, da in post.data_vars.items()}
+
+    def dataset(which: int, decimals: int):
+        """The posterior's variables without chain and draw, holding one diagnostic per element."""
+        return post.isel(chain=0, draw=0, drop=True).copy(
+            data={v: d[which].reshape(post[v].shape[2:]) for v, d in per_variable.items()}).round(decimals)
+
+    r_hat, ess, tail = _worst(dataset(0, 2), max), _worst(dataset(1, 0), min), _worst(dataset(2, 0), min)
+    div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
+    bfmi = float(np.min(az.bfmi(idata))) if "energy" in idata.sample_stats else float("nan")
+    saturated = steps_mean = float("nan")
+    if "n_steps" in idata.sample_stats:
+        steps = idata.sample_stats["n_steps"].values
+        saturated, steps_mean = round(float(np.mean(steps >= MAX_TREE_STEPS)), 3), round(float(steps.mean()), 1)
+    return {"r_hat_max": r_hat[0], "ess_bulk_min": ess[0], "ess_tail_min": tail[0], "divergences": div,
+            "bfmi_min": round(bfmi, 3), "tree_depth_max_share": saturated, "max_tree_depth": MAX_TREE_DEPTH,
+            "leapfrog_steps_mean": steps_mean,
+            "worst_r_hat": r_hat[1], "worst_ess": ess[1], "worst_ess_tail": tail[1],
+            "draws": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"])}
+
+
+def _worst(stats, pick) -> tuple[float, str]:
+    """The extreme (``pick`` = max or min) of a per-parameter statistic over every variable and element,
+    and its label as ``az.summary`` writes it (``name[coord, ...]``)."""
+    best = None
+    for name, da in stats.data_vars.items():
+        flat = da.to_numpy().ravel()
+        if not flat.size or np.isnan(flat).all():
+            continue
+        i = int(np.nanargmax(flat) if pick is max else np.nanargmin(flat))
+        value = float(flat[i])
+        if best is None or pick(value, best[0]) != best[0]:
+            where = np.unravel_index(i, da.shape)
+            label = name if not da.dims else f"{name}[{', '.join(str(da[d].values[j]) for d, j in zip(da.dims, where))}]"
+            best = (value, label)
+    return best or (float("nan"), "")
+
+
+def check_convergence(idata, name: str, rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN) -> dict:
+    """The convergence gate: r_hat <= 1.01, bulk and tail ESS >= 400, no divergences and E-BFMI >= 0.3 in
+    every chain, over every free variable, or a ConvergenceError that says what failed and what to change.
+    Returns the diagnostics when the fit passes."""
+    d = diagnostics(idata)
+    problems = []  # r_hat and ESS first: longer chains can cure those, not the sampler's geometry after them
+    if not d["r_hat_max"] <= rhat_max:
+        problems.append(f"r_hat {d['r_hat_max']:.3f} > {rhat_max} (worst: {d['worst_r_hat']})")
+    if not d["ess_bulk_min"] >= ess_min:
+        problems.append(f"bulk ESS {d['ess_bulk_min']:.0f} < {ess_min} (worst: {d['worst_ess']})")
+    if not d["ess_tail_min"] >= ess_min:
+        problems.append(f"tail ESS {d['ess_tail_min']:.0f} < {ess_min} (worst: {d['worst_ess_tail']})")
+    length = len(problems)
+    low_bfmi = d["bfmi_min"] < BFMI_MIN  # NaN (no energy recorded) passes: nothing to check
+    if low_bfmi:
+        problems.append(f"E-BFMI {d['bfmi_min']:.2f} < {BFMI_MIN} in at least one chain")
+    if d["divergences"]:
+        problems.append(f"{d['divergences']} divergent transitions")
+    if problems:
+        raise ConvergenceError(
+            f"the {name} model failed the convergence gate: {'; '.join(problems)} "
+            f"({d['chains']} chains x {d['draws']} draws). Its results are not published. Raise analysis.draws "
+            "and analysis.tune, or analysis.target_accept_retry (e.g. 0.995), in params.yaml and re-run the stage.",
+            "; ".join(problems), length_only=len(problems) == length,
+            divergent=bool(d["divergences"]) and not low_bfmi)
+    return d
+
+
+def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
+    """:func:`sample` through the gate (:func:`check_convergence`): ``(idata, diagnostics)``, whose
+    ``target_accept`` is the target acceptance of the fit that passed.
+
+    A fit that misses the gate is sampled again, from the same seed, with each cure below tried at most once (so
+    at most three samplings: a divergence cured, then longer chains, or the other way round), and the last fit
+    must pass the whole gate, or the :class:`ConvergenceError` names every fit:
+
+    - with divergent transitions, once at ``settings.target_accept_retry`` when that is higher (smaller steps,
+      the usual cure for a divergence); the diagnostics then record ``diverged``: what the first fit missed;
+    - on r_hat or ESS alone, once with twice the draws and tuning steps (an ESS grows with the chains' length,
+      and r_hat settles); the diagnostics then record ``refit``: what the shorter fit missed.
+
+    A low E-BFMI, or divergences with no higher target acceptance left, stop at once: neither longer chains
+    nor smaller steps are known to cure them."""
+    current, missed, again = settings, [], {}  # again: what each second sampling answered ("diverged", "refit")
+    while True:
+        idata = sample(model, current)
+        try:
+            diag = check_convergence(idata, name)
+        except ConvergenceError as err:
+            retry = current.target_accept_retry
+            if err.divergent and retry is not None and retry > current.target_accept:
+                again["diverged"] = f"{err.problems} at target acceptance {current.target_accept:g}"
+                missed.append((current, err.problems))
+                current = replace(current, target_accept=retry)
+            elif err.length_only and current.draws == settings.draws:
+                again["refit"] = err.problems
+                missed.append((current, err.problems))
+                current = replace(current, draws=2 * settings.draws, tune=2 * settings.tune)
+            elif not missed:
+                raise
+            else:
+                fits = ", then ".join(f"with {s.draws} draws at target acceptance {s.target_accept:g} ({p})"
+                                      for s, p in missed + [(current, err.problems)])
+                times = {2: "twice", 3: "three times"}[len(missed) + 1]
+                raise ConvergenceError(
+                    f"the {name} model failed the convergence gate {times}, from the same seed: "
+                    f"{fits}. Its results are not published. Set analysis.draws and analysis.tune above "
+                    f"{current.draws} and {current.tune}, or analysis.target_accept_retry closer to 1, in "
+                    "params.yaml and re-run the stage.", err.problems, err.length_only, err.divergent) from err
+            print(f"the {name} model missed the convergence gate ({err.problems}); sampling it again with "
+                  f"{current.draws} draws and {current.tune} tuning steps at target acceptance "
+                  f"{current.target_accept:g}", file=sys.stderr)
+            continue
+        return idata, {**diag, "target_accept": current.target_accept, **again}
+
+
+def prior_predictive_accuracy(model, data: ContrastData, samples: int = 500, seed: int = 0) -> dict:
+    """The overall accuracy the priors imply before seeing data (quantiles), and the share of prior draws
+    with an overall accuracy below 1% or above 99% (a prior that piles up at the extremes is not weak)."""
+    import pymc as pm
+
+    with model:
+        prior = pm.sample_prior_predictive(draws=samples, random_seed=seed)
+    y = prior.prior_predictive["y"].stack(sample=("chain", "draw")).transpose(..., "sample").to_numpy()
+    acc = y.sum(axis=0) / data.cells["n"].sum()
+    return {"q05": float(np.quantile(acc, 0.05)), "q50": float(np.quantile(acc, 0.5)),
+            "q95": float(np.quantile(acc, 0.95)), "extreme_share": float(((acc < 0.01) | (acc > 0.99)).mean())}
+
+
+def prior_cell_accuracy(model, data: ContrastData, samples: int = 500, seed: int = 0, extreme: float = PRIOR_CELL_EXTREME) -> dict:
+    """The accuracy of each observed cell implied by the priors alone: its quantiles, the share of (cell,
+    draw) pairs below ``extreme`` or above ``1 - extreme`` (a U-shaped prior piles up there), and a
+    20-bin histogram of the implied accuracies (the prior-predictive figure)."""
+    import types
+
+    import pymc as pm
+
+    with model:
+        prior = pm.sample_prior_predictive(draws=samples, random_seed=seed)
+    eta0, slope = _linear_draws(types.SimpleNamespace(posterior=prior.prior), data, data.cells)
+    p = _sigmoid(eta0 + slope * data.cells[data.x].to_numpy(float)[:, None])
+    hist, edges = np.histogram(p, bins=20, range=(0, 1), density=True)
+    return {"q05": float(np.quantile(p, 0.05)), "q50": float(np.quantile(p, 0.5)), "q95": float(np.quantile(p, 0.95)),
+            "extreme_share": float(((p < extreme) | (p > 1 - extreme)).mean()), "extreme": extreme,
+            "density": [float(h) for h in hist], "edges": [float(e) for e in edges]}
+
+
+def posterior_predictive_check(idata, data: ContrastData, seed: int = 0, chunk: int = 500) -> pd.DataFrame:
+    """Replicated successes per group x contrast cell (summed over units), with the observed count, the
+    94% predictive interval and the posterior predictive p-value P(replicated >= observed).
+
+    The replicates are ``Binomial(n, sigmoid(eta))`` of every observed cell for every posterior draw, drawn in
+    numpy from the posterior's linear predictor (:func:`_linear_draws`), ``chunk`` draws at a time; PyMC's
+    ``sample_posterior_predictive`` compiled a PyTensor graph (no BLAS with a pip-installed PyTensor) for
+    the same draws."""
+    keys = data.groups + [data.x]
+    c = data.cells.reset_index(drop=True)
+    eta, slope = _linear_draws(idata, data, c)
+    codes, uniq = pd.factorize(pd.MultiIndex.from_frame(c[keys]), sort=True)
+    order = np.argsort(codes, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+    x, n = c[data.x].to_numpy(float)[order, None], c["n"].to_numpy()[order, None]
+    eta, slope = eta[order], slope[order]
+    rng = np.random.default_rng(seed)
+    rep = np.concatenate([np.add.reduceat(rng.binomial(n, _sigmoid(eta[:, s:s + chunk] + slope[:, s:s + chunk] * x)),
+                                          starts, axis=0) for s in range(0, eta.shape[1], chunk)], axis=1)
+    k = np.add.reduceat(c["k"].to_numpy()[order], starts)
+    trials = np.add.reduceat(c["n"].to_numpy()[order], starts)
+    out = pd.DataFrame(list(uniq), columns=keys)
+    out = out.assign(observed=k.astype(int), n=trials.astype(int), rep_mean=rep.mean(axis=1),
+                     rep_low=np.quantile(rep, Q_LOW, axis=1), rep_high=np.quantile(rep, Q_HIGH, axis=1),
+                     p_value=(rep >= k[:, None]).mean(axis=1))
+    out["covered"] = (out["observed"] >= out["rep_low"]) & (out["observed"] <= out["rep_high"])
+    return out

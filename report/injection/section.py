@@ -1,0 +1,353 @@
+"""The manuscript's concept-injection results: ``paper/_generated/injection.md``, written from
+``data/injection/analysis`` (numbers, tables and figures; nothing typed by hand), and included by
+``paper/index.qmd``. Where the stage did not run (a profile without ``injection:``), the file says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from analysis.cells import raw_rate, top_cell
+from reproduce.config import REPO_ROOT
+from reproduce.io import atomic_write_bytes
+
+from report.formatting import fmt, gate_sentence, known, model_text, run_seconds, signed
+from report.self_prediction.numbers import _join
+
+INJECTION = REPO_ROOT / "data" / "injection"
+
+
+def _p(d: dict) -> str:
+    """A probability (or difference of probabilities) with its interval, in percent."""
+    return f"{fmt(100 * d['mean'])}% [{fmt(100 * d['low'])}, {fmt(100 * d['high'])}]"
+
+
+def _pp(d: dict) -> str:
+    return f"{signed(100 * d['mean'])} points [{signed(100 * d['low'])}, {signed(100 * d['high'])}]"
+
+
+def _kappa(k: float | None, undefined: str = "undefined") -> str:
+    """Cohen's kappa to two decimals (a rounding to zero printed as 0.00, not -0.00); ``undefined`` for None."""
+    return undefined if k is None else fmt(k, 2)
+
+
+WORDS = {"above": "above", "below": "below", "unclear": "not distinguishable from"}
+
+
+def _ties(cell: dict, what: str = "raw rate") -> str:
+    """``; tied on the counts with ...`` for a best cell whose raw counts other cells share (the first in a fixed
+    order is reported: the modelled estimates of equal counts differ only by their Monte Carlo noise)."""
+    tied = cell.get("tied") or []
+    if not tied:
+        return ""
+    where = _join([f"layer fraction {t['layer_fraction']:g}, strength {t['strength']:g}" for t in tied])
+    return f"; {len(tied)} other cell{'s' if len(tied) > 1 else ''} had the same {what}: {where}"
+
+
+def _table(df: pd.DataFrame, caption: str, label: str) -> str:
+    from report.self_prediction.tables import _md_table
+
+    return _md_table(df.astype(str), caption, label)
+
+
+def _observed(o: dict | None) -> str:
+    """The raw counts behind a modelled detection rate: trials with P(yes) > P(no), those whose answer itself
+    begins with yes, and the mean probability on neither word; '' where the numbers predate them."""
+    if not o:
+        return ""
+    po = o["p_outside"]
+    neither = f", {fmt(po)}% of the probability on neither word on average" if known(po) else ""
+    return f"observed: {o['k']} of {o['n']} trials with P(yes) > P(no), {o['says_yes']} answering \"yes\"{neither}"
+
+
+def _cells(tables: dict | None, name: str, model: str) -> pd.DataFrame | None:
+    """One model's rows of an analysis table (None where the table is not given or has none)."""
+    t = (tables or {}).get(name)
+    if t is None or not len(t):
+        return None
+    t = t[t["model"] == model]
+    return t if len(t) else None
+
+
+def _controls_text(det: pd.DataFrame) -> str:
+    """The random and negated vectors beside the concept vector at the cells where all were injected: the
+    observed counts of P(yes) > P(no)."""
+    ctl = det[det["condition"].isin(["random", "negated"])]
+    if not len(ctl):
+        return ""
+    cells = ctl[["layer_fraction", "strength"]].drop_duplicates()
+    concept = det[det["condition"] == "concept"].merge(cells, on=["layer_fraction", "strength"])
+    fractions = ", ".join(f"{f:g}" for f in sorted(cells["layer_fraction"].unique()))
+    parts = [f"{c} vector {int(g['k'].sum())} of {int(g['n'].sum())}" for c, g in ctl.groupby("condition")]
+    return (f"Where the control vectors were injected too (layer fraction {fractions}), P(yes) > P(no) held on "
+            f"{int(concept['k'].sum())} of {int(concept['n'].sum())} trials with the concept vector, against the "
+            + " and the ".join(parts) + " at the same cells.")
+
+
+def _yes_bias_text(yb: pd.DataFrame) -> str:
+    """How often injection raised "yes" to questions whose answer is no, cell by cell (the pooled counts can
+    hide a bias confined to a few cells)."""
+    cells = yb[yb["condition"] == "concept"]
+    above = cells[cells["diff_low"] > 0]
+    if not len(above):
+        ceiling = ""
+        if len(cells) and (cells["control_rate"] == 1.0).all():
+            ceiling = (f" Without injection it already answered yes to all {int(cells['control_n'].iloc[0])} of "
+                       "them, so no injected cell could have been above the control: this check cannot show a "
+                       "yes-bias here.")
+        return (f"No injected cell raised \"yes\" to these questions credibly above the control rate (0 of "
+                f"{len(cells)} cells).{ceiling}")
+    top, same = top_cell(above, raw_rate(above))
+    tie = (f"; as many at " + _join([f"layer fraction {t['layer_fraction']:g}, strength {t['strength']:g}"
+                                      for t in same]) if same else "")
+    return (f"Cell by cell, {len(above)} of {len(cells)} injected cells raised \"yes\" to these questions credibly "
+            f"above the control rate, most (the highest raw rate) at layer fraction {top['layer_fraction']:g}, "
+            f"strength {top['strength']:g}: "
+            f"{_pp({'mean': top['diff_mean'], 'low': top['diff_low'], 'high': top['diff_high']})} "
+            f"({int(top['k'])} of {int(top['n'])}{tie}), so a high detection rate in such a cell can be a general "
+            "yes-bias.")
+
+
+def _prefill_note(pc: pd.DataFrame, d: dict) -> str:
+    """What the prefill contrasts can and cannot show: a floor (no control trial called an accident) and a
+    matching-minus-random difference that comes from the other concept's injection alone."""
+    notes = []
+    ctl = pc[pc["condition"] == "control"]
+    if len(ctl) and int(ctl["k"].sum()) == 0:
+        notes.append(f"No trial without injection was called an accident (0 of {int(ctl['n'].sum())}), so a "
+                     "lowering of that share, the published effect, cannot show here")
+    pre = d.get("prefill", {})
+    mc, mr = pre.get("matching_minus_control"), pre.get("matching_minus_random")
+    rnd = pc[pc["condition"] == "random"]
+    if mc and mr and mr["cells_below"] and not mc["cells_below"] and len(rnd):
+        top, same = top_cell(rnd, raw_rate(rnd))
+        tie = (" and as many at strength " + _join([f"{t['strength']:g}" for t in same])) if same else ""
+        notes.append(f"the matching injection is not credibly below the control in any cell, so the negative "
+                     f"matching-minus-random difference comes from the other concept's injection raising the share "
+                     f"called an accident (up to {fmt(100 * top['mean'])}% [{fmt(100 * top['low'])}, "
+                     f"{fmt(100 * top['high'])}] at strength {top['strength']:g}, {int(top['k'])} of "
+                     f"{int(top['n'])} trials{tie})")
+    if not notes:
+        return ""
+    s = "; ".join(notes)
+    return s[0].upper() + s[1:] + "."
+
+
+def _lowest_strength_note(deg: dict, coh: pd.DataFrame | None) -> str:
+    """Where the text was mostly incoherent already at the lowest strength tried, every free-text result of that
+    layer fraction comes from a degenerate regime; and how few answers a cell holds."""
+    if coh is None:
+        return ""
+    concept = coh[coh["condition"] == "concept"]
+    if not len(concept):
+        return ""
+    lowest = float(concept["strength"].min())
+    at_lowest = [k for k, v in sorted(deg.items()) if v is not None and float(v) == lowest]
+    n = sorted({int(x) for x in concept["n"]})
+    per_cell = f" Each cell holds {n[0]} answers." if len(n) == 1 else f" Each cell holds {n[0]} to {n[-1]} answers."
+    if not at_lowest:
+        return per_cell
+    where = "every layer fraction" if len(at_lowest) == len(deg) else "layer fraction " + _join(at_lowest)
+    return (f" At {where} that is already the lowest strength tried ({lowest:g}), so no steered free text there is "
+            f"mostly coherent." + per_cell)
+
+
+def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
+    """The results for one model, every number from ``numbers.json`` and (where given) the analysis tables
+    ``tables`` (name -> DataFrame: ``detection_cells``, ``yes_bias``, ``prefill_conditions``, ``coherence``)."""
+    inj = d["layers_injected"]
+    parts = [f"**{m}** ({d['n_layers']} blocks; injected at block{'s' if len(inj) > 1 else ''} "
+             f"{', '.join(map(str, inj))})."]
+    seen = d.get("detection_observed", {})
+    if "fp_rate" in d:
+        raw = f"; {_observed(seen['control'])}" if seen.get("control") else ""
+        parts.append(f"On control trials (no injection) it said an injected thought was present at a rate of "
+                     f"{_p(d['fp_rate'])} (the model's estimate{raw}).")
+    det = _cells(tables, "detection_cells", m)
+    if "detection_best" in d:
+        b = d["detection_best"]
+        raw = f"; {_observed(b['observed'])}" if b.get("observed") else ""
+        parts.append(f"Its highest detection rate under injection (the most trials counted) was {_p(b['rate'])} "
+                     f"(layer fraction {b['layer_fraction']:g}, strength {b['strength']:g}{raw}{_ties(b)}), "
+                     f"{_pp(b['minus_fp'])} relative to "
+                     f"the false-positive rate, {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
+                     f"{d['detection_cells']} cells had detection credibly above the false-positive rate"
+                     + (f" and {d['detection_cells_below_fp']} credibly below it" if "detection_cells_below_fp" in d
+                        else "") + ".")
+        if det is not None:
+            parts.append(_controls_text(det))
+    if "concept" in seen:
+        c = seen["concept"]
+        neither = (f", and the first answer token put {fmt(c['p_outside'])}% of its probability on neither yes nor "
+                   f"no on average" if known(c["p_outside"]) else "")
+        parts.append(f"Over every trial with the concept injected, the answer itself began with \"yes\" in "
+                     f"{c['says_yes']} of {c['n']}{neither}.")
+    bias = d.get("yes_bias_observed", {})
+    if "control" in bias and "concept" in bias:
+        parts.append(f"Asked questions whose answer is no, it answered yes (P(yes) > P(no)) on "
+                     f"{bias['control']['k']} of {bias['control']['n']} trials without injection and "
+                     f"{bias['concept']['k']} of {bias['concept']['n']} with the concept injected.")
+        yb = _cells(tables, "yes_bias", m)
+        if yb is not None:
+            parts.append(_yes_bias_text(yb))
+    if "identification_best" in d:
+        b = d["identification_best"]
+        parts.append(f"The injected concept was the most probable of the {round(1 / b['chance'])} concept words at "
+                     f"a rate of {_p(b['rate'])} in its best cell (layer fraction {b['layer_fraction']:g}, strength "
+                     f"{b['strength']:g}; chance {100 * b['chance']:.1f}%{_ties(b)}), {_pp(b['minus_chance'])} against chance "
+                     f"and {_pp(b['minus_control'])} against the same trials without injection; "
+                     f"{d['identification_cells_above_chance']} of {d['identification_cells']} cells were credibly "
+                     "above chance.")
+    for key, label in (("matching_minus_control", "matching minus control"),
+                       ("matching_minus_random", "matching minus random")):
+        c = d.get("prefill", {}).get(key)
+        if c:
+            s = c["strongest"]
+            parts.append(f"Prefill detection, {label}: in the cell with the most negative raw difference in the share "
+                         f"of trials called an accident (P(\"accident\") > 1/2) the difference was {_pp(s)} (layer "
+                         f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}{_ties(s, 'raw difference')}); {c['cells_below']} of "
+                         f"{c['cells']} cells credibly below zero, {c['cells_above']} credibly above.")
+    pc = _cells(tables, "prefill_conditions", m)
+    if pc is not None and d.get("prefill"):
+        note = _prefill_note(pc, d)
+        if note:
+            parts.append(note)
+    if "intention_best" in d:
+        b = d["intention_best"]
+        parts.append(f"Intentional control: the largest think minus don't-think cosine was "
+                     f"{signed(b['mean'], 4)} [{signed(b['low'], 4)}, {signed(b['high'], 4)}] at block {b['layer']} (layer fraction "
+                     f"{b['layer_fraction']:.2f}); {d['intention_layers_above']} of {d['intention_layers']} layers "
+                     "credibly above zero" + (f" and {d['intention_layers_below']} credibly below"
+                                              if d.get("intention_layers_below") else "") + ".")
+    deg = {k: v for k, v in d.get("degenerate_strength", {}).items()}
+    if deg:
+        txt = "; ".join(f"layer fraction {k}: {'none of the strengths tried' if v is None else f'strength {v:g}'}"
+                        for k, v in sorted(deg.items()))
+        parts.append(f"Most free-text answers were incoherent from: {txt}." + _lowest_strength_note(
+            deg, _cells(tables, "coherence", m)))
+    if d.get("rules_vs_forced_choice"):
+        a = d["rules_vs_forced_choice"]
+        constant = [(which, a[key]) for which, key in (("rules", "rules_claims"),
+                                                       ("forced-choice answers", "forced_choice_detected"))
+                    if a.get(key) in (0, a["n"])]
+        if constant:
+            which, k = constant[0]
+            parts.append(f"The {which} counted a detection in {k} of the {a['n']} free-text trials, so their agreement "
+                         f"({100 * a['agreement']:.0f}%) is only the share of trials the other grading counted "
+                         f"{'no detection in' if k == 0 else 'a detection in'}, and Cohen's kappa "
+                         f"({_kappa(a['kappa'])}) carries no information.")
+        else:
+            parts.append(f"The rule-graded free text claimed detection in agreement with the forced-choice answer of "
+                         f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa "
+                         f"{_kappa(a['kappa'])}; the rules counted {a['rules_claims']} detections, the forced "
+                         f"choice {a['forced_choice_detected']}).")
+    return " ".join(parts)
+
+
+def comparison_table(numbers: dict, reference: dict, tables: dict | None = None) -> pd.DataFrame:
+    """This run beside the published numbers. The published detection rate came with no false positives, so
+    this run's detection is given relative to its false-positive rate beside the raw rate."""
+    rows = []
+    for key, r in reference["rows"].items():
+        ours = []
+        for m, d in numbers["models"].items():
+            if key == "detection" and "detection_best" in d:
+                b = d["detection_best"]
+                o = b.get("observed")
+                said = f", {o['says_yes']} of {o['n']} trials answering \"yes\"" if o else ""
+                ours.append(f"{m}: {_pp(b['minus_fp'])} relative to its false-positive rate in the best cell "
+                            f"({_p(b['rate'])} with P(yes) > P(no){said})")
+            elif key == "false_positives" and "fp_rate" in d:
+                ours.append(f"{m}: {_p(d['fp_rate'])}")
+            elif key == "prefill" and d.get("prefill", {}).get("matching_minus_control"):
+                pc = _cells(tables, "prefill_conditions", m)
+                floor = (pc is not None and int(pc.loc[pc["condition"] == "control", "k"].sum()) == 0
+                         and (pc["condition"] == "control").any())
+                ours.append(f"{m}: {_pp(d['prefill']['matching_minus_control']['strongest'])} in the share of "
+                            "trials with P(accident) > 1/2" + (" (no control trial called an accident: a "
+                                                               "lowering cannot show)" if floor else ""))
+            elif key == "intention" and "intention_best" in d:
+                b = d["intention_best"]
+                ours.append(f"{m}: {signed(b['mean'], 4)} [{signed(b['low'], 4)}, {signed(b['high'], 4)}], the largest "
+                            f"of its {d.get('intention_layers', 'n/a')} layers' estimates")
+        rows.append({"Quantity": r["quantity"], "Published (theirs)": r["published"],
+                     "Open replications (theirs)": r.get("replications", "-"),
+                     "This run": "; ".join(ours) or "-"})
+    return pd.DataFrame(rows)
+
+
+def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROOT / "paper",
+                  temperature: float | None = None) -> bool:
+    """Write ``gen/injection.md`` (and copy the figures into ``gen/figures``); False when the stage did not run.
+    ``temperature``: the free text's sampling temperature (``injection.free_text.temperature``), for a caption."""
+    analysis, figures = Path(injection) / "analysis", Path(injection) / "figures"
+    path = Path(gen) / "injection.md"
+    if not (analysis / "numbers.json").exists() or not (figures / "index.json").exists():
+        atomic_write_bytes(path, b"The concept-injection stages did not run in this profile (no `injection:` "
+                                 b"section in params.yaml), so this section has no results.\n")
+        return False
+    numbers = json.loads((analysis / "numbers.json").read_text())
+    index = json.loads((figures / "index.json").read_text())
+    run = json.loads((Path(injection) / "raw" / "run.json").read_text())
+    reference = yaml.safe_load((Path(paper) / "injection_reference.yml").read_text())
+    for name in index:
+        atomic_write_bytes(Path(gen) / "figures" / f"{name}.png", (figures / f"{name}.png").read_bytes())
+    ex = pd.read_parquet(analysis / "examples.parquet")
+    ex = ex.assign(**{"layer fraction": ex["layer_fraction"].map(lambda v: "-" if pd.isna(v) else f"{v:g}"),
+                      "strength": ex["strength"].map(lambda v: f"{v:g}"),
+                      "perplexity": ex["perplexity"].map(lambda v: "-" if pd.isna(v) else f"{v:.1f}"),
+                      "grades": [", ".join([*(k for k in ("claims_detection", "names_concept") if r[k]),
+                                            *(["coherent"] if r["coherent"] else
+                                              ["coherent by the rules, not by perplexity"]
+                                              if r.get("coherent_rules", False) else [])])
+                                 or "none" for _, r in ex.iterrows()],
+                      "text": ex["text"].map(model_text)})
+    ex = ex[["model", "condition", "concept", "layer fraction", "strength", "text", "grades", "perplexity"]]
+    tables = {n: pd.read_parquet(analysis / f"{n}.parquet") for n in ("detection_cells", "yes_bias",
+                                                                        "prefill_conditions", "coherence")
+              if (analysis / f"{n}.parquet").exists()}
+    secs = run_seconds(run["models"])
+    out = [
+        f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])}",
+        "",
+        *[model_paragraph(m, d, tables) + "\n" for m, d in numbers["models"].items()],
+        "![Detection of an injected concept: the posterior share of trials with P(\"yes\") > P(\"no\") at the "
+        "average concept per layer fraction and strength, with 95% intervals; outlined cells have detection credibly above the false-positive rate of "
+        "the control trials (in each panel's title).](_generated/figures/injection_detection.png)"
+        "{#fig-injection-detection}",
+        "",
+        "![Identification: P(the injected concept is the most probable of the concept words) per strength and "
+        "layer fraction (95% intervals), against chance (dashed) and the same trials without injection (grey "
+        "band).](_generated/figures/injection_identification.png){#fig-injection-identification}",
+        "",
+        "![Prefill detection: the share of trials whose P(\"accident\") exceeds 1/2 for an out-of-place "
+        "prefilled word, with no injection (black), the "
+        "word's own concept injected on the earlier sentence (matching) and another concept injected there "
+        "(random), 95% intervals.](_generated/figures/injection_prefill.png){#fig-injection-prefill}",
+        "",
+        "![Intentional control: think minus don't-think cosine between the concept vector and the residual over "
+        "the assistant's copy of the sentence, per layer (95% band).](_generated/figures/injection_intention.png)"
+        "{#fig-injection-intention}",
+        "",
+        "![Coherence of the steered free text: share of answers coherent (the rules say so and the unsteered "
+        "model's perplexity of the text is at most "
+        f"{numbers['coherence_rule']['perplexity_factor']:g} times the median of its control answers) and median "
+        "perplexity under the unsteered model, per strength.](_generated/figures/injection_coherence.png)"
+        "{#fig-injection-coherence}",
+        "",
+        _table(comparison_table(numbers, reference, tables), f"Concept injection: this run next to the published study "
+               f"and its open replications (their numbers, quoted from {reference['source']}; not computed "
+               "here).", "tbl-injection-comparison"),
+        "",
+        _table(ex, "Example transcripts (free text sampled" + (f" at T = {temperature:g}" if temperature is not None
+                                                                else "") + ", cut to 220 characters) with the rules' "
+               "grades and the unsteered model's perplexity of the text. Coherent: the rules say so and the "
+               f"perplexity is at most {numbers['coherence_rule']['perplexity_factor']:g} times the median of the same model's control "
+               "answers, as in the coherence figure (the rules catch repetition, the perplexity word salad).",
+               "tbl-injection-examples"),
+    ]
+    atomic_write_bytes(path, "\n".join(out).encode())
+    return True

@@ -1,0 +1,174 @@
+"""The manuscript's mirror-test results: ``paper/_generated/mirror.md``, written from ``data/mirror/analysis``
+(numbers, figures and the example transcripts; nothing typed by hand), and included by ``paper/index.qmd``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from reproduce.config import REPO_ROOT
+from reproduce.io import atomic_write_bytes
+
+from report.formatting import fmt, gate_sentence, known, model_text, run_seconds
+from report.injection.section import _kappa, _p, _pp
+
+MIRROR = REPO_ROOT / "data" / "mirror"
+WORDS = {"above": "credibly above", "below": "credibly below", "unclear": "not distinguishable from"}
+
+
+def _cell(d: dict) -> str:
+    if d.get("condition") == "other":
+        return "another model's replies"
+    return f"{d['kind']} at level {d['level']:g}"
+
+
+def _change(d: dict, name: str, every: str, none: str, side: str, what: str, grade: str = "") -> str:
+    """The sentence on the altered cells of the binary outcome ``name`` (noticing, judge_noticing, recognition)
+    against the control, whose largest ``what`` (change, drop) is looked for to the ``side`` (above, below) of
+    it; ``grade`` opens the sentence where the outcome is not the rules' (the judge's).
+
+    Where every reply of the model gave the same answer in every condition (``every`` / ``none`` says which),
+    the cells' estimates differ only by the prior (it pulls a cell of fewer trials further from 0 or 1), so no
+    cell is named; nor is one where no altered cell's raw rate lies to that side of the control's. Else the
+    cell of the largest raw change, or every cell that ties there on its counts, each with its counts and
+    modelled contrast: which of tied cells the posterior puts furthest is the sampler's noise, not the data."""
+    o, e = d[f"{name}_observed"], d[f"{name}_extreme"]
+    credibly = f"{d[f'{name}_cells_{side}']} of {d[f'{name}_cells']} altered cells were credibly {side}"
+    if o["k"] in (0, o["n"]):
+        return (f"With {every if o['k'] else none}, the altered cells' estimates differ from the control only by "
+                f"the prior; {credibly} it.")
+    if (e["raw_diff"] <= 0) if side == "above" else (e["raw_diff"] >= 0):
+        text = f"no altered cell's raw rate was {side} the control's; {credibly} it."
+    elif not e["tied"]:
+        text = (f"the largest {what} ({_cell(e)}, {e['k']} of {e['n']}) was {_pp(e)}, {WORDS[e['verdict']]} zero; "
+                f"{credibly} the control.")
+    else:
+        cells = [e, *e["tied"]]
+        listed = "; ".join(f"{_cell(c)}, {c['k']} of {c['n']}: {_pp(c)}" for c in cells)
+        text = (f"the largest {what} was shared by {len(cells)} cells with the same raw rate ({listed}); {credibly} "
+                "the control.")
+    text = grade + text
+    return text[0].upper() + text[1:]
+
+
+def _imitation(d: dict) -> str:
+    """The sentence on the corrupted cell whose raw share of pattern words rose most over the control's share for
+    its kind (or every cell that ties there; none where no cell's raw share rose), with the raw counts beside the
+    modelled difference of the typical reply's share."""
+    e = d["imitation_top"]
+    credibly = f"{d['imitation_cells_above']} of {d['imitation_cells']} cells credibly above"
+    if e["raw_diff"] <= 0:
+        return (f"Imitation: in no corrupted cell was the raw share of words showing the pattern above the "
+                f"control's share for its kind; {credibly}.")
+    counts = [f"{c['k']} of {c['n']} words against {c['control_k']} of {c['control_n']} in the control"
+              for c in [e, *e["tied"]]]
+    if not e["tied"]:
+        return (f"Imitation: the share of words of its next reply showing the pattern rose most for {_cell(e)} "
+                f"({counts[0]}), by {_pp(e)} over the control; {credibly}.")
+    listed = "; ".join(f"{_cell(c)}, {n}: {_pp(c)}" for c, n in zip([e, *e["tied"]], counts))
+    return (f"Imitation: the share of words of its next reply showing the pattern rose most, by the same raw "
+            f"amount, in {len(counts)} cells ({listed}); {credibly}.")
+
+
+def model_paragraph(m: str, d: dict) -> str:
+    parts = [f"**{m}** ({d['scripts']} conversations, turns {', '.join(map(str, d['turns']))})."]
+    if d.get("unchanged_histories"):
+        n = d["unchanged_histories"]
+        parts.append(f"{n} {'reply' if n == 1 else 'replies'} after a corrupted history followed one the corruption "
+                     "left unchanged (in every earlier reply the share came to no word once rounded) and "
+                     f"{'is' if n == 1 else 'are'} left out of the noticing, recognition and imitation counts below.")
+    if "noticing_observed" in d:
+        o = d["noticing_observed"]
+        parts.append(f"It remarked on typos or glitches unprompted in {o['k']} of its {o['n']} replies.")
+    if "noticing_control" in d:
+        c = d["noticing_control"]
+        parts.append(f"With its clean history ({c['k']} of {c['n']}) the posterior rate is {_p(c)}" + (
+            " (the prior keeps an all-zero cell's interval off zero; read it by its upper bound)." if c["k"] == 0
+            else "."))
+    if "noticing_extreme" in d:
+        parts.append(_change(d, "noticing", "every reply remarking on an oddity in every condition",
+                             "no reply remarking on anything in any condition", "above", "change under alteration"))
+    if "judge_agreement" in d:
+        a = d["judge_agreement"]
+        kappa = _kappa(a["kappa"], "undefined: one grader said no throughout")
+        parts.append(f"The judge graded {a['judge_yes']} of {a['n']} replies as remarking on an oddity (the rules: "
+                     f"{a['rules_yes']}); the two agreed on {100 * a['agreement']:.0f}% of replies (Cohen's kappa "
+                     f"{kappa}).")
+    if "judge_noticing_extreme" in d:
+        parts.append(_change(d, "judge_noticing", "the judge grading every reply as remarking on an oddity in every "
+                             "condition", "the judge grading no reply as remarking on anything in any condition",
+                             "above", "change under alteration", grade="by the judge's grade, "))
+    if "recognition_control" in d:
+        r = d["recognition_control"]
+        po = r.get("p_outside")  # absent from older numbers; NaN where no probability was recorded
+        neither = f", with {fmt(po)}% of the probability on neither word on average" if known(po) else ""
+        raw = f"; observed: {r['k']} of {r['n']} replies with P(yes) > P(no){neither}" if "k" in r else ""
+        parts.append(f"Asked whether it wrote its previous messages exactly as shown, it said yes at a rate of "
+                     f"{_p(r)} with the clean history (the model's estimate at the average conversation{raw}).")
+    if "recognition_extreme" in d:
+        parts.append(_change(d, "recognition", "every reply answering yes (P(yes) > P(no)) in every condition",
+                             "no reply answering yes in any condition", "below", "drop"))
+    if "imitation_top" in d:
+        parts.append(_imitation(d))
+        if d.get("imitation_other"):  # the measure on replies after a history without any corruption
+            parts.append("After another model's replies, which hold none of the corruptions, the words counted as a "
+                         "pattern were " + ", ".join(f"{v['k']} of {v['n']} ({k})"
+                                                     for k, v in sorted(d["imitation_other"].items()))
+                         + ": the measure's own false positives.")
+    if "surprise" in d:
+        top = max(d["surprise"], key=lambda r: r["mean"])
+        n = d["surprise_unchanged"]
+        left = (f"leaving out the {n} corrupted earlier {'reply' if n == 1 else 'replies'} whose text the corruption "
+                "did not change, " if n else "")
+        parts.append(f"Surprise: {left}{d['surprise_cells_above']} of {d['surprise_cells']} altered cells made its "
+                     f"earlier replies credibly less probable to it; the largest, {_cell(top)}, by "
+                     f"{fmt(top['mean'], 2)} nats per token [{fmt(top['low'], 2)}, {fmt(top['high'], 2)}] (the "
+                     "model's estimate at the average conversation and reply).")
+    return " ".join(parts)
+
+
+def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
+    """Write ``gen/mirror.md`` (and copy the figures); False when the stages did not run."""
+    analysis, figures = Path(mirror) / "analysis", Path(mirror) / "figures"
+    path = Path(gen) / "mirror.md"
+    if not (analysis / "numbers.json").exists() or not (figures / "index.json").exists():
+        atomic_write_bytes(path, b"The mirror-test stages did not run in this profile (no `mirror:` section in "
+                                 b"params.yaml), so this section has no results.\n")
+        return False
+    from report.self_prediction.tables import _md_table
+
+    numbers = json.loads((analysis / "numbers.json").read_text())
+    index = json.loads((figures / "index.json").read_text())
+    run = json.loads((Path(mirror) / "raw" / "run.json").read_text())
+    for name in index:
+        atomic_write_bytes(Path(gen) / "figures" / f"{name}.png", (figures / f"{name}.png").read_bytes())
+    ex = pd.read_parquet(analysis / "examples.parquet")
+    ex = ex.assign(kind=ex["kind"].fillna("-"), level=ex["level"].map(lambda v: "-" if pd.isna(v) else f"{v:g}"),
+                   reply=ex["reply"].map(model_text),
+                   notices=ex["notices"].map({True: "yes", False: "no"}), p_yes=ex["p_yes"].map(lambda v: f"{v:.2f}"))
+    secs = run_seconds(run["models"])
+    out = [
+        f"The conversations ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} "
+        + (f"Noticing was graded by the rules and by a local judge model ({run['judge']})."
+           if run.get("judge") else "Noticing was graded by the rules alone (no judge model was set: "
+           "`mirror.judge: null`); the rules look for remarks such as typo, misspelling, glitch, garbled, \"errors in my previous "
+           "messages\" or \"did I write that\"."),
+        "",
+        *[model_paragraph(m, d) + "\n" for m, d in numbers["models"].items()],
+        "![The mirror test by corruption kind and level: unprompted noticing, saying \"yes\" to having written "
+        "the previous messages as shown (P(yes) > P(no)), and imitation of the corruption (95% intervals; black: the clean "
+        "history; grey square: another model's replies).](_generated/figures/mirror_outcomes.png)"
+        "{#fig-mirror-outcomes}",
+        "",
+        "![Surprise: mean log-probability per token of the clean minus the altered earlier replies, by kind "
+        "and level, and for another model's replies shown as the model's own (grey square; 95% "
+        "intervals).](_generated/figures/mirror_surprise.png){#fig-mirror-surprise}",
+        "",
+        _md_table(ex[["model", "condition", "kind", "level", "turn", "reply", "notices", "p_yes"]].astype(str),
+                  "Example replies at the last measured turn (first conversation; cut to 200 characters), with "
+                  "the rules' noticing grade and P(yes) to the recognition question.", "tbl-mirror-examples"),
+    ]
+    atomic_write_bytes(path, "\n".join(out).encode())
+    return True
