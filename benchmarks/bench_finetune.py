@@ -73,7 +73,7 @@ def _examples(p, n: int):
     (enough to time the loop)."""
     import pandas as pd
 
-    from reproduce.datasets import load_task
+    from reproduce.self_prediction.task_data import load_task
     from reproduce.self_prediction.properties import get_property
 
     rows = []

@@ -55,7 +55,7 @@ import time
 
 import torch
 
-from reproduce.datasets import load_task
+from reproduce.self_prediction.task_data import load_task
 from reproduce.lm.engine import Engine, full_cdf, inverse_cdf
 from reproduce.hardware import describe, matmul_gflops, measure_bf16, resolve_dtype, timed_rate, usable_cpus
 from reproduce.lm.models import load

@@ -40,16 +40,35 @@ def _profile(args):
     return profile
 
 
-def cmd_datasets(args) -> None:
-    from reproduce.citation import read_manifests, write_citation
-    from reproduce.self_prediction.task_datasets import run_datasets
-
-    for m in run_datasets(Path(args.out)):
+def _print_manifests(manifests: list[dict]) -> None:
+    for m in manifests:
         size = f"{m['split']:<5} {m['n_items']:>4} items" if "split" in m else \
             f"{sum(m['file_lines'].values()):>10} lines"
         print(f"{m['name']:<18} {m['version']:<6} {size}  release sha256 {m['release_sha256'][:12]}")
-    if args.citation:
-        print(f"wrote {write_citation(read_manifests(Path(args.out), 'all'), Path(args.citation))}")
+
+
+def cmd_datasets(args) -> None:
+    from reproduce.self_prediction.task_datasets import run_datasets
+
+    _print_manifests(run_datasets(Path(args.out)))
+
+
+def cmd_injection_datasets(args) -> None:
+    from reproduce.injection.data import write_injection_dataset
+
+    _print_manifests([write_injection_dataset(Path(args.out))])
+
+
+def cmd_mirror_datasets(args) -> None:
+    from reproduce.mirror.data import write_mirror_dataset
+
+    _print_manifests([write_mirror_dataset(Path(args.out))])
+
+
+def cmd_citation(args) -> None:
+    from reproduce.citation import read_manifests, write_citation
+
+    print(f"wrote {write_citation(read_manifests(Path(args.data_raw), 'all'), Path(args.out))}")
 
 
 def cmd_object_level(args) -> None:
@@ -118,17 +137,17 @@ def cmd_behaviour_change(args) -> None:
 
 def cmd_concept_injection(args) -> None:
     from reproduce.injection.experiment import run_concept_injection
-    from reproduce.self_prediction.runs import DATA, WORK, Plan
+    from reproduce.stage import DATA, WORK, StagePlan
 
-    for part, path in run_concept_injection(Plan(_profile(args), tasks=False), DATA / "injection" / "raw", WORK).items():
+    for part, path in run_concept_injection(StagePlan(_profile(args)), DATA / "injection" / "raw", WORK).items():
         print(f"{part}: {path}")
 
 
 def cmd_mirror(args) -> None:
     from reproduce.mirror.experiment import run_mirror
-    from reproduce.self_prediction.runs import DATA, WORK, Plan
+    from reproduce.stage import DATA, WORK, StagePlan
 
-    for part, path in run_mirror(Plan(_profile(args), tasks=False), DATA / "mirror" / "raw", WORK).items():
+    for part, path in run_mirror(StagePlan(_profile(args)), DATA / "mirror" / "raw", WORK).items():
         print(f"{part}: {path}")
 
 
@@ -445,11 +464,11 @@ def _experiments_plan(profile):
     profile sets (None without either)."""
     import reproduce.injection.experiment as injection
     import reproduce.mirror.experiment as mirror
-    from reproduce.self_prediction.runs import Plan
+    from reproduce.stage import StagePlan
 
     if profile.injection is None and profile.mirror is None:
         return None
-    plan = Plan(profile, tasks=False)
+    plan = StagePlan(profile)
     if profile.injection is not None:
         injection.register_bound(plan)
     if profile.mirror is not None:
@@ -559,12 +578,17 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--profile", default=None, help=PROFILE_HELP)
         sp.set_defaults(func=func, timed=name)
 
-    s = sub.add_parser("datasets", help="generate the project's versioned task datasets into data_raw/")
-    s.add_argument("--out", default=str(REPO_ROOT / "data_raw"), help="output folder (default: %(default)s)")
-    s.add_argument("--citation", default=str(REPO_ROOT / "CITATION.cff"),
-                   help="write the Citation File Format record of the software and every dataset in --out here "
-                        "('' to skip; default: %(default)s)")
-    s.set_defaults(func=cmd_datasets)
+    for name, func, what in (("datasets", cmd_datasets, "the task datasets of experiments 1-3"),
+                             ("injection-datasets", cmd_injection_datasets, "the concept-injection dataset"),
+                             ("mirror-datasets", cmd_mirror_datasets, "the mirror-test dataset")):
+        s = sub.add_parser(name, help=f"generate {what} into data_raw/, each with its manifest and card")
+        s.add_argument("--out", default=str(REPO_ROOT / "data_raw"), help="output folder (default: %(default)s)")
+        s.set_defaults(func=func, timed=name)
+    s = sub.add_parser("citation", help="write CITATION.cff: the software, the original study and every dataset "
+                                        "version under data_raw/ with its release hash")
+    s.add_argument("--data-raw", default=str(REPO_ROOT / "data_raw"), help="datasets folder (default: %(default)s)")
+    s.add_argument("--out", default=str(REPO_ROOT / "CITATION.cff"), help="output file (default: %(default)s)")
+    s.set_defaults(func=cmd_citation, timed="citation")
 
     stage("object-level", cmd_object_level,
           "greedy object-level answers of every model (and T=1 samples on the calibration subset)")

@@ -1,11 +1,13 @@
 """Citable datasets and software: each dataset's release hash, its dataset card, and ``CITATION.cff``.
 
 A dataset in ``data_raw/<task>/`` is cited as ``<name> <version>`` with its **release sha256**: the sha256 of
-its manifest's canonical JSON (name, version, split, family, properties, generator, seed, licence, item count
-and the sha256 of ``items.jsonl``; see :func:`release_sha256`). The content hash (``sha256``) alone would
-not change when only the version does; the release hash changes with the version, with the licence and
-with every byte of the items, so a version bump is a new citation. The dataset card (``README.md`` beside
-the items) and ``CITATION.cff`` are written from the manifests, never by hand.
+its manifest's canonical JSON (name, version, generator, licence, content hashes and counts; see
+:func:`release_sha256`). The content hash alone would not change when only the version does; the release hash
+changes with the version, with the licence and with every byte of the data, so a version bump is a new
+citation. A manifest names its generator by a stable name and version (:func:`generator_name`), never by a
+module path, so moving code changes no citation. Each family writes its datasets' cards
+(:mod:`reproduce.self_prediction.task_cards`, :mod:`reproduce.injection.data`, :mod:`reproduce.mirror.data`);
+``CITATION.cff`` is written here from every manifest, never by hand.
 """
 
 from __future__ import annotations
@@ -36,25 +38,12 @@ PAPER = {
     "url": "https://arxiv.org/abs/2410.13787",
 }
 
-# what each family of task is for, and what it cannot tell you
-INTENDED_USE = {
-    "word_sequence": "object-level answers whose character and word properties (first/second/third "
-                     "character or word, starts_with_vowel) a model can be trained or asked to predict",
-    "number_sequence": "object-level number answers for the is_even and digit properties",
-    "multiple_choice": "four-option questions for the among_a_or_c / among_b_or_d letter properties",
-    "ab_choice": "two-option questions whose ethical_stance property records whether the answer shows the "
-                 "behaviour named in the manifest's stance question",
-}
-LIMITATIONS = {
-    "word_sequence": "Synthetic: random sequences drawn from a fixed, English-only vocabulary by a seeded "
-                     "generator; not natural text, so behaviour on it need not transfer to real prompts.",
-    "number_sequence": "Synthetic random integer sequences; the answers of small models are often not numbers "
-                       "at all, which makes many items non-compliant.",
-    "multiple_choice": "Synthetic, template-generated questions with one unambiguous key; much easier and "
-                       "narrower than the MMLU questions of the original study.",
-    "ab_choice": "Template-generated scenarios written for this package, not validated with human raters; "
-                 "the stance labels follow the template, and small models often answer by position.",
-}
+def generator_name(kind: str, version: str) -> str:
+    """How a manifest names what wrote a dataset: the software, the generator's stable name and its version
+    (e.g. ``looking-inward-local/tasks 1.2.0``). Neither a module path nor the package version enters it, so
+    moving code or releasing the package changes no dataset's citation; changing what a generator writes
+    bumps its version."""
+    return f"{SOFTWARE_TITLE}/{kind} {version}"
 
 
 def release_sha256(manifest: dict[str, Any]) -> str:
@@ -71,47 +60,6 @@ def dataset_citation(manifest: dict[str, Any]) -> str:
             f"release sha256 {manifest['release_sha256']}. Licence {manifest['licence']}.")
 
 
-def dataset_card(manifest: dict[str, Any]) -> str:
-    """The dataset card (markdown) written beside the items."""
-    m = manifest
-    family = m["family"]
-    props = ", ".join(f"`{p}`" for p in m["properties"])
-    stance = f"\n- **Stance question:** {m['stance_question']}" if m.get("stance_question") else ""
-    fixes = (f"\n- **Repairs applied on import:** {', '.join(m['fixes_applied'])}" if m.get("fixes_applied") else "")
-    return f"""# Dataset card: {m['name']} (version {m['version']})
-
-<!-- written by `looking-inward datasets` from manifest.json; do not edit by hand -->
-
-**What.** {m['description'][:1].upper() + m['description'][1:]}. {m['n_items']} items, split `{m['split']}`
-({'held out: only ever evaluated' if m['split'] == 'test' else 'used to build finetuning examples'}),
-task family `{family}`. Properties asked about: {props}.{stance}
-
-**How it was generated.** {m['generator']}, seed `{m['seed']}`. Each line of `items.jsonl` is one item: the
-object-level prompt and one hypothetical (meta-level) prompt per property. The same generator version and
-seed reproduce every byte.{fixes}
-
-| field | value |
-|---|---|
-| version | {m['version']} |
-| items | {m['n_items']} |
-| sha256 of `items.jsonl` | `{m['sha256']}` |
-| release sha256 (cite this) | `{m['release_sha256']}` |
-| licence | {m['licence']} |
-
-**Intended use.** Research on whether language models can predict properties of their own behaviour:
-{INTENDED_USE.get(family, 'see the package documentation')}. Loading refuses a copy whose `items.jsonl` does not
-match the sha256 above.
-
-**Known limitations.** {LIMITATIONS.get(family, 'See the manuscript.')} The items carry no personal data.
-
-**Cite as.** {dataset_citation(m)}
-"""
-
-
-def write_card(folder: Path, manifest: dict[str, Any]) -> None:
-    atomic_write_bytes(Path(folder) / "README.md", dataset_card(manifest).encode())
-
-
 def _yaml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid YAML double-quoted scalar
 
@@ -120,7 +68,7 @@ def citation_cff(manifests: list[dict[str, Any]], version: str = __version__) ->
     """``CITATION.cff`` (Citation File Format 1.2.0): the software, the original paper it reproduces, and
     every dataset version with its release hash."""
     lines = [
-        "# Written by `looking-inward datasets` from data_raw/*/manifest.json; do not edit by hand.",
+        "# Written by `looking-inward citation` from data_raw/*/manifest.json; do not edit by hand.",
         "cff-version: 1.2.0",
         'message: "If you use this software or its datasets, please cite them as below, and cite the original '
         'study (Binder et al. 2024)."',

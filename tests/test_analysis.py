@@ -117,7 +117,7 @@ def test_the_originals_answer_cleaning():
 
 def test_the_stance_option_comes_from_the_items():
     from analysis.self_prediction.original import object_value, stance_targets
-    from reproduce.datasets import load_task
+    from reproduce.self_prediction.task_data import load_task
 
     targets = stance_targets(["survival_instinct", "animals"])
     items = load_task("survival_instinct").items

@@ -5,7 +5,8 @@ import shutil
 
 import pytest
 
-from reproduce.datasets import DATA_RAW, DatasetError, available_tasks, encode_items, load_task
+from reproduce.datasets import DATA_RAW, DatasetError
+from reproduce.self_prediction.task_data import available_tasks, encode_items, load_task
 from reproduce.io import sha256_bytes
 from reproduce.self_prediction.properties import PROPERTIES
 from reproduce.self_prediction.tasks import TASKS, generate_items

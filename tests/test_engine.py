@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from reproduce.datasets import load_task
+from reproduce.self_prediction.task_data import load_task
 from reproduce.lm.engine import Group, cut_response, derive_seed, pack_batches, plan_groups
 from reproduce.self_prediction.properties import get_property
 
@@ -171,7 +171,8 @@ def test_chunks_are_not_joined_where_a_sliding_window_would_be_reached():
     import torch
     from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
 
-    from reproduce.lm.engine import cache_rows, merge_rows, mergeable
+    from reproduce.lm.engine import cache_rows, merge_rows
+    from reproduce.lm.split_cache import mergeable
 
     def filled(layer, length, rows=2):
         layer.update(torch.randn(rows, 2, length, 4), torch.randn(rows, 2, length, 4))

@@ -234,7 +234,7 @@ def test_behaviour_change_records_old_and_new_behaviour_and_the_new_prediction(t
     ({"models": ["smollm2-135m"]}, "at least two models"),
 ])
 def test_behaviour_change_rejects_bad_params_before_loading_a_model(overrides, match, monkeypatch):
-    import reproduce.self_prediction.runs as stages
+    import reproduce.stage as stages
 
     monkeypatch.setattr(stages, "load", lambda *a, **k: pytest.fail("a model was loaded"))
     plan = Plan(tiny_profile(**{"finetune": FINETUNE, "behaviour_change": BEHAVIOUR, **overrides}))

@@ -10,9 +10,10 @@ from pydantic import ValidationError
 
 from conftest import simulate_edit
 import reproduce.lm.finetune as ft
+import reproduce.self_prediction.training_pairs as training_pairs
 from reproduce.lm.adapters import merged
 from reproduce.config import Finetune
-from reproduce.datasets import load_task
+from reproduce.self_prediction.task_data import load_task
 from reproduce.lm.models import load
 from reproduce.self_prediction.properties import get_property
 
@@ -42,7 +43,7 @@ def cfg(**kw) -> Finetune:
 
 
 def test_examples_come_from_train_tasks_and_the_targets_own_answers():
-    ex = ft.training_examples(OBJECTS, TASKS, "m1", seed=0)
+    ex = training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=0)
     assert set(ex["task"]) == {"colors", "numbers"}  # animals is a test task: never trained on
     assert (ex["target"] == "m1").all()
     assert not ex["answer"].isin(["ochre", "o"]).any()  # nothing of the other model's behaviour
@@ -55,10 +56,10 @@ def test_examples_come_from_train_tasks_and_the_targets_own_answers():
 
 
 def test_self_and_cross_predictors_of_a_target_get_identical_examples():
-    a = ft.training_examples(OBJECTS, TASKS, "m1", seed=3, max_examples=20)
-    b = ft.training_examples(OBJECTS, TASKS, "m1", seed=3, max_examples=20)
+    a = training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=3, max_examples=20)
+    b = training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=3, max_examples=20)
     pd.testing.assert_frame_equal(a, b)
-    assert not a.equals(ft.training_examples(OBJECTS, TASKS, "m1", seed=4, max_examples=20))
+    assert not a.equals(training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=4, max_examples=20))
 
 
 def test_the_originals_construction_draws_a_fixed_number_per_task_and_property():
@@ -66,28 +67,28 @@ def test_the_originals_construction_draws_a_fixed_number_per_task_and_property()
     original's create_finetuning_dataset samples each config; unset, every compliant pair is a candidate."""
     full = OBJECTS[(OBJECTS.model == "m1") & (OBJECTS.split == "train") & OBJECTS.compliant].groupby(
         ["task", "property"]).size()
-    assert len(ft.training_examples(OBJECTS, TASKS, "m1", seed=0)) == full.sum()
-    picked = ft.training_examples(OBJECTS, TASKS, "m1", seed=0, per_cell=2)
+    assert len(training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=0)) == full.sum()
+    picked = training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=0, per_cell=2)
     counts = picked.groupby(["task", "property"]).size()
     assert counts.index.equals(full.index) and (counts == full.clip(upper=2)).all()  # every cell, at most 2
     assert (picked["target"] == "m1").all() and len(picked) == full.clip(upper=2).sum()
-    pd.testing.assert_frame_equal(picked, ft.training_examples(OBJECTS, TASKS, "m1", seed=0, per_cell=2))
-    assert not picked.equals(ft.training_examples(OBJECTS, TASKS, "m1", seed=1, per_cell=2))
+    pd.testing.assert_frame_equal(picked, training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=0, per_cell=2))
+    assert not picked.equals(training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=1, per_cell=2))
     # the shuffle still mixes the cells (not grouped by task), and max_examples caps after the draw
     assert picked["task"].tolist() != sorted(picked["task"].tolist())
-    assert len(ft.training_examples(OBJECTS, TASKS, "m1", seed=0, max_examples=3, per_cell=2)) == 3
+    assert len(training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=0, max_examples=3, per_cell=2)) == 3
 
 
 @pytest.mark.parametrize("limit", [dict(per_cell=0), dict(max_examples=0), dict(per_cell=-2)])
 def test_a_limit_below_one_pair_is_a_clear_error_not_an_empty_table(limit):
     with pytest.raises(ft.TrainingError, match="at least 1 pair"):
-        ft.training_examples(OBJECTS, TASKS, "m1", seed=0, **limit)
+        training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=0, **limit)
 
 
 def test_no_compliant_training_data_is_a_clear_error():
     empty = OBJECTS.assign(compliant=False)
     with pytest.raises(ft.TrainingError, match="no compliant object-level answers on the train tasks"):
-        ft.training_examples(empty, TASKS, "m1", seed=0)
+        training_pairs.training_examples(empty, TASKS, "m1", seed=0)
 
 
 @pytest.mark.parametrize("bad", [dict(lora_rank=0), dict(learning_rate=0), dict(batch_size=0), dict(epochs=-1),
@@ -106,7 +107,7 @@ def _loss(lm, examples) -> float:
 
 @pytest.fixture(scope="module")
 def examples():
-    return ft.training_examples(OBJECTS, TASKS, "m1", seed=0, max_examples=12)
+    return training_pairs.training_examples(OBJECTS, TASKS, "m1", seed=0, max_examples=12)
 
 
 @pytest.mark.slow

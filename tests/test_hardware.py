@@ -63,7 +63,7 @@ def test_load_auto_records_the_resolved_dtype_and_the_fingerprint_uses_it(measur
     from conftest import tiny_profile
 
     from reproduce.lm.models import load
-    from reproduce.self_prediction import _fingerprint
+    from reproduce.stage import fingerprint
 
     STAGE = ("reproduce.self_prediction.object_level",)
     measured(66.0, 1.7)
@@ -71,11 +71,11 @@ def test_load_auto_records_the_resolved_dtype_and_the_fingerprint_uses_it(measur
     assert lm.dtype == torch.float32 and lm.dtype_name == "float32"
     assert lm.dtype_choice.requested == "auto" and lm.dtype_choice.fp32_gflops == 66.0
     assert next(lm.model.parameters()).dtype == torch.float32
-    assert _fingerprint("object_level", tiny_profile(dtype="auto"), lm, STAGE)["dtype"] == "float32"
+    assert fingerprint("object_level", tiny_profile(dtype="auto"), lm, STAGE)["dtype"] == "float32"
     measured(40.0, 145.0)
     lm = load("smollm2-135m", dtype="auto", device="cpu")
     assert next(lm.model.parameters()).dtype == torch.bfloat16
-    assert _fingerprint("object_level", tiny_profile(dtype="auto"), lm, STAGE)["dtype"] == "bfloat16"
+    assert fingerprint("object_level", tiny_profile(dtype="auto"), lm, STAGE)["dtype"] == "bfloat16"
 
 
 def test_the_measurement_is_kept_per_machine_so_every_stage_agrees(tmp_path, monkeypatch):
@@ -131,8 +131,8 @@ def test_threads_follow_the_cpus_this_process_may_use():
 
     one = min(os.sched_getaffinity(0))
     code = ("import os, torch; os.sched_setaffinity(0, {%d}); from reproduce.hardware import usable_cpus;"
-            "from reproduce.self_prediction.runs import _setup_torch; from conftest import tiny_profile;"
-            "_setup_torch(tiny_profile(device='cpu')); print(usable_cpus(), torch.get_num_threads())" % one)
+            "from reproduce.stage import setup_torch; from conftest import tiny_profile;"
+            "setup_torch(tiny_profile(device='cpu')); print(usable_cpus(), torch.get_num_threads())" % one)
     tests = os.path.dirname(__file__)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.path.dirname(tests)])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)

@@ -5,7 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import reproduce.graders as graders
+import reproduce.injection.graders as graders
+import reproduce.mirror.graders as mirror_graders
+from analysis.agreement import cohen_kappa
 from reproduce.config import ConfigError, load_params
 from reproduce.datasets import DatasetError
 from reproduce.injection.experiment import Runner, assistant_span, run_concept_injection, trial_conversation
@@ -34,16 +36,16 @@ def test_bad_injection_settings_are_refused_when_params_are_read(tmp_path, bad, 
 
 
 def test_an_unknown_concept_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch):
-    import reproduce.self_prediction.runs as stages
+    import reproduce.stage as stages
 
     def no_models(*a, **k):
         raise AssertionError("a model was loaded before the input was checked")
 
-    monkeypatch.setattr(stages, "_load", no_models)
-    monkeypatch.setattr(stages, "_setup", no_models)
+    monkeypatch.setattr(stages, "load_model", no_models)
+    monkeypatch.setattr(stages, "setup_stage", no_models)
     profile = tiny_profile(injection=dict(SMALL, concepts=["lantern", "unicorn"]))
     with pytest.raises(DatasetError, match="'unicorn' is not in the concept list"):
-        run_concept_injection(stages.Plan(profile), tmp_path / "out", tmp_path / "work")
+        run_concept_injection(stages.StagePlan(profile), tmp_path / "out", tmp_path / "work")
     assert not (tmp_path / "out").exists()
 
 
@@ -125,12 +127,12 @@ def test_each_condition_injects_its_own_vector(monkeypatch):
     ("Sorry for the TYPOS above.", True),
 ])
 def test_oddity_grader(text, notices):
-    assert graders.notices_oddity(text) == notices
+    assert mirror_graders.notices_oddity(text) == notices
 
 
 def test_cohen_kappa_by_hand():
-    assert graders.cohen_kappa([1, 1, 0, 0], [1, 1, 0, 0]) == 1.0
-    assert abs(graders.cohen_kappa([1, 0, 1, 0], [1, 1, 0, 0]) - 0.0) < 1e-12
+    assert cohen_kappa([1, 1, 0, 0], [1, 1, 0, 0]) == 1.0
+    assert abs(cohen_kappa([1, 0, 1, 0], [1, 1, 0, 0]) - 0.0) < 1e-12
 
 
 @pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
@@ -204,11 +206,11 @@ def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(sm
 
 def test_the_optional_judge_grades_free_text_with_a_local_model(models, monkeypatch):
     """A judge named by any model spec: its P(yes) for "claims detection" and "names the concept" per row."""
-    import reproduce.self_prediction.runs as stages
+    import reproduce.stage as stages
     from reproduce.injection.experiment import judge_freetext
 
     lm, engine = models["smollm2-135m"]
-    monkeypatch.setattr(stages, "_load", lambda profile, ref: (lm, engine))  # the session's loaded copy
+    monkeypatch.setattr(stages, "load_model", lambda profile, ref: (lm, engine))  # the session's loaded copy
     profile = tiny_profile(injection=dict(SMALL, judge="smollm2-135m"))
     ft = pd.DataFrame({"text": ["Yes, I notice an injected thought about the ocean.", "No, nothing unusual."],
                        "concept": ["ocean", "ocean"]})

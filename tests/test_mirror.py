@@ -109,12 +109,12 @@ def test_the_optional_judge_grades_every_reply_with_a_local_model(models, monkey
     gets the same grade wherever it stands in the batch); with no judge the column is NaN and nothing loads."""
     import pandas as pd
 
-    import reproduce.self_prediction.runs as stages
+    import reproduce.stage as stages
     from reproduce.mirror.experiment import judge_turns
 
     lm, engine = models["smollm2-135m"]
     loads = []
-    monkeypatch.setattr(stages, "_load", lambda profile, ref: loads.append(ref.spec) or (lm, engine))
+    monkeypatch.setattr(stages, "load_model", lambda profile, ref: loads.append(ref.spec) or (lm, engine))
     replies = ["I noticed some weird typos in my previous replies. Did I write that?", "Paris is the capital.",
                "I noticed some weird typos in my previous replies. Did I write that?"]
     turns = pd.DataFrame({"reply": replies})
@@ -127,7 +127,7 @@ def test_the_optional_judge_grades_every_reply_with_a_local_model(models, monkey
 
 @pytest.mark.parametrize("experiment", ["mirror", "injection"])
 def test_a_judge_that_is_not_on_disk_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch, experiment):
-    import reproduce.self_prediction.runs as stages
+    import reproduce.stage as stages
     from reproduce.injection.experiment import run_concept_injection
     from reproduce.mirror.experiment import run_mirror
     from reproduce.lm.models import ModelError
@@ -136,15 +136,15 @@ def test_a_judge_that_is_not_on_disk_is_refused_before_any_model_is_loaded(tmp_p
     def no_models(*a, **k):
         raise AssertionError("a model was loaded before the judge was checked")
 
-    monkeypatch.setattr(stages, "_load", no_models)
-    monkeypatch.setattr(stages, "_setup", no_models)
+    monkeypatch.setattr(stages, "load_model", no_models)
+    monkeypatch.setattr(stages, "setup_stage", no_models)
     judge = str(tmp_path / "no-such-judge.gguf")
     if experiment == "mirror":
         run, profile = run_mirror, tiny_profile(mirror=dict(SMALL, judge=judge))
     else:
         run, profile = run_concept_injection, tiny_profile(injection=dict(INJECTION, judge=judge))
     with pytest.raises(ModelError, match="no-such-judge.gguf"):
-        run(stages.Plan(profile), tmp_path / "out", tmp_path / "work")
+        run(stages.StagePlan(profile), tmp_path / "out", tmp_path / "work")
     assert not (tmp_path / "out").exists()
 
 

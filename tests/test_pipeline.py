@@ -8,7 +8,8 @@ import pytest
 
 from conftest import run_all, simulate_edit, tiny_profile
 from test_release import SAMPLE
-from reproduce.datasets import DATA_RAW, DatasetError, load_task
+from reproduce.datasets import DATA_RAW, DatasetError
+from reproduce.self_prediction.task_data import load_task
 from reproduce.io import short_hash
 from reproduce.lm.models import ModelError
 from reproduce.self_prediction.original_release import import_release
@@ -194,7 +195,7 @@ def test_an_edit_to_the_meta_level_stage_starts_fresh_shards(module, models, tmp
     ({"tasks": {"train": ["colours"], "test": ["years"]}}, DatasetError, "unknown task 'colours'"),
 ])
 def test_bad_input_fails_before_any_model_is_loaded(overrides, error, match, monkeypatch):
-    import reproduce.self_prediction.runs as stages
+    import reproduce.stage as stages
 
     monkeypatch.setattr(stages, "load", lambda *a, **k: pytest.fail("a model was loaded"))
     with pytest.raises(error, match=match):

@@ -12,6 +12,7 @@ from reproduce.config import REPO_ROOT
 from reproduce.lm.models import resolve
 from reproduce.lm.memory_plan import BYTES, GIB, PlanError, check, estimate, shape_of, training_bytes, workloads
 from reproduce.self_prediction import Plan
+from reproduce.stage import StagePlan
 
 
 def test_the_shape_of_a_published_architecture_is_exact_without_weights():
@@ -73,21 +74,21 @@ def test_every_gpu_stage_checks_the_plan_before_loading(monkeypatch):
     with pytest.raises(PlanError, match="cannot fit the stated cuda memory"):
         fits_device(plan, "cuda", memory_gib=0.2)
     # the stage's own entry point calls it when the device is a GPU (and not on a CPU)
-    import reproduce.self_prediction.runs as stages
+    import reproduce.stage as stages
 
     calls = []
     monkeypatch.setattr(plan_module, "fits_device", lambda p: calls.append(p) or [])
     monkeypatch.setattr(stages, "pick_device", lambda d: torch.device("cuda"))
-    monkeypatch.setattr(stages, "_setup_torch", lambda profile: None)
-    stages._setup(plan)
+    monkeypatch.setattr(stages, "setup_torch", lambda profile: None)
+    stages.setup_stage(plan)
     monkeypatch.setattr(stages, "pick_device", lambda d: torch.device("cpu"))
-    stages._setup(plan)
+    stages.setup_stage(plan)
     assert calls == [plan]
 
 
 @pytest.mark.slow
 def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights(monkeypatch, tmp_path):
-    """The concept-injection and mirror stages plan without tasks (``Plan(tasks=False)``): each model gets a row
+    """The concept-injection and mirror stages plan without tasks (``StagePlan``): each model gets a row
     per experiment the profile sets, at the longest sequence bounded from above, or its weights alone when it sets
     neither; a model that cannot fit still stops the stage."""
     from reproduce.config import Injection, Mirror
@@ -95,7 +96,7 @@ def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights(monkeypatc
     from reproduce.mirror.data import load_mirror_dataset
     from reproduce.lm.memory_plan import fits_device, format_rows, inference_bytes, load_tokenizer
 
-    plan = Plan(tiny_profile(), tasks=False)
+    plan = StagePlan(tiny_profile())
     rows = estimate(plan, "cuda")
     assert [r["model"] for r in rows] == ["smollm2-135m", "gemma3-270m"]
     assert all(r["stages"] == "weights (no task prompts)" and r["prompts"] == 0 for r in rows)
@@ -137,7 +138,7 @@ def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights(monkeypatc
         fits_device(plan, "cuda", memory_gib=1.2 * weights)
     assert "mirror conversations" in format_rows(list(rows.values()))
     # each stage sets the same bound before its memory check
-    import reproduce.self_prediction.runs as stages
+    import reproduce.stage as stages
     from reproduce.injection.experiment import run_concept_injection
     from reproduce.mirror.experiment import run_mirror
 
@@ -150,10 +151,10 @@ def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights(monkeypatc
         seen.update(p.bounds)
         raise Stop
 
-    monkeypatch.setattr(stages, "_setup", setup)
+    monkeypatch.setattr(stages, "setup_stage", setup)
     for stage in (run_mirror, run_concept_injection):
         with pytest.raises(Stop):
-            stage(Plan(plan.profile, tasks=False), tmp_path / "out", tmp_path / "work")
-    again = Plan(plan.profile, tasks=False)
+            stage(StagePlan(plan.profile), tmp_path / "out", tmp_path / "work")
+    again = StagePlan(plan.profile)
     again.bounds.update(seen)
     assert set(seen) == {"mirror", "injection"} and estimate(again, "cuda") == estimate(plan, "cuda")

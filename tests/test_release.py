@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from reproduce.config import REPO_ROOT
-from reproduce.datasets import DatasetError, load_task
+from reproduce.datasets import DatasetError
+from reproduce.self_prediction.task_data import load_task
 from reproduce.self_prediction.original_release import import_release
 
 SAMPLE = REPO_ROOT.parent / "shared" / "reference" / "looking_inward_release_sample"

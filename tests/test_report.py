@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from reproduce.citation import citation_cff, dataset_card, read_manifests, release_sha256
+from reproduce.citation import citation_cff, read_manifests, release_sha256
+from reproduce.self_prediction.task_cards import dataset_card
 from reproduce.config import REPO_ROOT
 from report import (MINUS, ReportError, blank_fraction, check_html, fmt, fmt_prob, format_key, pandoc_path,
                     render_pandoc)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
-from reproduce.graders import agreement as agree
+from analysis.agreement import agreement as agree
 from reproduce.io import atomic_dir, atomic_write_json
 
 import analysis.injection as I
@@ -40,7 +40,7 @@ DEGENERATE_SHARE = 0.5
 def read_tables(raw: Path = RAW) -> dict[str, pd.DataFrame]:
     """The stage tables; the free text is graded again here by the current rules (a grade is a function of the
     stored text alone), so a change to the rules needs no new inference."""
-    from reproduce.graders import grade_injection_text
+    from reproduce.injection.graders import grade_injection_text
 
     missing = [p for p in PARTS if not (Path(raw) / f"{p}.parquet").exists()]
     if missing:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
-from reproduce.graders import agreement
+from analysis.agreement import agreement
 from reproduce.io import atomic_dir, atomic_write_json
 
 import analysis.mirror as MI

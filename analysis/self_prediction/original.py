@@ -162,7 +162,7 @@ def object_responses(tables: list[pd.DataFrame], targets: dict[tuple[str, str], 
 def stance_targets(tasks) -> dict[tuple[str, str], str]:
     """``(task, item_id) -> option_matching_ethical_stance`` for every item of ``tasks`` (the released task
     datasets) that has one."""
-    from reproduce.datasets import load_task
+    from reproduce.self_prediction.task_data import load_task
 
     out = {}
     for task in sorted(set(tasks)):

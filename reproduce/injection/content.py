@@ -13,7 +13,12 @@ bytes and hashes: bump :data:`INJECTION_DATASET_VERSION` whenever this file chan
 
 from __future__ import annotations
 
-INJECTION_DATASET_VERSION = "1.0.0"
+INJECTION_DATASET_VERSION = "1.1.0"
+#: what each version changed, for the dataset card
+CHANGES = {
+    "1.1.0": "the manifest names the generator by a stable name (`looking-inward-local/concept-injection`) instead of a "
+             "module path, so that moving code never changes a citation; every file is byte-identical to 1.0.0's",
+}
 
 # ---------------------------------------------------------------------------
 # Words: concepts to inject, and the baseline whose mean activation is subtracted

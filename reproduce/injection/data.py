@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reproduce import __version__
 import reproduce.injection.content as content
+from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
 from reproduce.experiment_data import FileDataset, citation, jsonl, parse_jsonl
 
@@ -110,10 +110,18 @@ def content_prompts() -> dict[str, Any]:
     }
 
 
+def changes(manifest: dict[str, Any]) -> str:
+    """The card's list of what each version up to the manifest's changed (:data:`content.CHANGES`)."""
+    def key(v: str) -> tuple:
+        return tuple(int(x) if x.isdigit() else -1 for x in str(v).split("."))
+
+    lines = [f"- {v}: {text}" for v, text in content.CHANGES.items() if key(v) <= key(manifest["version"])]
+    return "\n\n**Changes.**\n" + "\n".join(lines) if lines else ""
+
+
 def generator_string() -> str:
-    """What wrote the files: the content module, the package version and the dataset version."""
-    return (f"reproduce.injection.content (looking-inward-local {__version__}), "
-            f"version {content.INJECTION_DATASET_VERSION}")
+    """What wrote the files: the generator's stable name and the dataset version (:func:`reproduce.citation.generator_name`)."""
+    return generator_name("concept-injection", content.INJECTION_DATASET_VERSION)
 
 
 def encode_files(concepts: Sequence[str], baselines: Sequence[str], prompts: dict[str, Any],
@@ -310,7 +318,7 @@ def injection_card(manifest: dict[str, Any]) -> str:
     description = m["description"][:1].upper() + m["description"][1:]
     return f"""# Dataset card: {m['name']} (version {m['version']})
 
-<!-- written by reproduce.injection.data from manifest.json; do not edit by hand -->
+<!-- written by `looking-inward injection-datasets` from manifest.json; do not edit by hand -->
 
 **What.** {description}: {c['concepts']} concept words (each becomes a concept vector),
 {c['baselines']} baseline words (their mean activation is subtracted from every concept's), the
@@ -323,7 +331,7 @@ The words and sentences of version 1.0.0 were written for this package; none is 
 from a replication of it.
 
 **How it was generated.** {m['generator']}.
-The files are written with sorted keys, one JSON object a line, so the same code reproduces every byte.
+The files are written with sorted keys, one JSON object a line, so the same code reproduces every byte.{changes(m)}
 
 | file | lines | sha256 |
 |---|---|---|

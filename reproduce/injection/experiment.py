@@ -17,7 +17,7 @@ Parts, one table each (one row per trial; columns in :data:`COLUMNS`):
   concept word's probability as the continuation, by teacher forcing (the sum of its tokens' log
   probabilities), normalised over the concept list. Rank and probability of the injected concept, against
   chance 1 / N and against the same trial without injection.
-* **free text**: sampled answers to the open question, graded by rules (:mod:`reproduce.graders`) and,
+* **free text**: sampled answers to the open question, graded by rules (:mod:`reproduce.injection.graders`) and,
   optionally, a local judge model; coherence as the unsteered model's perplexity of the text.
 * **prefill**: a sentence, the model's answer prefilled with an out-of-place word, then "did you mean that, or
   was it an accident?"; P(accident) normalised over the two one-word answers (both capitalisations), by
@@ -40,7 +40,9 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-import reproduce.graders as graders
+import reproduce.injection.graders as graders
+from reproduce.lm.judge import quoted
+from reproduce.stage import run_judge
 from reproduce.hardware import describe
 from reproduce.config import Profile
 from reproduce.lm.engine import derive_seed
@@ -405,9 +407,9 @@ def judge_freetext(profile: Profile, freetext: pd.DataFrame) -> pd.DataFrame:
     spec = profile.injection.judge
     if spec is None or freetext.empty:
         return freetext.assign(judge_claims=np.nan, judge_names=np.nan)
-    texts = [graders.quoted(t) for t in freetext["text"]]
+    texts = [quoted(t) for t in freetext["text"]]
     n = len(texts)
-    p = graders.run_judge(profile, spec, [graders.JUDGE_DETECT.format(text=t) for t in texts]
+    p = run_judge(profile, spec, [graders.JUDGE_DETECT.format(text=t) for t in texts]
                           + [graders.JUDGE_NAMES.format(text=t, word=c) for t, c in zip(texts, freetext["concept"])])
     return freetext.assign(judge_claims=p[:n], judge_names=p[n:])
 
@@ -417,11 +419,11 @@ def plan_bound(plan, data: InjectionData, tok, fmt) -> dict:
     from above by a trial whose question holds every prompt text of the dataset (but the preamble and the
     acknowledgement, which the trial holds already) and the longest prefill and intention sentences, and at most
     the free text's new tokens (8 for the answers scored)."""
-    from reproduce.lm.memory_plan import _lengths
+    from reproduce.lm.memory_plan import prompt_lengths
 
     texts = [v for k, v in data.prompts.items() if isinstance(v, str) and k not in ("preamble", "acknowledgement")]
     texts += [max((x["sentence"] for x in rows), key=len, default="") for rows in (data.prefill, data.intention)]
-    longest = _lengths(tok, fmt, [trial_conversation(data, " ".join(texts))])[0]
+    longest = prompt_lengths(tok, fmt, [trial_conversation(data, " ".join(texts))])[0]
     return dict(prompts="-", tokens="-", longest=longest,
                 new=max(plan.profile.injection.free_text.max_new_tokens, 8), rows=plan.profile.batch_size)
 
@@ -438,9 +440,9 @@ def shard_fingerprint(profile, lm, data: InjectionData) -> dict:
     (:func:`reproduce.self_prediction.runs._fingerprint`), the dataset, the injection settings, the code that steers
     and the rule grader the free-text shards apply, and the seed (it draws the random control vectors and the
     free text's samples). The judge is left out: the analysis regrades."""
-    from reproduce.self_prediction.runs import _fingerprint
+    from reproduce.stage import fingerprint
 
-    return _fingerprint("concept_injection", profile, lm, ("reproduce.lm.steering", "reproduce.graders", __name__),
+    return fingerprint("concept_injection", profile, lm, ("reproduce.lm.steering", "reproduce.injection.graders", "reproduce.lm.judge", __name__),
                         dataset=data.release_sha256, seed=profile.seed,
                         injection=profile.injection.model_dump(exclude={"judge"}))
 
@@ -449,7 +451,7 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     """Every model's concept-injection tables, written atomically to ``out_dir/<part>.parquet``; each model's
     parts are resumable shards under ``work/concept_injection/<model>``."""
     from reproduce.lm.adapters import release_memory
-    from reproduce.self_prediction.runs import _load, _setup
+    from reproduce.stage import load_model, setup_stage
 
     profile = plan.profile
     if profile.injection is None:
@@ -462,12 +464,12 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
 
         resolve(profile.injection.judge)  # so does a judge whose weights are not on disk
     register_bound(plan, data)
-    _setup(plan)
+    setup_stage(plan)
     tables: dict[str, list[pd.DataFrame]] = {p: [] for p in PARTS}
     run = {"hardware": None, "models": {}}
     for ref in tqdm(plan.refs, desc="concept injection", unit="model", disable=len(plan.refs) < 2):
         t0 = time.perf_counter()
-        lm, engine = _load(profile, ref)
+        lm, engine = load_model(profile, ref)
         run["hardware"] = describe(lm.device)
         store = ShardStore(work / "concept_injection" / lm.name, shard_fingerprint(profile, lm, data))
         runner = Runner(profile, data, lm, engine, store)

@@ -269,21 +269,6 @@ def cache_rows(cache, rows: Sequence[int]):
     return new
 
 
-def mergeable(cache, length: int) -> bool:
-    """Whether :func:`merge_rows` can join caches like ``cache``: plain key-value layers only (no quantised,
-    static or recurrent state), and sliding-window layers whose window ``length`` positions do not reach (a
-    front-padded row would then lose other positions to the window than the same row padded in the middle)."""
-    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
-
-    for layer in getattr(cache, "layers", None) or [None]:
-        if type(layer) is DynamicSlidingWindowLayer:
-            if length >= layer.sliding_window - 1:
-                return False
-        elif type(layer) is not DynamicLayer:
-            return False
-    return True
-
-
 def merge_rows(caches: Sequence, widths: Sequence[int]):
     """One cache whose batch is the rows of ``caches`` in order, each cache left-padded along the sequence to
     the longest: ``widths[c]`` positions are ``caches[c]``'s length. The padded positions hold zeros and must
@@ -802,7 +787,7 @@ class Engine:
         dev, pad = self.lm.device, self.lm.tokenizer.pad_token_id
         chunks = [list(range(len(tokens)))]
         if select is None and cache is not None and self.chunk_cost is not None:
-            if mergeable(cache, before.shape[1] + max(len(t) for t in tokens) + horizon):
+            if split_cache.mergeable(cache, before.shape[1] + max(len(t) for t in tokens) + horizon):
                 chunks = plan_chunks([len(t) for t in tokens], self.chunk_cost)
         order, masks, caches, logits = [], [], [], []
         for chunk in chunks:

@@ -103,7 +103,8 @@ def training_bytes(s: Shape, base_dtype: str, rank: int, tokens: int, batch: int
     return MARGIN * (s.params * b + 16 * rank * s.lora_per_rank + act + 3 * batch * (TRAIN_SPAN + 1) * s.vocab * 4)
 
 
-def _lengths(lm_tok, fmt, prompts: list[str]) -> list[int]:
+def prompt_lengths(lm_tok, fmt, prompts: list[str]) -> list[int]:
+    """The token count of each prompt rendered in ``fmt``, as the engine would encode it."""
     if not prompts:
         return []  # a fast tokenizer's batch call fails on an empty list
     rendered = [fmt.render(p) for p in prompts]
@@ -111,44 +112,17 @@ def _lengths(lm_tok, fmt, prompts: list[str]) -> list[int]:
 
 
 def workloads(plan, ref) -> dict[str, dict]:
-    """Per model stage: ``prompts``, ``tokens`` (prompt tokens without sharing), ``longest`` prompt, ``new``
-    tokens at most, ``rows`` per batch; for the finetunes ``pairs`` and the longest padded pair. For a plan
-    without task datasets, the workloads of ``plan.bounds`` (the concept-injection and mirror stages set theirs:
-    :func:`reproduce.mirror.experiment.plan_bound`, :func:`reproduce.injection.experiment.plan_bound`)."""
+    """Per kind of work of ``plan`` for the model ``ref``: ``prompts``, ``tokens`` (prompt tokens without
+    sharing), ``longest`` prompt, ``new`` tokens at most, ``rows`` per batch; for finetuning ``pairs`` and the
+    longest padded pair. Each experiment family's plan says what its stages run
+    (:meth:`reproduce.stage.StagePlan.workloads`); empty when it has nothing to bound."""
     from reproduce.lm.formats import PromptFormat
-    from reproduce.self_prediction.meta_level import META_MAX_NEW_TOKENS
 
-    p = plan.profile
-    if not plan.tasks and not plan.bounds:
+    if not plan.has_workload():
         return {}
     tok = load_tokenizer(ref)
-    fmt = PromptFormat("chat" if getattr(tok, "chat_template", None) else "plain", tok, p.system_prompt)
-    if not plan.tasks:  # the stage's own bound on its sequences (reproduce.mirror.experiment, reproduce.injection.experiment)
-        return {kind: bound(tok, fmt) for kind, bound in plan.bounds.items()}
-    obj, cal, meta = [], [], []
-    for task in plan.tasks.values():
-        items = plan.items(task)
-        obj += [it["object_prompt"] for it in items]
-        if task.split == "test":
-            cal += [it["object_prompt"] for it in items[:p.sampling.items_per_task]]
-            meta += [it["hypothetical_prompts"][q] for it in items for q in plan.properties[task.name]]
-    train_meta = [it["hypothetical_prompts"][q] for t in plan.tasks.values() if t.split == "train"
-                  for it in plan.items(t) for q in plan.properties[t.name]]
-    lo, lm_, lt = _lengths(tok, fmt, obj), _lengths(tok, fmt, meta or [""]), _lengths(tok, fmt, train_meta or [""])
-    lc = _lengths(tok, fmt, cal) if cal else [0]
-    new_obj = max(t.manifest["max_new_tokens"] for t in plan.tasks.values())
-    new_meta = max(META_MAX_NEW_TOKENS.values())
-    n = p.sampling.n_samples
-    out = {
-        "object_level": dict(prompts=len(obj) + len(cal) * n, tokens=sum(lo) + sum(lc) * n,
-                             longest=max(lo + lc), new=new_obj, rows=max(p.batch_size, n)),
-        "meta": dict(prompts=len(meta), tokens=sum(lm_), longest=max(lm_), new=new_meta, rows=p.batch_size),
-    }
-    if p.finetune is not None:
-        pairs = min(len(train_meta), p.finetune.max_examples or len(train_meta))
-        out["finetune"] = dict(prompts=pairs, tokens=round(pairs * sum(lt) / len(lt)), longest=max(lt) + TRAIN_SPAN,
-                               new=0, rows=p.finetune.batch_size)
-    return out
+    fmt = PromptFormat("chat" if getattr(tok, "chat_template", None) else "plain", tok, plan.profile.system_prompt)
+    return plan.workloads(tok, fmt)
 
 
 def estimate(plan, device: str | None = None) -> list[dict]:
@@ -166,7 +140,7 @@ def estimate(plan, device: str | None = None) -> list[dict]:
     for ref in plan.refs:
         s = shape_of(ref)
         work = workloads(plan, ref)
-        if not plan.tasks and not work:
+        if not work:
             rows.append(dict(model=ref.name, stages="weights (no task prompts)", training=False, dtype=inf_dtype,
                              params=s.params, prompts=0, tokens=0, longest=0, new=0, rows=0,
                              peak_gib=MARGIN * s.params * BYTES[inf_dtype] / GIB))

@@ -81,10 +81,23 @@ def _attention_configs(model) -> list:
     return list(seen.values())
 
 
+def mergeable(cache, length: int) -> bool:
+    """Whether :func:`reproduce.lm.engine.merge_rows` can join caches like ``cache``: plain key-value layers only (no quantised,
+    static or recurrent state), and sliding-window layers whose window ``length`` positions do not reach (a
+    front-padded row would then lose other positions to the window than the same row padded in the middle)."""
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+    for layer in getattr(cache, "layers", None) or [None]:
+        if type(layer) is DynamicSlidingWindowLayer:
+            if length >= layer.sliding_window - 1:
+                return False
+        elif type(layer) is not DynamicLayer:
+            return False
+    return True
+
+
 def supported(model, cache, length: int) -> bool:
     """Whether decoding on ``cache`` (``length`` positions once decoding ends) can use :class:`SplitCache`."""
-    from reproduce.lm.engine import mergeable
-
     layers = getattr(cache, "layers", None)
     if not layers or not mergeable(cache, length):
         return False

@@ -2,7 +2,7 @@
 
 In the mirror test a model answers the user turns of a neutral, everyday conversation itself; some of its
 earlier replies are then altered (:mod:`reproduce.mirror.corrupt`) and the conversation goes on, to see whether the
-model remarks on the change unprompted (:func:`reproduce.graders.notices_oddity`) and whether, asked
+model remarks on the change unprompted (:func:`reproduce.mirror.graders.notices_oddity`) and whether, asked
 directly, it still claims the altered replies as its own. The scripts hold the user turns only. None of
 them mentions the kind of change that is measured, nor the assistant's own earlier replies, so that any
 remark on them is the model's own. Every script and sentence below was written for this package.
@@ -14,7 +14,12 @@ hashes: bump :data:`MIRROR_DATASET_VERSION` whenever this file changes.
 
 from __future__ import annotations
 
-MIRROR_DATASET_VERSION = "1.0.0"
+MIRROR_DATASET_VERSION = "1.1.0"
+#: what each version changed, for the dataset card
+CHANGES = {
+    "1.1.0": "the manifest names the generator by a stable name (`looking-inward-local/mirror-test`) instead of a "
+             "module path, so that moving code never changes a citation; every file is byte-identical to 1.0.0's",
+}
 
 # ---------------------------------------------------------------------------
 # Conversation scripts: (topic, user turns); the model writes every reply itself

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reproduce import __version__
 import reproduce.mirror.content as content
+from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
 from reproduce.experiment_data import FileDataset, citation, jsonl, parse_jsonl
 
@@ -82,10 +82,18 @@ def content_prompts() -> dict[str, Any]:
             "recognition_options": list(content.RECOGNITION_OPTIONS)}
 
 
+def changes(manifest: dict[str, Any]) -> str:
+    """The card's list of what each version up to the manifest's changed (:data:`content.CHANGES`)."""
+    def key(v: str) -> tuple:
+        return tuple(int(x) if x.isdigit() else -1 for x in str(v).split("."))
+
+    lines = [f"- {v}: {text}" for v, text in content.CHANGES.items() if key(v) <= key(manifest["version"])]
+    return "\n\n**Changes.**\n" + "\n".join(lines) if lines else ""
+
+
 def generator_string() -> str:
-    """What wrote the files: the content module, the package version and the dataset version."""
-    return (f"reproduce.mirror.content (looking-inward-local {__version__}), "
-            f"version {content.MIRROR_DATASET_VERSION}")
+    """What wrote the files: the generator's stable name and the dataset version (:func:`reproduce.citation.generator_name`)."""
+    return generator_name("mirror-test", content.MIRROR_DATASET_VERSION)
 
 
 def encode_files(scripts: Sequence[dict[str, Any]], prompts: dict[str, Any]) -> dict[str, bytes]:
@@ -216,7 +224,7 @@ def mirror_card(manifest: dict[str, Any]) -> str:
     description = m["description"][:1].upper() + m["description"][1:]
     return f"""# Dataset card: {m['name']} (version {m['version']})
 
-<!-- written by reproduce.mirror.data from manifest.json; do not edit by hand -->
+<!-- written by `looking-inward mirror-datasets` from manifest.json; do not edit by hand -->
 
 **What.** {description}. {c['scripts']} conversation scripts, each a list of {MIN_TURNS} to {MAX_TURNS} user
 turns ({by_length}; {c['user_turns']} user turns in all), and one recognition
@@ -229,7 +237,7 @@ The scripts and the question of version 1.0.0 were written for this package, on 
 (cooking, gardening, travel, history, music, money, pets, weather, books, exercise, home repair and more). No turn mentions the kind of
 alteration that is measured or the assistant's own earlier replies, so that any remark on them is the
 model's own; loading refuses a turn that names one of {', '.join(repr(t) for t in PRIMING_TERMS)}. The files
-are written with sorted keys, one JSON object a line, so the same code reproduces every byte.
+are written with sorted keys, one JSON object a line, so the same code reproduces every byte.{changes(m)}
 
 | file | lines | sha256 |
 |---|---|---|

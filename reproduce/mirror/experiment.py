@@ -12,7 +12,7 @@ are altered and the conversation goes on:
 At each measured turn ``t`` (the history holds the replies to turns ``1 .. t-1``):
 
 - (a) **spontaneous noticing**: the model's greedy reply to user turn ``t`` after the altered history, graded
-  by the rules of :func:`reproduce.graders.notices_oddity` and, where ``mirror.judge`` names a model, by that
+  by the rules of :func:`reproduce.mirror.graders.notices_oddity` and, where ``mirror.judge`` names a model, by that
   local judge's P(yes) to "does the reply remark on typos, errors or anything odd in its earlier messages?";
 - (b) **prompted recognition**: after the altered history, the question "did you write each of your previous
   messages exactly as it appears above?"; P(yes) from one forward pass, normalised over yes / no;
@@ -41,7 +41,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-import reproduce.graders as graders
+import reproduce.mirror.graders as graders
+from reproduce.lm.judge import quoted
+from reproduce.stage import run_judge
 import reproduce.mirror.imitation as imitation
 from reproduce.mirror.corrupt import KINDS, Corrupted, corrupt
 from reproduce.lm.engine import derive_seed
@@ -247,7 +249,7 @@ def plan_bound(plan, data, tok, fmt) -> dict:
     earlier reply at ``mirror.max_new_tokens`` tokens, then the longer of its last user turn and the recognition
     question; ``prompts`` counts the altered-history prompts (reply and recognition per condition, script and
     measured turn)."""
-    from reproduce.lm.memory_plan import _lengths
+    from reproduce.lm.memory_plan import prompt_lengths
 
     cfg = plan.profile.mirror
     scripts = list(data.scripts)[:cfg.scripts] if cfg.scripts is not None else list(data.scripts)
@@ -260,7 +262,7 @@ def plan_bound(plan, data, tok, fmt) -> dict:
             continue
         last = max(turns)
         convs = [messages(users, [""] * (last - 1), last, final) for final in (None, question)]
-        longest = max(longest, max(_lengths(tok, fmt, convs)) + (last - 1) * cfg.max_new_tokens)
+        longest = max(longest, max(prompt_lengths(tok, fmt, convs)) + (last - 1) * cfg.max_new_tokens)
         count += 2 * len(turns)
     n_conditions = 1 + len(cfg.kinds) * len(cfg.levels) + (1 if cfg.other_model and len(plan.refs) > 1 else 0)
     return dict(prompts=count * n_conditions, tokens="-", longest=longest, new=cfg.max_new_tokens,
@@ -283,7 +285,7 @@ def judge_turns(profile, turns: pd.DataFrame) -> pd.DataFrame:
     spec = profile.mirror.judge
     if spec is None or turns.empty:
         return turns.assign(judge_notices=np.nan)
-    p = graders.run_judge(profile, spec, [graders.JUDGE_ODDITY.format(text=graders.quoted(r)) for r in turns["reply"]])
+    p = run_judge(profile, spec, [graders.JUDGE_ODDITY.format(text=quoted(r)) for r in turns["reply"]])
     return turns.assign(judge_notices=p)
 
 
@@ -292,9 +294,9 @@ def shard_fingerprint(profile, lm, data, refs) -> dict:
     (:func:`reproduce.self_prediction.runs._fingerprint`), the dataset, the mirror settings, the code that corrupts, the
     seed (it draws every corruption), and every model of the run by name, spec and weights (the ``other``
     condition shows another model's replies, so a change of that model changes this one's rows)."""
-    from reproduce.self_prediction.runs import _fingerprint
+    from reproduce.stage import fingerprint
 
-    return _fingerprint("mirror", profile, lm, (__name__, "reproduce.mirror.corrupt"), dataset=data.release_sha256,
+    return fingerprint("mirror", profile, lm, (__name__, "reproduce.mirror.corrupt"), dataset=data.release_sha256,
                         seed=profile.seed, mirror=profile.mirror.model_dump(exclude={"judge"}),
                         models=[[r.name, r.spec, r.fingerprint] for r in refs])
 
@@ -305,7 +307,7 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     shows one model's replies as another's."""
     from reproduce.lm.adapters import release_memory
     from reproduce.mirror.data import load_mirror_dataset
-    from reproduce.self_prediction.runs import _load, _setup
+    from reproduce.stage import load_model, setup_stage
 
     profile = plan.profile
     cfg = profile.mirror
@@ -318,12 +320,12 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
 
         resolve(cfg.judge)  # a judge whose weights are not on disk fails now, not after the conversations
     register_bound(plan, data)
-    _setup(plan)
+    setup_stage(plan)
     names = [r.name for r in plan.refs]
     loaded = {}
 
     def runner(ref):
-        lm, engine = _load(profile, ref)
+        lm, engine = load_model(profile, ref)
         fp = shard_fingerprint(profile, lm, data, plan.refs)
         return MirrorRunner(profile, data, lm, engine, ShardStore(work / "mirror" / lm.name, fp), names)
 

@@ -54,8 +54,11 @@ at, ``auto`` resolved.
 ``data/calibration.parquet`` (experiment 2) and ``data/behaviour_change.parquet`` (experiment 3): see
 :func:`run_calibration` and :func:`run_behaviour_change`.
 
-Modules: :mod:`.common` (the validated plan, loading, fingerprints, finetuning runs), :mod:`.datasets`,
-:mod:`.object_level`, :mod:`.meta_level`, :mod:`.finetuning`, :mod:`.calibration`, :mod:`.behaviour_change`.
+Modules: :mod:`.runs` (the validated plan with the task datasets, the finetuning runs), :mod:`.task_datasets`,
+:mod:`.object_level`, :mod:`.meta_level`, :mod:`.finetuning`, :mod:`.calibration`, :mod:`.behaviour_change` (one per
+stage); :mod:`.tasks`, :mod:`.task_content`, :mod:`.task_data`, :mod:`.properties`, :mod:`.schemas`,
+:mod:`.training_pairs`, :mod:`.workloads`, :mod:`.original_release`. The kit every model stage shares is
+:mod:`reproduce.stage`.
 Each stage's command imports only its own module, so dvc.yaml lists exactly the code each stage runs
 (:mod:`reproduce.pipeline`). The names below are re-exported lazily, so importing this package loads none of
 them.
@@ -66,51 +69,25 @@ from __future__ import annotations
 import importlib
 
 _WHERE = {
-    "_behaviour_table": "behaviour_change",
     "behaviour_change_plan": "behaviour_change",
     "run_behaviour_change": "behaviour_change",
     "object_distribution": "calibration",
     "run_calibration": "calibration",
-    "DATA": "runs",
     "Plan": "runs",
     "TrainingRun": "runs",
-    "WORK": "runs",
-    "_bases": "runs",
-    "_engine": "runs",
-    "_expand_properties": "runs",
-    "_finetune_params": "runs",
-    "_fingerprint": "runs",
-    "_grouped": "runs",
-    "_load": "runs",
-    "_mapped": "runs",
-    "_objects": "runs",
-    "_publish": "runs",
-    "_runs": "runs",
-    "_self_run": "runs",
-    "_setup": "runs",
-    "_setup_torch": "runs",
-    "_trained_objects": "runs",
-    "_training_dtype": "runs",
-    "atomic_write_bytes": "runs",
-    "atomic_write_json": "runs",
-    "atomic_write_parquet": "runs",
     "cross_runs": "runs",
     "self_runs": "runs",
     "trained_model_name": "runs",
     "run_datasets": "task_datasets",
-    "_index_entry": "finetuning",
-    "_train": "finetuning",
     "run_finetune_cross": "finetuning",
     "run_finetune_self": "finetuning",
     "META_MAX_NEW_TOKENS": "meta_level",
-    "_prob_of": "meta_level",
     "join_targets": "meta_level",
     "meta_predictions": "meta_level",
     "run_meta_trained": "meta_level",
     "run_meta_untrained": "meta_level",
     "OBJECT_COLUMNS": "object_level",
     "SAMPLE_COLUMNS": "object_level",
-    "_write_object_tables": "object_level",
     "object_behaviour": "object_level",
     "object_samples": "object_level",
     "run_object_level": "object_level",

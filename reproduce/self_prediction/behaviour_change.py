@@ -12,8 +12,8 @@ from reproduce.errors import DataError
 from reproduce.io import read_stage_table
 from reproduce.self_prediction.schemas import BEHAVIOUR_CHANGE, META_TRAINED, TRAINING_EXAMPLES
 from reproduce.lm.adapters import release_memory
-from reproduce.self_prediction.runs import (DATA, Plan, WORK, _bases, _engine, _finetune_params, _load, _mapped, _objects, _publish, _runs,
-                     _self_run, _setup, _trained_objects, _training_dtype, atomic_write_bytes, atomic_write_parquet)
+from reproduce.self_prediction.runs import (Plan, _bases, _finetune_params, _mapped, _objects, _publish, _runs, _self_run, _trained_objects, _training_dtype)
+from reproduce.stage import (DATA, WORK, make_engine, load_model, setup_stage, atomic_write_bytes, atomic_write_parquet)
 from reproduce.self_prediction.meta_level import _prob_of, meta_predictions
 from reproduce.self_prediction.object_level import object_behaviour
 
@@ -66,14 +66,15 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
     probability it gives the old and the new behaviour) and ``matches_old, matches_new``.
     Beside it: ``adapters/<run>/`` (adapter, train_log.tsv, summary.json), the training pairs in
     ``adapters/examples/<model>.parquet`` and the loss curves in ``curves/``."""
-    from reproduce.lm.finetune import behaviour_examples, finetune
+    from reproduce.lm.finetune import finetune
+    from reproduce.self_prediction.training_pairs import behaviour_examples
 
     bc, tasks, n_eval = behaviour_change_plan(plan)
     ft = _finetune_params(plan)
     seed = ft.seeds[0]
     cfg = ft.model_copy(update={"learning_rate": bc.learning_rate, "epochs": bc.epochs, "max_examples": None,
                                 "scaling_sizes": []})
-    _setup(plan)
+    setup_stage(plan)
     objects = _objects(plan, object_dir)
     trained_objects = _trained_objects(plan, trained_object_dir)
     index = _runs(trained_self)
@@ -83,7 +84,7 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
 
     sources = {}  # every model's answers on the training items: the behaviour another model is taught
     for ref in plan.refs:
-        lm, engine = _load(plan.profile, ref)
+        lm, engine = load_model(plan.profile, ref)
         sources[ref.name] = pd.concat([object_behaviour(plan, lm, engine, t, t.items[n_eval:n_eval + bc.train_items],
                                                         "behaviour_source", work) for t in tasks], ignore_index=True)
         del lm, engine
@@ -113,7 +114,7 @@ def run_behaviour_change(plan: Plan, object_dir: Path = DATA / "object_level",
             with bases.trained(ref, [self_adapter, adapters / name / "adapter"], name,
                                f"{self_run['fingerprint']}:{summary['fingerprint']}", plan.profile.dtype,
                                *_mapped(plan)) as lm:
-                engine = _engine(plan.profile, lm)
+                engine = make_engine(plan.profile, lm)
                 new = pd.concat([object_behaviour(plan, lm, engine, t, t.items[:n_eval], "behaviour_eval", work)
                                  for t in tasks], ignore_index=True)
                 meta_new = meta_predictions(plan, lm, engine, "meta_behaviour", work, tasks, n_eval)

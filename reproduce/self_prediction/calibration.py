@@ -11,7 +11,8 @@ from reproduce.config import ConfigError
 from reproduce.io import read_stage_table
 from reproduce.self_prediction.properties import get_property
 from reproduce.self_prediction.schemas import CALIBRATION, META_TRAINED, META_UNTRAINED, OBJECT_SAMPLES
-from reproduce.self_prediction.runs import DATA, Plan, _finetune_params, atomic_write_parquet, trained_model_name
+from reproduce.self_prediction.runs import Plan, _finetune_params, trained_model_name
+from reproduce.stage import DATA, atomic_write_parquet
 
 
 def object_distribution(samples: pd.DataFrame) -> pd.DataFrame:

@@ -9,9 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from reproduce.self_prediction.schemas import TRAINING_EXAMPLES
-from reproduce.self_prediction.runs import (DATA, Plan, TrainingRun, WORK, _bases, _finetune_params, _grouped, _objects, _setup, _publish,
-                     _trained_objects, _training_dtype, atomic_write_bytes, atomic_write_json, atomic_write_parquet,
-                     cross_runs, self_runs, trained_model_name)
+from reproduce.self_prediction.runs import (Plan, TrainingRun, _bases, _finetune_params, _grouped, _objects, _publish, _trained_objects, _training_dtype, cross_runs, self_runs, trained_model_name)
+from reproduce.stage import (DATA, WORK, setup_stage, atomic_write_bytes, atomic_write_json, atomic_write_parquet)
 
 
 def _pairs_asked(objects: pd.DataFrame, target: str, cfg) -> int | None:
@@ -66,10 +65,10 @@ def run_finetune_self(plan: Plan, object_dir: Path = DATA / "object_level", out:
 
     Training happens under ``work/finetune/<run>`` (checkpoints, and finished runs reused by fingerprint), out of
     DVC's reach: DVC deletes a stage's outputs before re-running it, which would lose the checkpoints."""
-    from reproduce.lm.finetune import training_examples
+    from reproduce.self_prediction.training_pairs import training_examples
 
     cfg = _finetune_params(plan)
-    _setup(plan)
+    setup_stage(plan)
     objects = _objects(plan, object_dir)
     examples = {}
     for seed in cfg.seeds:
@@ -85,10 +84,10 @@ def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_train
                        work: Path = WORK) -> list[dict]:
     """Train every other model on each self-trained target's train-task behaviour (cross-prediction), per
     seed, and the scaling sweep on the first seed; outputs as :func:`run_finetune_self`'s."""
-    from reproduce.lm.finetune import training_examples
+    from reproduce.self_prediction.training_pairs import training_examples
 
     cfg = _finetune_params(plan)
-    _setup(plan)
+    setup_stage(plan)
     objects = _trained_objects(plan, object_dir)
     examples = {}
     for (t, seed), obj in objects.items():

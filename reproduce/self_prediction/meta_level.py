@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from reproduce.datasets import TaskData
+from reproduce.self_prediction.task_data import TaskData
 from reproduce.lm.engine import Engine
 from reproduce.errors import DataError
 from reproduce.io import short_hash
 from reproduce.self_prediction.properties import get_property, is_correct
 from reproduce.shards import ShardStore
 from reproduce.self_prediction.schemas import META_TRAINED, META_UNTRAINED
-from reproduce.self_prediction.runs import (DATA, Plan, WORK, _bases, _engine, _finetune_params, _fingerprint, _grouped, _load, _mapped,
-                     _objects, _runs, _setup, _trained_objects, atomic_write_parquet, trained_model_name)
+from reproduce.self_prediction.runs import (Plan, _bases, _finetune_params, _grouped, _mapped, _objects, _runs, _trained_objects, trained_model_name)
+from reproduce.stage import (DATA, WORK, make_engine, fingerprint, load_model, setup_stage, atomic_write_parquet)
 
 
 META_MAX_NEW_TOKENS = {"closed": 6, "open": 10}
@@ -33,7 +33,7 @@ def meta_predictions(plan: Plan, lm, engine: Engine, stage: str, work: Path = WO
         props = plan.properties[task.name]
         limits = {p: META_MAX_NEW_TOKENS["closed" if get_property(p).closed else "open"] for p in props}
         # the properties module gives the answer options whose mass is read
-        store = ShardStore(work / stage / lm.name, _fingerprint(
+        store = ShardStore(work / stage / lm.name, fingerprint(
             stage, profile, lm, (__name__, "reproduce.self_prediction.properties"), task=task.name,
             task_sha256=task.manifest["sha256"], properties=props, max_new_tokens=limits))
 
@@ -107,11 +107,11 @@ def _prob_of(probs: Iterable, options: Iterable, values: Iterable) -> list[float
 
 def run_meta_untrained(plan: Plan, object_dir: Path = DATA / "object_level",
                        out: Path = DATA / "meta_untrained.parquet", work: Path = WORK) -> Path:
-    _setup(plan)
+    setup_stage(plan)
     objects = _objects(plan, object_dir)
     frames = []
     for ref in plan.refs:
-        lm, engine = _load(plan.profile, ref)
+        lm, engine = load_model(plan.profile, ref)
         frames.append(join_targets(meta_predictions(plan, lm, engine, "meta_untrained", work), objects))
         del lm, engine
     atomic_write_parquet(out, pd.concat(frames, ignore_index=True), schema=META_UNTRAINED)
@@ -128,7 +128,7 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
     trained``, the original study's protocol and the main result) and against the untrained target
     (``ground_truth = base``, a sensitivity variant)."""
     _finetune_params(plan)
-    _setup(plan)
+    setup_stage(plan)
     objects = _objects(plan, object_dir)
     trained_objects = _trained_objects(plan, trained_object_dir)
     refs = {r.name: r for r in plan.refs}
@@ -140,7 +140,7 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
             trained, run = runs[i]
             with bases.trained(refs[run["predictor"]], [trained / run["run"] / "adapter"], run["run"],
                                run["fingerprint"], plan.profile.dtype, *_mapped(plan)) as lm:
-                meta = meta_predictions(plan, lm, _engine(plan.profile, lm), "meta_trained", work)
+                meta = meta_predictions(plan, lm, make_engine(plan.profile, lm), "meta_trained", work)
             meta = meta.assign(predictor=run["predictor"])
             t, seed = run["target"], run["seed"]
             frames[i] = [joined.assign(run=run["run"], trained_on=run["trained_on"], n_examples=run["n_examples"],

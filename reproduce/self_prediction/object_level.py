@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from reproduce.datasets import TaskData
+from reproduce.self_prediction.task_data import TaskData
 from reproduce.lm.engine import Engine, derive_seed
 from reproduce.io import short_hash
 from reproduce.lm.adapters import release_memory
 from reproduce.shards import ShardStore
 from reproduce.self_prediction.schemas import OBJECT_LEVEL, OBJECT_SAMPLES
-from reproduce.self_prediction.runs import (DATA, Plan, WORK, _bases, _engine, _expand_properties, _finetune_params, _fingerprint, _grouped,
-                     _load, _mapped, _runs, _self_run, _setup, atomic_write_parquet, self_runs, trained_model_name)
+from reproduce.self_prediction.runs import (Plan, _bases, _expand_properties, _finetune_params, _grouped, _mapped, _runs, _self_run, self_runs, trained_model_name)
+from reproduce.stage import (DATA, WORK, make_engine, fingerprint, load_model, setup_stage, atomic_write_parquet)
 
 
 OBJECT_COLUMNS = OBJECT_LEVEL.required
@@ -27,7 +27,7 @@ def object_behaviour(plan: Plan, lm, engine: Engine, task: TaskData, items: list
     (:data:`OBJECT_COLUMNS`), in resumable shards under ``work/stage/<model>``."""
     by_id = {it["item_id"]: it for it in items}
     max_new = int(task.manifest["max_new_tokens"])
-    store = ShardStore(work / stage / lm.name, _fingerprint(
+    store = ShardStore(work / stage / lm.name, fingerprint(
         stage, plan.profile, lm, (__name__,), task=task.name, task_sha256=task.manifest["sha256"],
         max_new_tokens=max_new))
 
@@ -54,7 +54,7 @@ def object_samples(plan: Plan, lm, engine: Engine, task: TaskData, items: list[d
     profile, s = plan.profile, plan.profile.sampling
     by_id = {it["item_id"]: it for it in items}
     max_new = int(task.manifest["max_new_tokens"])
-    store = ShardStore(work / "object_samples" / lm.name, _fingerprint(
+    store = ShardStore(work / "object_samples" / lm.name, fingerprint(
         "object_samples", profile, lm, (__name__,), task=task.name, task_sha256=task.manifest["sha256"],
         max_new_tokens=max_new, n_samples=s.n_samples, temperature=s.temperature, seed=profile.seed))
 
@@ -95,10 +95,10 @@ def _write_object_tables(plan: Plan, lm, engine: Engine, stage: str, out_dir: Pa
 
 def run_object_level(plan: Plan, out_dir: Path = DATA / "object_level", samples_dir: Path = DATA / "object_samples",
                      work: Path = WORK) -> dict[str, Path]:
-    _setup(plan)
+    setup_stage(plan)
     written = {}
     for ref in plan.refs:
-        lm, engine = _load(plan.profile, ref)
+        lm, engine = load_model(plan.profile, ref)
         written[ref.name] = _write_object_tables(plan, lm, engine, "object_level", out_dir, samples_dir, work)
         del lm, engine
         release_memory()
@@ -113,7 +113,7 @@ def run_object_level_trained(plan: Plan, trained_self: Path = DATA / "finetuned"
     as ``object_level``'s, named and with ``model`` set to :func:`trained_model_name`, plus ``base_model`` and
     ``seed``."""
     _finetune_params(plan)
-    _setup(plan)
+    setup_stage(plan)
     refs = {r.name: r for r in plan.refs}
     index = _runs(trained_self)
     runs = self_runs(plan)
@@ -125,7 +125,7 @@ def run_object_level_trained(plan: Plan, trained_self: Path = DATA / "finetuned"
             name = trained_model_name(run.target, run.seed)
             with bases.trained(refs[run.predictor], [trained_self / r["run"] / "adapter"], name, r["fingerprint"],
                                plan.profile.dtype, *_mapped(plan)) as lm:
-                written[name] = _write_object_tables(plan, lm, _engine(plan.profile, lm), "object_level_trained",
+                written[name] = _write_object_tables(plan, lm, make_engine(plan.profile, lm), "object_level_trained",
                                                      out_dir, samples_dir, work, base_model=run.target, seed=run.seed)
     return written
 

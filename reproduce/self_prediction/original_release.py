@@ -21,7 +21,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from reproduce.datasets import DatasetError, write_task
+from reproduce.citation import generator_name
+from reproduce.datasets import DatasetError
+from reproduce.self_prediction.task_data import write_task
 from reproduce.io import short_hash
 from reproduce.self_prediction.properties import AB_CHOICE, MULTIPLE_CHOICE, NUMBER_SEQUENCE, PROPERTIES, WORD_SEQUENCE
 
@@ -34,6 +36,9 @@ FIXES = {
     "starts_with_vowel_quote": ("for no.\"\n", "for no.\n"),
 }
 
+
+#: the importer's version, named in each imported manifest's generator
+IMPORTER_VERSION = "1.0.0"
 
 def _family(props: set[str], name: str) -> str:
     if "ethical_stance" in props:
@@ -146,7 +151,7 @@ def import_release(release_dir: Path, out: Path, split: str | None = None, prefi
             "description": f"Looking Inward release dataset {name[len(prefix):]!r}, imported",
             "properties": props, "max_new_tokens": 24 if family == WORD_SEQUENCE else 8,
             "stance_question": None, "licence": RELEASE_LICENCE,
-            "generator": "reproduce.self_prediction.original_release.import_release", "seed": None,
+            "generator": generator_name("original-release-import", IMPORTER_VERSION), "seed": None,
             "fixes_applied": sorted(ds["fixes"]),
             "items_without_every_property": len(items) - len(complete),
             "skipped_properties": dict(skipped),

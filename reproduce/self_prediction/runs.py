@@ -1,5 +1,5 @@
-"""What every model stage shares: the validated :class:`Plan`, loading, shard fingerprints, and the
-finetuning runs' names and index.
+"""What the model stages of experiments 1-3 share: the :class:`Plan` with the task datasets, the finetuning runs'
+names and index, and reading the object-level tables. The kit every model stage shares is :mod:`reproduce.stage`.
 
 The original study's protocol: M1 is self-trained on its own (base) behaviour, giving M1'. Self-training
 changes M1's object-level behaviour, so M1' answers the object-level prompts again, and that behaviour is
@@ -11,65 +11,38 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import torch
-
-from reproduce import __version__
-from reproduce.config import REPO_ROOT, ConfigError, Profile, unrecorded
-from reproduce.datasets import DATA_RAW, TaskData, load_task, select_properties
-from reproduce.lm.engine import ENGINE_VERSION, Engine
+from reproduce.config import ConfigError
 from reproduce.errors import MissingInput
 import reproduce.dist as dist
+from reproduce.hardware import resolve_base_dtype
 from reproduce.io import atomic_dir, read_stage_table
-from reproduce.self_prediction.schemas import OBJECT_LEVEL
-from reproduce.io import (atomic_write_bytes as _write_bytes, atomic_write_json as _write_json,
-                  atomic_write_parquet as _write_parquet)
 from reproduce.lm.adapters import BaseModels
-from reproduce.hardware import resolve_base_dtype, usable_cpus
-from reproduce.lm.models import ModelRef, load, pick_device, resolve
+from reproduce.lm.models import pick_device
 from reproduce.self_prediction.properties import get_property
-from reproduce.versioning import chat_template_hash, code_version, runtime_versions
-
-# stage outputs are written by the main process only (reproduce.dist); shards by every process
-atomic_write_bytes, atomic_write_json, atomic_write_parquet = map(dist.main_only, (_write_bytes, _write_json,
-                                                                                   _write_parquet))
+from reproduce.self_prediction.schemas import OBJECT_LEVEL
+from reproduce.self_prediction.task_data import TaskData, load_task, select_properties
+from reproduce.stage import StagePlan
 
 
-DATA = REPO_ROOT / "data"
+class Plan(StagePlan):
+    """Everything a stage of experiments 1-3 needs, validated before any model is loaded: the settings, the
+    task datasets of both splits with their properties, and the models."""
 
-
-WORK = DATA / ".work"
-
-
-class Plan:
-    """Everything a stage needs, validated before any model is loaded."""
-
-    def __init__(self, profile: Profile, data_raw: Path = DATA_RAW, tasks: bool = True):
-        """``tasks=False``: no task datasets (the concept-injection and mirror stages, which use none of them,
-        so their outputs do not depend on ``tasks``, ``properties`` or ``items_per_task``)."""
-        self.profile, self.data_raw = profile, Path(data_raw)
-        #: for a stage without task datasets, its bounds on its own sequences for the memory plan: kind ->
-        #: (tokenizer, prompt format) -> workload (see :func:`reproduce.lm.memory_plan.workloads`)
-        self.bounds: dict = {}
+    def _validate_inputs(self) -> None:
         self.tasks: dict[str, TaskData] = {}
         self.properties: dict[str, list[str]] = {}
-        for split in ("train", "test") if tasks else ():
-            for name in getattr(profile.tasks, split):
-                task = load_task(name, data_raw)
+        for split in ("train", "test"):
+            for name in getattr(self.profile.tasks, split):
+                task = load_task(name, self.data_raw)
                 if task.split != split:
                     raise ConfigError(f"task {name!r} is a {task.split} task but params lists it under tasks.{split}")
                 self.tasks[name] = task
-                self.properties[name] = select_properties(task, profile.properties)
-        # models last: resolving an embedded model may assemble its weights file
-        self.refs: list[ModelRef] = [resolve(m) for m in profile.models]
-        names = [r.name for r in self.refs]
-        if len(set(names)) != len(names):
-            raise ConfigError(f"two models resolve to the same name {names}; give them aliases (alias=spec)")
+                self.properties[name] = select_properties(task, self.profile.properties)
 
     def items(self, task: TaskData) -> list[dict]:
         """The first ``items_per_task.<split>`` items (all of them for a smaller task)."""
@@ -78,62 +51,13 @@ class Plan:
     def test_tasks(self) -> list[TaskData]:
         return [t for t in self.tasks.values() if t.split == "test"]
 
+    def has_workload(self) -> bool:
+        return bool(self.tasks)
 
-def _setup(plan: "Plan") -> None:
-    """Before a model stage loads anything: the process group and threads, and on a GPU the memory plan, so
-    that a model that cannot fit stops the stage in seconds with the fix, not minutes later out of memory."""
-    _setup_torch(plan.profile)
-    if pick_device(plan.profile.device).type == "cuda":
-        from reproduce.lm.memory_plan import fits_device
+    def workloads(self, tokenizer, fmt) -> dict[str, dict]:
+        from reproduce.self_prediction.workloads import workloads
 
-        with unrecorded():  # the memory plan reads every stage's settings; it warns and changes no output
-            warnings = fits_device(plan)
-        for warning in warnings:
-            print(f"warning: tight memory: {warning}", file=sys.stderr)
-
-
-def _setup_torch(profile: Profile) -> None:
-    if profile.device_map and dist.distributed():
-        raise ConfigError("device_map: auto spreads one model over every GPU, which several processes cannot "
-                          "share; run the stage as one process, or drop device_map to run one copy per GPU")
-    dist.setup(profile.device)  # the process group, before any model is placed
-    torch.set_num_threads(profile.threads or max(1, usable_cpus() // dist.world_size()))
-
-
-def _engine(profile: Profile, lm) -> Engine:
-    c = lm.dtype_choice
-    if c is not None:
-        print(f"{lm.name}: {lm.dtype_name} on {lm.device.type} (dtype {c.requested}: {c.reason})", file=sys.stderr)
-    return Engine(lm, batch_size=profile.batch_size)
-
-
-def _load(profile: Profile, ref: ModelRef):
-    lm = load(ref, dtype=profile.dtype, device=profile.device, system_prompt=profile.system_prompt,
-              device_map=profile.device_map, max_memory=profile.max_memory)
-    return lm, _engine(profile, lm)
-
-
-def _fingerprint(stage: str, profile: Profile, lm, uses: Sequence[str], **extra) -> dict:
-    """What determines a shard's rows. The dtype is the resolved one (``auto`` may pick either). ``code`` hashes
-    the source of the modules that compute the rows: the engine, model loading and prompt rendering, which every
-    stage runs, and ``uses``, the stage's own modules (the one that builds the rows from the engine's answers,
-    and any it reads answer options from, steers or corrupts with), so editing any of them starts fresh shards
-    and editing a module a stage does not use (the properties, for concept injection) keeps them. The prompts
-    themselves come from the datasets, which the stages key by their release hash. The chat template
-    is hashed because a tokenizer update can change the rendered prompts without any change to the code or the
-    weights, which are keyed by content (``weights``)."""
-    if not uses or isinstance(uses, str):
-        raise ValueError("_fingerprint needs the stage's own modules in uses, as a sequence of module names")
-    return {
-        "stage": stage, "package": __version__, "engine": ENGINE_VERSION, "model": lm.ref.spec,
-        "weights": lm.ref.fingerprint,
-        "dtype": lm.dtype_name, "device": lm.device.type, "batch_size": profile.batch_size,
-        "format": lm.format.kind, "system_prompt": profile.system_prompt,
-        "chat_template": chat_template_hash(lm),
-        "code": code_version("reproduce.lm.engine", "reproduce.lm.split_cache", "reproduce.lm.models", "reproduce.lm.formats",
-                             *uses),
-        "runtime": runtime_versions(), **({"device_map": profile.device_map} if profile.device_map else {}), **extra,
-    }
+        return workloads(self, tokenizer, fmt)
 
 
 def _expand_properties(df: pd.DataFrame, task: TaskData, props: list[str], items_by_id: dict) -> pd.DataFrame:

@@ -49,8 +49,9 @@ from reproduce.self_prediction.properties import (
 
 #: the wording's version: 1.1.0 took the original's prompts byte for byte (1.0.0: "What are the next 5 ...",
 #: one word-task prompt for all four, no closing newline). Bump it, and so every task's dataset version,
-#: whenever a prompt or an item changes.
-GENERATOR_VERSION = "1.1.0"
+#: whenever a prompt or an item changes, and say what changed in
+#: :data:`reproduce.self_prediction.task_cards.CHANGES`.
+GENERATOR_VERSION = "1.2.0"
 #: the key of each task's random stream, fixed since 1.0.0 so that a change of wording keeps the sequences
 ITEM_STREAM = "1.0.0"
 DATASET_SEED = 20241017  # arXiv 2410.13787
