@@ -50,3 +50,9 @@ def probability_text(p: float) -> str:
     if p < 0.005:
         return "< 0.01"
     return f"{p:.2f}"
+
+
+def interval_side(low: float, high: float) -> str:
+    """Where an interval lies against zero, for effects that carry no region of practical equivalence:
+    "above", "below" or "unclear" (it contains zero)."""
+    return "above" if low > 0 else "below" if high < 0 else "unclear"

@@ -229,7 +229,7 @@ def cmd_check_models(args) -> None:
     if args.loto:
         import pandas as pd
 
-        from analysis.self_prediction.stage import _advantage_groups
+        from analysis.self_prediction.fits import advantage_groups as _advantage_groups
         from analysis.self_prediction.tidy import main_trained, with_cell
 
         pred_path = Path(args.analysis) / "tidy" / "predictions.parquet"
@@ -241,7 +241,7 @@ def cmd_check_models(args) -> None:
                                           chains=profile.analysis.chains, target_accept=profile.analysis.target_accept,
                                           seed=profile.seed)
         b, cb = bar("leave one task out", trained["task"].nunique())
-        loto = checks.leave_one_task_out(trained, _advantage_groups(trained), loto_settings, seed=profile.seed,
+        loto = checks.leave_one_task_out(trained, advantage_groups(trained), loto_settings, seed=profile.seed,
                                          progress=cb)
         b.close()
         atomic_write_parquet(out / "leave_one_task_out.parquet", loto)

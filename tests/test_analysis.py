@@ -5,11 +5,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import analysis.bayes as bayes
 import analysis.self_prediction.frequentist as freq
 import analysis.self_prediction.hierarchical as M
 import analysis.self_prediction.tidy as tidy
 from analysis.self_prediction.simulate import simulate_predictions
-from analysis.self_prediction.stage import calibration_curve, mad, mad_bootstrap
+from analysis.self_prediction.calibration import calibration_curve, mad, mad_bootstrap
 
 FAST = M.SamplerSettings(draws=1000, tune=1000, chains=4, seed=3, target_accept=0.98)
 
@@ -264,7 +265,7 @@ def test_the_gate_trips_on_a_deliberately_bad_fit(monkeypatch):
     data = M.to_cells(df, "self", ["target", "task", "property"], "unit")
     sampled = []
     sample = M.sample
-    monkeypatch.setattr(M, "sample", lambda model, settings: sampled.append(settings.draws) or sample(model, settings))
+    monkeypatch.setattr(bayes, "sample", lambda model, settings: sampled.append(settings.draws) or sample(model, settings))
     # too short and badly tuned: it misses on r_hat and ESS alone, so it is sampled once more with twice the
     # draws, misses again, and the error names both fits and settings beyond the longer one
     with pytest.raises(M.ConvergenceError, match="failed the convergence gate twice, from the same seed: with 100 "
@@ -278,7 +279,7 @@ def test_the_gate_trips_on_a_deliberately_bad_fit(monkeypatch):
 
 def test_a_fit_that_misses_the_gate_is_sampled_once_more_with_twice_the_draws(monkeypatch):
     seen = []
-    monkeypatch.setattr(M, "sample", lambda model, settings: seen.append(settings) or settings.draws)
+    monkeypatch.setattr(bayes, "sample", lambda model, settings: seen.append(settings) or settings.draws)
 
     def gate(idata, name):  # fits of fewer than 1500 draws miss the gate on ESS; of 5000, on divergences
         if idata == 5000:
@@ -287,7 +288,7 @@ def test_a_fit_that_misses_the_gate_is_sampled_once_more_with_twice_the_draws(mo
             raise M.ConvergenceError("the m model failed the convergence gate: tail ESS 392 < 400 (worst: s) ...",
                                      "tail ESS 392 < 400 (worst: s)", True)
         return {"draws": idata}
-    monkeypatch.setattr(M, "check_convergence", gate)
+    monkeypatch.setattr(bayes, "check_convergence", gate)
     idata, diag = M.sample_gated("model", M.SamplerSettings(draws=1000, tune=500, seed=7), "m")
     assert idata == 2000 and [(s.draws, s.tune, s.seed) for s in seen] == [(1000, 500, 7), (2000, 1000, 7)]
     assert diag == {"draws": 2000, "refit": "tail ESS 392 < 400 (worst: s)", "target_accept": 0.98}
@@ -307,7 +308,7 @@ def test_a_fit_that_misses_the_gate_is_sampled_once_more_with_twice_the_draws(mo
 
 def test_a_fit_with_divergences_is_sampled_once_more_at_the_retrys_target_acceptance(monkeypatch):
     seen = []
-    monkeypatch.setattr(M, "sample", lambda model, settings: seen.append(settings) or settings)
+    monkeypatch.setattr(bayes, "sample", lambda model, settings: seen.append(settings) or settings)
 
     def gate(fit, name):  # divergences below target acceptance 0.99; too short below 2000 draws if `short`
         problems = []
@@ -320,7 +321,7 @@ def test_a_fit_with_divergences_is_sampled_once_more_at_the_retrys_target_accept
                                      length_only=problems == ["bulk ESS 300 < 400 (worst: z)"],
                                      divergent=fit.target_accept < 0.99)
         return {"draws": fit.draws}
-    monkeypatch.setattr(M, "check_convergence", gate)
+    monkeypatch.setattr(bayes, "check_convergence", gate)
     first = M.SamplerSettings(draws=1000, tune=500, seed=3, target_accept=0.9, target_accept_retry=0.99)
     short = False
     idata, diag = M.sample_gated("model", first, "m")
@@ -335,7 +336,7 @@ def test_a_fit_with_divergences_is_sampled_once_more_at_the_retrys_target_accept
     assert diag == {"draws": 2000, "target_accept": 0.99, "refit": "bulk ESS 300 < 400 (worst: z)",
                     "diverged": "bulk ESS 300 < 400 (worst: z); 5 divergent transitions at target acceptance 0.9"}
     # too short first, then divergent at the longer chains: each second sampling records what it answered
-    monkeypatch.setattr(M, "check_convergence", lambda fit, name: gate(fit, name) if fit.draws >= 2000 else (
+    monkeypatch.setattr(bayes, "check_convergence", lambda fit, name: gate(fit, name) if fit.draws >= 2000 else (
         _ for _ in ()).throw(M.ConvergenceError("...", "bulk ESS 300 < 400 (worst: z)", length_only=True)))
     seen.clear()
     short = False
@@ -344,7 +345,7 @@ def test_a_fit_with_divergences_is_sampled_once_more_at_the_retrys_target_accept
     assert diag == {"draws": 2000, "target_accept": 0.99, "refit": "bulk ESS 300 < 400 (worst: z)",
                     "diverged": "5 divergent transitions at target acceptance 0.9"}
     # a fit that still diverges at the retry's target acceptance stops, naming both fits
-    monkeypatch.setattr(M, "check_convergence", lambda fit, name: (_ for _ in ()).throw(
+    monkeypatch.setattr(bayes, "check_convergence", lambda fit, name: (_ for _ in ()).throw(
         M.ConvergenceError("...", "2 divergent transitions", False, True)))
     seen.clear()
     with pytest.raises(M.ConvergenceError, match=r"twice, from the same seed: with 1000 draws at target acceptance "
@@ -499,7 +500,7 @@ def test_the_gate_covers_every_free_variable_and_trips_on_tail_ess_and_bfmi(reco
     assert M.free_variables(fake) == ["phi", "gamma"]  # precision and slope parameters are gated too
     good = M.diagnostics(idata)
     for patch, match in (({"ess_tail_min": 120.0}, "tail ESS 120"), ({"bfmi_min": 0.1}, "E-BFMI 0.10")):
-        monkeypatch.setattr(M, "diagnostics", lambda i, p=patch: {**good, **p})
+        monkeypatch.setattr(bayes, "diagnostics", lambda i, p=patch: {**good, **p})
         with pytest.raises(M.ConvergenceError, match=match):
             M.check_convergence(idata, "recovery")
 

@@ -530,7 +530,7 @@ def test_every_figure_is_drawn_with_cells_at_zero_and_at_n(analysed, tmp_path):
 
     import pandas as pd
 
-    from analysis.self_prediction.frequentist import wilson
+    from analysis.intervals import wilson
     from figures.self_prediction.plots import FIGURES
     from figures.self_prediction.stage import run_figures
     from report import blank_fraction

@@ -4,7 +4,7 @@ intervals from their own bounds (so one that excludes its estimate is shown, not
 import numpy as np
 import pytest
 
-from analysis.self_prediction.frequentist import wilson
+from analysis.intervals import wilson
 
 
 @pytest.mark.parametrize("k,n", [(0, 1), (1, 1), (0, 1246), (1246, 1246), (3, 7), (999_999, 1_000_000)])

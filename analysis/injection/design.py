@@ -35,6 +35,7 @@ import pandas as pd
 
 from reproduce.errors import DataError
 from reproduce.schema import require_columns
+from analysis.bayes import category_codes as _codes  # noqa: F401 (the family's modules import it from here)
 
 
 INTERVAL = 0.95
@@ -103,10 +104,6 @@ def _injected_cells(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
              .reset_index())
     cells["layer"] = cells["layer"].astype(int)
     return cells.assign(cell=np.arange(len(cells)))
-
-
-def _codes(values: pd.Series, levels: list) -> np.ndarray:
-    return pd.Categorical(values, categories=levels).codes.astype(np.int64)
 
 
 def _cell_codes(rows: pd.DataFrame, cells: pd.DataFrame, by: list[str]) -> np.ndarray:

@@ -10,9 +10,11 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-import analysis.self_prediction.hierarchical as M
-from analysis.injection.design import CELL, LOGIT_SD, _cell_codes, _cell_label, _codes, _has, _injected_cells, check_table
-from analysis.injection.likelihood import _aggregate, _draws, _effect_draws, _observed_average, _random_effect, _sigmoid, _summary
+import analysis.bayes as M
+from analysis.injection.design import CELL, LOGIT_SD, _cell_codes, _cell_label, _has, _injected_cells, check_table
+from analysis.bayes import category_codes as _codes
+from analysis.injection.likelihood import _effect_draws, _observed_average, _random_effect, _summary
+from analysis.bayes import aggregate_binomial as _aggregate, draws as _draws, sigmoid as _sigmoid
 
 if TYPE_CHECKING:
     import arviz as az
@@ -95,7 +97,7 @@ def detection_model(rows: pd.DataFrame) -> pm.Model:
         eta = pt.concatenate([mu, phi[None]])[np.where(des.combo_cell < 0, len(des.cells), des.combo_cell)]
         if des.concept_levels:
             eta = eta + _random_effect("concept", "concept", des.combo_concept)
-        M._binomial_logit("y", des.n, eta, des.k)
+        M.binomial_logit("y", des.n, eta, des.k)
     return model
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-import analysis.self_prediction.hierarchical as M
+import analysis.bayes as M
 from analysis.injection.design import CELL, COLUMNS, check_table
 from analysis.injection.detection import detection_model, detection_summary
 from analysis.injection.identification import identification_model, identification_summary
@@ -75,7 +75,7 @@ def frequentist_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     rates that assumes independent trials. Columns: ``model, table, outcome, condition, layer_fraction,
     strength, n, k, rate, low, high``; ``table`` is detection (``detect`` questions), yes_bias,
     identification or prefill, and control rows form one row each (layer_fraction NaN, strength 0)."""
-    from analysis.self_prediction.frequentist import wilson
+    from analysis.intervals import wilson
 
     specs = [("detection", "detection", "detected", lambda r: r["question"] == "detect"),
              ("yes_bias", "detection", "detected", lambda r: r["question"] == "yes_bias"),

@@ -10,8 +10,10 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from analysis.injection.design import SCALE_SD, _codes, check_table
-from analysis.injection.likelihood import _draws, _summary
+from analysis.injection.design import SCALE_SD, check_table
+from analysis.bayes import category_codes as _codes
+from analysis.injection.likelihood import _summary
+from analysis.bayes import draws as _draws
 
 if TYPE_CHECKING:
     import arviz as az

@@ -5,16 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-import analysis.self_prediction.hierarchical as M
+import analysis.bayes as M
 from analysis.injection.design import Q_HIGH, Q_LOW, SCALE_SD
-
-
-def _aggregate(codes: dict[str, np.ndarray], y: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """Bernoulli rows to binomial counts per distinct combination of integer ``codes`` (the same likelihood,
-    fewer terms): the combinations' codes, successes ``k`` and trials ``n``."""
-    frame = pd.DataFrame(codes).assign(y=y.astype(int))
-    g = frame.groupby(list(codes), sort=True)["y"].agg(k="sum", n="size").reset_index()
-    return {c: g[c].to_numpy() for c in codes}, g["k"].to_numpy(), g["n"].to_numpy()
+from analysis.bayes import aggregate_binomial as _aggregate, draws as _draws, sigmoid as _sigmoid  # noqa: F401
 
 
 def _random_effect(name: str, dim: str, codes: np.ndarray, zero_sum: bool = False):
@@ -30,14 +23,6 @@ def _random_effect(name: str, dim: str, codes: np.ndarray, zero_sum: bool = Fals
     n_levels = len(pm.modelcontext(None).coords[dim])
     padded = pt.concatenate([effect, pt.zeros(1)])  # the last entry: rows without a unit
     return padded[np.where(codes < 0, n_levels, codes)]
-
-
-def _draws(idata, name: str) -> np.ndarray:
-    return M._draws(idata, name)
-
-
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def _summary(d: np.ndarray, prefix: str = "") -> dict:

@@ -6,18 +6,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.injection.design import COLUMNS, INJECTED
-from analysis.injection.likelihood import _sigmoid
-
-
-def _latent_probability(rng: np.random.Generator, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A continuous probability whose thresholding at 0.5 is Bernoulli(sigmoid(eta)): ``sigmoid(eta + e)``
-    with logistic noise ``e`` (P(eta + e > 0) = sigmoid(eta)). Returns (probability, outcome)."""
-    latent = eta + rng.logistic(size=np.shape(eta))
-    return _sigmoid(latent), latent > 0
-
-
-def _logit(p):
-    return np.log(p) - np.log1p(-p)
+from analysis.bayes import latent_probability as _latent_probability, logit as _logit, sigmoid as _sigmoid  # noqa: F401
 
 
 def detection_truth_logit(condition: str, layer_fraction: float, strength: float, fp_rate: float) -> float:

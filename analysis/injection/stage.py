@@ -23,7 +23,8 @@ from reproduce.io import atomic_dir, atomic_write_json
 
 import analysis.injection as I
 from analysis.cells import raw_rate, top_cell
-from analysis.self_prediction.stage import _settings
+from analysis.bayes import sampler_settings
+from analysis.verdicts import interval_side as verdict
 
 RAW = REPO_ROOT / "data" / "injection" / "raw"
 OUT = REPO_ROOT / "data" / "injection" / "analysis"
@@ -55,13 +56,9 @@ def read_tables(raw: Path = RAW) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def verdict(low: float, high: float) -> str:
-    return "above" if low > 0 else "below" if high < 0 else "unclear"
-
-
 def with_coherence(freetext: pd.DataFrame) -> pd.DataFrame:
     """``freetext`` with the rules' grade kept as ``coherent_rules`` and ``coherent`` the grade every coherence
-    figure counts: the rules say so (:mod:`reproduce.graders`) AND the unsteered model's perplexity of the
+    figure counts: the rules say so (:mod:`reproduce.injection.graders`) AND the unsteered model's perplexity of the
     answer is at most :data:`PERPLEXITY_FACTOR` times the median of the same model's control answers."""
     ctl = freetext[freetext["condition"] == "control"].groupby("model")["perplexity"].median()
     limit = freetext["model"].map(ctl).fillna(np.inf) * PERPLEXITY_FACTOR
@@ -274,7 +271,7 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
 
 def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = METRICS) -> Path:
     tables = read_tables(raw)
-    settings = _settings(profile, 0)
+    settings = sampler_settings(profile, 0)
     fits = {k: tables[k] for k in ("detection", "identification", "prefill", "intention")}
     print(f"fitting the concept-injection models ({settings.chains} chains x {settings.draws} draws)", file=sys.stderr)
     res = I.fit_all(fits, settings)

@@ -10,8 +10,8 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from analysis.injection.design import _codes
-from analysis.injection.likelihood import _aggregate, _draws, _sigmoid
+from analysis.bayes import category_codes as _codes
+from analysis.bayes import aggregate_binomial as _aggregate, draws as _draws, sigmoid as _sigmoid
 from analysis.mirror.design import (CELL, CONDITIONS, LOGIT_SD, OUTCOMES, SLOPE_SD, _binomial_logit, _cells, _conversation_codes,
                      _conversation_draws, _conversation_effects, _label, _summary, altered_only, check_table)
 

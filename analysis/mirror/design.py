@@ -35,8 +35,8 @@ import pandas as pd
 from reproduce.errors import DataError
 from reproduce.schema import require_columns
 
-from analysis.injection.design import _codes
-from analysis.injection.likelihood import _draws, _sigmoid
+from analysis.bayes import category_codes as _codes
+from analysis.bayes import draws as _draws, sigmoid as _sigmoid
 
 
 INTERVAL = 0.95

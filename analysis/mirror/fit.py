@@ -9,7 +9,7 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-import analysis.self_prediction.hierarchical as M
+import analysis.bayes as M
 from analysis.mirror.binary import binary_design, binary_summary, noticing_model, recognition_model
 from analysis.mirror.design import CELL, COLUMNS, _cells, altered_only, check_table
 from analysis.mirror.imitation import _imitation_cells, imitation_design, imitation_model, imitation_rows, imitation_summary
@@ -82,7 +82,7 @@ def frequentist_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     replies) and ``imitation`` (trials: eligible words, the own kind's for corrupted rows; control rows give
     one row per kind, the baseline). Words of one reply are not independent, so the imitation intervals are
     too narrow where replies differ (the Bayesian model's observation-level effect allows for it)."""
-    from analysis.self_prediction.frequentist import wilson
+    from analysis.intervals import wilson
 
     unknown = sorted(set(tables) - set(COLUMNS))
     if unknown:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from analysis.injection.likelihood import _draws, _sigmoid
+from analysis.bayes import draws as _draws, sigmoid as _sigmoid
 from analysis.mirror.design import (KINDS, LOGIT_SD, SCALE_SD, _binomial_logit, _cell_key, _cells, _conversation_codes,
                      _conversation_effects, _summary, altered_only, check_table)
 

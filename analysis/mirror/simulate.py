@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.injection.likelihood import _sigmoid
-from analysis.injection.simulate import _latent_probability, _logit
+from analysis.bayes import sigmoid as _sigmoid
+from analysis.bayes import latent_probability as _latent_probability, logit as _logit
 from analysis.mirror.design import COLUMNS, CONDITIONS, KINDS, LEVELS
 
 

@@ -20,8 +20,8 @@ from reproduce.io import atomic_dir, atomic_write_json
 import analysis.mirror as MI
 from analysis.mirror.design import unchanged_history
 from analysis.mirror.surprise import unchanged_reply
-from analysis.injection.stage import verdict
-from analysis.self_prediction.stage import _settings
+from analysis.bayes import sampler_settings
+from analysis.verdicts import interval_side as verdict
 
 RAW = REPO_ROOT / "data" / "mirror" / "raw"
 OUT = REPO_ROOT / "data" / "mirror" / "analysis"
@@ -205,7 +205,7 @@ def flat_metrics(numbers: dict) -> dict:
 
 def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = METRICS) -> Path:
     tables = read_tables(raw)
-    settings = _settings(profile, 0)
+    settings = sampler_settings(profile, 0)
     print(f"fitting the mirror-test models ({settings.chains} chains x {settings.draws} draws)", file=sys.stderr)
     fits = {"turns": tables["turns"], "surprise": tables["surprise"]}
     res = MI.fit_all(fits, settings)

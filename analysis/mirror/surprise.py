@@ -10,8 +10,8 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-from analysis.injection.design import _codes
-from analysis.injection.likelihood import _draws
+from analysis.bayes import category_codes as _codes
+from analysis.bayes import draws as _draws
 from analysis.mirror.design import (CELL, MEAN_SD, _cells, _conversation_codes, _conversation_effects, _label, _summary,
                      _zero_sum_effect, check_table)
 

@@ -162,7 +162,7 @@ def predictions(meta_untrained: pd.DataFrame, meta_trained: pd.DataFrame | None 
 
 def accuracy_table(pred: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Raw accuracy, compliance and mode baseline per group, with Wilson 95% intervals for the accuracy."""
-    from analysis.self_prediction.frequentist import wilson
+    from analysis.intervals import wilson
 
     g = pred.groupby(by, sort=True, dropna=False)
     out = g.agg(n=("correct", "size"), k=("correct", "sum"), compliance=("meta_compliant", "mean"),
@@ -181,7 +181,7 @@ def compliance_table(objects: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
     hypothetical answers that parse to a valid value, over the scored observations of each condition x
     predictor x target (the same rows as every accuracy). Columns: ``level, condition, predictor, target,
     kind, n, k, rate, low, high`` (for ``level = object``, ``predictor`` is the object model)."""
-    from analysis.self_prediction.frequentist import wilson
+    from analysis.intervals import wilson
 
     obj = with_schema(objects).drop_duplicates(KEY + ["item_id"])
     o = obj.groupby(["object_model", "target"], sort=True)["object_compliant"].agg(n="size", k="sum").reset_index()
@@ -362,7 +362,7 @@ def behaviour_original(out: pd.DataFrame) -> pd.DataFrame:
     the modes, so one mode over all of a model's values). Columns: ``model, n, k_new, p_new, low_new, high_new,
     baseline_new, micro_baseline_new, k_old, p_old, low_old, high_old, baseline_old, micro_baseline_old``;
     with no compliant prediction a model's rates are NaN."""
-    from analysis.self_prediction.frequentist import wilson
+    from analysis.intervals import wilson
 
     ok = out[out["compliant_after"].astype(bool)].copy()
     # the original renames its "is either of two options" properties to one, among_options, before the modes

@@ -203,7 +203,7 @@ def behaviour_change(o: Outputs):
     match the new behaviour, the old one, or neither, per model and pooled over models (raw shares, Wilson
     95%), each match rate beside its mode baseline recomputed on the same changed items (short dashes) and
     the 95% range of the permutation null (predictions shuffled within model x task x property; bands)."""
-    from analysis.self_prediction.frequentist import wilson
+    from analysis.intervals import wilson
 
     counts = o.table("behaviour_counts")
     fig, ax = plt.subplots(figsize=(5.6, 3.6))

@@ -81,7 +81,7 @@ _WHERE = {
     "run_datasets": "task_datasets",
     "run_finetune_cross": "finetuning",
     "run_finetune_self": "finetuning",
-    "META_MAX_NEW_TOKENS": "meta_level",
+    "META_MAX_NEW_TOKENS": "properties",
     "join_targets": "meta_level",
     "meta_predictions": "meta_level",
     "run_meta_trained": "meta_level",

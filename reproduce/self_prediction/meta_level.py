@@ -12,14 +12,12 @@ from reproduce.self_prediction.task_data import TaskData
 from reproduce.lm.engine import Engine
 from reproduce.errors import DataError
 from reproduce.io import short_hash
-from reproduce.self_prediction.properties import get_property, is_correct
+from reproduce.self_prediction.properties import META_MAX_NEW_TOKENS, get_property, is_correct
 from reproduce.shards import ShardStore
 from reproduce.self_prediction.schemas import META_TRAINED, META_UNTRAINED
 from reproduce.self_prediction.runs import (Plan, _bases, _finetune_params, _grouped, _mapped, _objects, _runs, _trained_objects, trained_model_name)
 from reproduce.stage import (DATA, WORK, make_engine, fingerprint, load_model, setup_stage, atomic_write_parquet)
 
-
-META_MAX_NEW_TOKENS = {"closed": 6, "open": 10}
 
 
 def meta_predictions(plan: Plan, lm, engine: Engine, stage: str, work: Path = WORK,

@@ -247,6 +247,10 @@ _ALL += [
 PROPERTIES: dict[str, ResponseProperty] = {p.name: p for p in _ALL}
 
 
+#: the meta-level generation budget, in new tokens, of a property with a closed answer set and of an open one
+META_MAX_NEW_TOKENS = {"closed": 6, "open": 10}
+
+
 def get_property(name: str) -> ResponseProperty:
     try:
         return PROPERTIES[name]

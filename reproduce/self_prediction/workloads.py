@@ -5,7 +5,7 @@ the training pairs of the profile's tasks, rendered in the model's own prompt fo
 from __future__ import annotations
 
 from reproduce.lm.memory_plan import TRAIN_SPAN, prompt_lengths as _lengths
-from reproduce.self_prediction.meta_level import META_MAX_NEW_TOKENS
+from reproduce.self_prediction.properties import META_MAX_NEW_TOKENS
 
 
 def workloads(plan, tok, fmt) -> dict[str, dict]:
