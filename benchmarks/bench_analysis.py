@@ -26,12 +26,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import analysis.bayes as B
 import analysis.self_prediction.frequentist as F
 import analysis.self_prediction.hierarchical as M
+import analysis.self_prediction.predictive as P
 
-TIMED = {M: ["contrast_model", "calibration_model", "behaviour_model", "prior_predictive_accuracy", "sample",
-             "check_convergence", "cell_probabilities", "marginal_effects", "accuracy_draws",
-             "posterior_predictive_check"],
+TIMED = {M: ["contrast_model", "calibration_model", "behaviour_model", "cell_probabilities", "marginal_effects",
+             "accuracy_draws"],
+         B: ["sample", "check_convergence"],
+         P: ["prior_predictive_accuracy", "posterior_predictive_check"],
          F: ["cluster_bootstrap_difference", "glm_cluster"]}
 
 
@@ -87,7 +90,7 @@ def stage(profile_name: str, seed: int, keep: Path | None, report_gate: bool = F
     for (mod, n), fn in originals.items():
         setattr(mod, n, _timed(records, n, fn))
     if report_gate:  # time the whole stage even on tables whose fits have, say, a divergent transition
-        gate = M.check_convergence
+        gate = B.check_convergence
 
         def reporting_gate(idata, name, **kwargs):
             try:
@@ -95,7 +98,7 @@ def stage(profile_name: str, seed: int, keep: Path | None, report_gate: bool = F
             except M.ConvergenceError as e:
                 print(f"GATE (reported, not raised): {e}")
                 return M.diagnostics(idata)
-        M.check_convergence = _timed(records, "check_convergence", reporting_gate)
+        B.check_convergence = _timed(records, "check_convergence", reporting_gate)
     try:
         wall, cpu = time.perf_counter(), time.process_time()
         metrics = S.run_analysis(profile, data, root / "analysis")

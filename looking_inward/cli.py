@@ -30,7 +30,6 @@ from reproduce.config import DEFAULT_PARAMS, REPO_ROOT, load_params, record_read
 from reproduce.errors import MissingInput, ProjectError, UsageError  # noqa: E402
 
 #: every stage command records its wall time here (not a DVC output: it survives re-runs of other stages)
-TIMINGS = REPO_ROOT / "data" / "timings.json"
 PROFILE_HELP = "run profiles/PROFILE.yaml as written instead of the params file (e.g. smoke, paper)"
 
 
@@ -186,90 +185,19 @@ def cmd_analysis(args) -> None:
 def cmd_check_models(args) -> None:
     import json
 
-    from tqdm.auto import tqdm
+    from analysis.self_prediction.recovery import run_checks
 
-    import analysis.self_prediction.recovery as checks
-    import analysis.self_prediction.hierarchical as M
-    from reproduce.io import atomic_write_json, atomic_write_parquet
-
-    profile = _profile(args)
-    rope = profile.analysis.rope
-    settings = M.SamplerSettings(draws=args.draws, tune=args.draws, chains=2, target_accept=0.95,
-                                 seed=profile.seed)
-    out = Path(args.out)
-    summary = {"rope": rope, "settings": {"draws": args.draws, "tune": args.draws, "chains": 2}}
-
-    def bar(desc, total):
-        b = tqdm(total=total, desc=desc, unit="fit")
-        return b, lambda done, _total: b.update(done - b.n)
-
-    if args.sbc:
-        b, cb = bar("SBC", args.sbc)
-        ranks = checks.sbc(args.sbc, seed=profile.seed, settings=settings, progress=cb)
-        b.close()
-        uni = checks.rank_uniformity(ranks)
-        atomic_write_parquet(out / "sbc_ranks.parquet", ranks)
-        atomic_write_parquet(out / "sbc_uniformity.parquet", uni)
-        checks.plot_ranks(ranks, out / "sbc_ranks.png")
-        summary["sbc"] = {"reps": args.sbc, "parameters": len(uni), "min_p_value": float(uni["p_value"].min()),
-                          "rejected_at_1pct": int((uni["p_value"] < 0.01).sum()),
-                          "divergent_reps": int(ranks.groupby("rep")["divergences"].first().gt(0).sum())}
-        print(uni.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    for name, delta, skill, weights in (("null", 0.0, (0.5, -0.5), (1.5, 0.5)),
-                                        ("skill_gap", 0.4, (0.5, -0.5), (1.5, 0.5))):
-        if not args.scenario_reps:
-            break
-        b, cb = bar(f"scenario {name}", args.scenario_reps)
-        rows = checks.scenario(args.scenario_reps, delta, skill, weights, rope, seed=profile.seed,
-                               settings=settings, progress=cb)
-        b.close()
-        atomic_write_parquet(out / f"scenario_{name}.parquet", rows)
-        summary[f"scenario_{name}"] = {"delta_logit": delta, "skill_logit": list(skill), "weights": list(weights),
-                                       **checks.summarise_scenario(rows, rope)}
-    if args.loto:
-        import pandas as pd
-
-        from analysis.self_prediction.fits import advantage_groups as _advantage_groups
-        from analysis.self_prediction.tidy import main_trained, with_cell
-
-        pred_path = Path(args.analysis) / "tidy" / "predictions.parquet"
-        if not pred_path.exists():
-            raise MissingInput(f"{pred_path} is missing: run the analysis stage first (`dvc repro analysis`)")
-        pred = pd.read_parquet(pred_path)
-        trained = with_cell(main_trained(pred))
-        loto_settings = M.SamplerSettings(draws=profile.analysis.draws, tune=profile.analysis.tune,
-                                          chains=profile.analysis.chains, target_accept=profile.analysis.target_accept,
-                                          seed=profile.seed)
-        b, cb = bar("leave one task out", trained["task"].nunique())
-        loto = checks.leave_one_task_out(trained, advantage_groups(trained), loto_settings, seed=profile.seed,
-                                         progress=cb)
-        b.close()
-        atomic_write_parquet(out / "leave_one_task_out.parquet", loto)
-        summary["leave_one_task_out"] = {"tasks": int(loto["task"].nunique()), "coverage": float(loto["covered"].mean()),
-                                         "missed": [f"{r.task}/{r.arm}" for r in loto.itertuples() if not r.covered]}
-        print(loto.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    # a run of some checks keeps the results of the others from an earlier run
-    previous = json.loads((out / "checks.json").read_text()) if (out / "checks.json").exists() else {}
-    atomic_write_json(out / "checks.json", {**previous, **summary})
+    summary = run_checks(_profile(args), Path(args.out), args.draws, args.sbc, args.scenario_reps, args.loto,
+                         Path(args.analysis))
     print(json.dumps(summary, indent=1))
 
 
 def cmd_power(args) -> None:
-    from analysis.self_prediction.power import run_power
+    from analysis.self_prediction.power import power_text, run_power
 
     profile = _profile(args)
-    r = run_power(Path(args.analysis), profile.analysis.rope, profile.seed, reps=args.reps,
-                  validate_reps=args.validate, use_prior=args.prior)
-    d = r["design"]
-    print(f"design: {d['tasks']} held-out tasks, {d['items']} scored items per task and target, "
-          f"{d['properties']} properties per task; heterogeneity: {r['heterogeneity_source']}")
-    print(f"minimum advantage detected with 80% power (interval above +/- {r['rope']:g} points): "
-          f"{r['mda_observed_tasks']:.1f} points on the observed tasks, {r['mda_new_tasks']:.1f} points for new tasks")
-    print(r["by_size"].to_string(index=False, float_format=lambda x: f"{x:.2f}"))
-    if "validation" in r:
-        v = r["validation"]
-        print(f"validation at {v['advantage']:.1f} points ({v['reps']} Bayesian fits): power {v['power_bayes']:.2f} "
-              f"(approximation {v['power_approximation']:.2f}), verdicts agree in {100 * v['agreement']:.0f}%")
+    print(power_text(run_power(Path(args.analysis), profile.analysis.rope, profile.seed, reps=args.reps,
+                               validate_reps=args.validate, use_prior=args.prior)))
 
 
 def cmd_figures(args) -> None:
@@ -301,28 +229,10 @@ def cmd_release(args) -> None:
 
 
 def cmd_artifacts(args) -> None:
-    from reproduce.cards import sync_artifacts
-    from reproduce.citation import read_manifests
-    from reproduce.errors import DataError
+    from reproduce.cards import artifacts
 
-    manifests = read_manifests(Path(args.data_raw), "all")
-    if not manifests:  # an empty section would drop every dataset from dvc.yaml
-        raise DataError(f"no dataset manifests (*/manifest.json) under {args.data_raw}: pass --data-raw with the "
-                        f"project's datasets folder, or run `looking-inward datasets` first")
-    if args.tag:
-        from reproduce.cards import tag_datasets
-
-        for tag in tag_datasets(manifests):
-            print(f"tagged {tag}")
-        return
-    in_step = sync_artifacts(manifests, write=not args.check)
-    if in_step:
-        print("dvc.yaml's artifacts are in step with the dataset manifests")
-    elif args.check:
-        raise DataError("dvc.yaml's artifacts section is out of step with data_raw/*/manifest.json; run "
-                        "`looking-inward artifacts` to rewrite it")
-    else:
-        print("dvc.yaml: artifacts section rewritten from the dataset manifests")
+    for line in artifacts(Path(args.data_raw), tag=args.tag, check=args.check):
+        print(line)
 
 
 def cmd_dvc_deps(args) -> None:
@@ -354,109 +264,30 @@ def cmd_import_release(args) -> None:
 
 
 def cmd_models(args) -> None:
-    from reproduce.lm.models import EMBEDDED, ModelError, load, resolve
+    from reproduce.lm.model_check import check_specs
 
-    specs = args.specs or list(EMBEDDED)
-    failed = []
-    for spec in specs:
-        try:
-            ref = resolve(spec)
-            line = f"{ref.name:<16} {ref.kind:<9} {ref.path}"
-            if args.load:
-                t = time.time()
-                lm = load(ref)
-                line += f"  [{lm.format.kind} format, loaded in {time.time() - t:.1f}s]"
-            print(line)
-        except ModelError as exc:
-            print(f"{spec}: {exc}")
-            failed.append(spec)
-    if failed:
-        raise ModelError(f"{len(failed)} of {len(specs)} model specs cannot be used offline: {', '.join(failed)}")
-
-
-def record_timing(stage: str, seconds: float, path: Path = TIMINGS, processes: int = 1) -> None:
-    """Merge one stage's wall time, with the hardware it ran on, into ``path`` (atomically)."""
-    import json
-    from datetime import datetime, timezone
-
-    import torch
-
-    from reproduce.hardware import describe
-    from reproduce.io import atomic_write_json
-
-    data = json.loads(path.read_text()) if path.exists() else {}
-    entry = {"seconds": round(seconds, 1), "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-             "hardware": describe("cuda" if torch.cuda.is_available() else "cpu"), "processes": processes}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        entry["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
-    data.setdefault("stages", {})[stage] = entry
-    atomic_write_json(path, data)
+    check_specs(args.specs, load_weights=args.load, report=print)
 
 
 def cmd_timings(args) -> None:
-    import json
+    from reproduce.time_estimate import save_reference
+    from reproduce.timings import timings_text
 
     path = Path(args.file)
     if not path.exists():
         raise MissingInput(f"{path} does not exist yet; it is written by each stage of `dvc repro`")
-    if args.save_reference:
-        print(f"wrote {_save_reference(path, Path(args.save_reference))}")
-        return
-    stages = json.loads(path.read_text()).get("stages", {})
-    order = ["datasets", "object-level", "meta-untrained", "finetune-self", "object-level-trained", "finetune-cross",
-             "meta-trained", "calibration", "behaviour-change", "analysis", "figures", "report"]
-    total = 0.0
-    for name in sorted(stages, key=lambda n: (order.index(n) if n in order else len(order), n)):
-        t = stages[name]
-        total += t["seconds"]
-        peak = f"   peak GPU {t['peak_gpu_gib']:.1f} GiB" if "peak_gpu_gib" in t else ""
-        print(f"{name:<20} {t['seconds'] / 60:7.1f} min   {t['finished']}   {t['hardware']}{peak}")
-    print(f"{'total':<20} {total / 60:7.1f} min")
-
-
-def _save_reference(timings: Path, out: Path) -> Path:
-    """Write the reference run for ``plan``'s time estimate from this run's timings and settings; the matmul rate
-    is measured now, so this must run on the run's machine, in its environment."""
-    import json
-
-    import torch
-
-    from reproduce.cards import _git_commit
-    from reproduce.time_estimate import EstimateError, build_reference, run_hardware, stage_params, threads_of
-    from reproduce.hardware import describe, probe_bf16, resolve_dtype
-    from reproduce.io import atomic_write_json
-
-    label, profile = load_params(DEFAULT_PARAMS)
-    data = json.loads(timings.read_text())
-    ran = run_hardware(data, stage_params())
-    torch.set_num_threads(threads_of(ran))
-    if describe("cpu") != ran:
-        raise EstimateError(f"this environment ({describe('cpu')}) is not the run's ({ran}): save the reference on "
-                            "the machine, and with the environment variables, the run used")
-    dtype = resolve_dtype(profile.dtype, "cpu").dtype
-    ref = build_reference(data, profile, label, ran, probe_bf16("cpu"), dtype, _git_commit(REPO_ROOT),
-                          workload=_workload_here(profile, dtype))
-    atomic_write_json(out, ref)
-    return out
-
-
-def _workload_here(profile, dtype: str) -> dict:
-    """The workload probe on this CPU at the dtype and mixed precision the profile's stages resolve to."""
-    from reproduce.time_estimate import measure_workload
-    from reproduce.hardware import resolve_mixed_precision
-
-    mixed = resolve_mixed_precision(profile.finetune.mixed_precision if profile.finetune else "no", "cpu")
-    return measure_workload(dtype, mixed)
+    print(f"wrote {save_reference(path, Path(args.save_reference))}" if args.save_reference else timings_text(path))
 
 
 def cmd_plan(args) -> None:
     from reproduce.lm.memory_plan import main_plan
+    from reproduce.time_estimate import time_estimate_text
     from reproduce.self_prediction.runs import Plan
 
     profile = _profile(args)
     print(main_plan(Plan(profile), args.device, args.memory_gib, extra=_experiments_plan(profile)))
     print()
-    print(_time_estimate(profile, args.device))
+    print(time_estimate_text(profile, args.device))
 
 
 def _experiments_plan(profile):
@@ -476,47 +307,6 @@ def _experiments_plan(profile):
     return plan
 
 
-def _time_estimate(profile, device: str | None) -> str:
-    """``plan``'s time estimate: the reference run's stage times scaled by this machine's workload probe (a
-    reference without one: by its matmul rate)."""
-    import torch
-
-    from reproduce.time_estimate import estimate, format_estimate, load_references, probe_text
-    from reproduce.hardware import describe, probe_bf16, resolve_dtype, usable_cpus
-
-    references = load_references()
-    if not references:
-        return "no time estimate: reproduce/reference_run.json is missing (`looking-inward timings --save-reference`)"
-    reference = references[0]
-    if device is None:
-        device = "cuda" if profile.device in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
-    if device != "cpu":
-        return (f"no time estimate for {device}: the reference run ({reference['profile']}, "
-                f"{reference['hardware']}) is a CPU run")
-    torch.set_num_threads(profile.threads or usable_cpus())  # the stages' rule for threads: null
-    dtype = resolve_dtype(profile.dtype, "cpu").dtype
-    fp32, bf16 = probe_bf16("cpu")
-    rates = {"float32": fp32, "bfloat16": bf16}
-    reference = next((r for r in references if r["dtype"] == dtype), reference)  # a run at this machine's dtype
-    if reference.get("workload"):  # the probe runs at each side's own dtype, so the dtypes may differ
-        probe = _workload_here(profile, dtype)
-        return format_estimate(estimate(profile, reference, rates[dtype], workload_here=probe), reference,
-                               f"{describe('cpu')}, {dtype} matmul {rates[dtype]:.0f} GFLOP/s, {probe_text(probe)}")
-    if dtype == reference["dtype"]:
-        rate = rates[dtype]
-        return format_estimate(estimate(profile, reference, rate), reference,
-                               f"{describe('cpu')}, {dtype} matmul {rate:.0f} GFLOP/s")
-    # a matmul probe's ratio between dtypes does not carry over to whole stages (small products, and the
-    # other 30% of the time, gain less from bf16), so only the reference's own dtype is scaled
-    other = reference["dtype"]
-    if other not in rates:
-        return f"no time estimate: the reference ran in {other}"
-    text = format_estimate(estimate(profile, reference, rates[other]), reference,
-                           f"{describe('cpu')}, if run with dtype: {other} (matmul {rates[other]:.0f} GFLOP/s)")
-    return (f"no time estimate at this machine's dtype ({dtype}, {profile.dtype}): the reference ran in {other}. "
-            f"The same stages with dtype: {other}:\n{text}")
-
-
 def cmd_hardware(args) -> None:
     import torch
 
@@ -527,9 +317,8 @@ def cmd_hardware(args) -> None:
     if args.measure:
         forget_probe()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    print(describe(device))
     c = resolve_dtype("auto", device)
-    print(f"dtype auto -> {c.dtype}: {c.reason}")
+    print(f"{describe(device)}\ndtype auto -> {c.dtype}: {c.reason}")
 
 
 def cmd_use_profile(args) -> None:
@@ -731,6 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_models)
 
     s = sub.add_parser("timings", help="the wall time of each pipeline stage's last run, and the hardware it ran on")
+    from reproduce.timings import TIMINGS
+
     s.add_argument("--file", default=str(TIMINGS), help="timings file (default: %(default)s)")
     s.add_argument("--save-reference", metavar="JSON", default=None,
                    help="after a whole `dvc repro`, write the run (stage times, settings, this machine's matmul rate "
@@ -815,6 +606,7 @@ def main(argv: list[str] | None = None) -> int:
         if timed:
             import reproduce.dist as dist
             from reproduce.pipeline import check_stage
+            from reproduce.timings import record_timing
 
             check_stage(timed, reads)  # dvc.yaml declares every setting and module the stage used
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 
+import pandas as pd
+
 from reproduce.config import REPO_ROOT
 from reproduce.errors import ProjectError
 
@@ -67,7 +69,7 @@ def fmt_prob(p: float) -> str:
     return "n/a" if p is None or p != p else probability_text(p)
 
 
-def _count(v) -> str:
+def count_text(v) -> str:
     return f"{int(round(v)):,}"
 
 
@@ -85,7 +87,7 @@ def format_key(key: str, value: Any) -> str:
         return bound(100 * value)
     if (key.endswith(("_k", "_n", "_n_informative")) or key.startswith("n_")
             or key in ("behaviour_evaluated", "behaviour_changed", "behaviour_comparable")):
-        return _count(value)
+        return count_text(value)
     if key.startswith(("behaviour_share_", "behaviour_changed_share")):
         return bound(100 * value)
     return bound(value)
@@ -101,7 +103,7 @@ def fmt_bound(value: float, digits: int = 1) -> str:
     return fmt(value, digits)
 
 
-def _ci(estimate: float, low: float, high: float, scale: float = 1.0, digits: int = 1) -> str:
+def ci_text(estimate: float, low: float, high: float, scale: float = 1.0, digits: int = 1) -> str:
     """An estimate with its interval, ``"4.2 [3.0, 5.8]"``; ``scale=100`` turns shares into percentages. A bound
     that is not zero never prints as zero (:func:`fmt_bound`)."""
     def scaled(v):  # a missing value (a cross-check that could not be computed) stays missing: fmt says n/a
@@ -111,9 +113,9 @@ def _ci(estimate: float, low: float, high: float, scale: float = 1.0, digits: in
             f"{fmt_bound(scaled(high), digits)}]")
 
 
-def _interval(d: dict, key: str = "mean", scale: float = 1.0) -> str:
-    """:func:`_ci` of a summary dict with ``key``, ``low`` and ``high``."""
-    return _ci(d[key], d["low"], d["high"], scale)
+def interval_text(d: dict, key: str = "mean", scale: float = 1.0) -> str:
+    """:func:`ci_text` of a summary dict with ``key``, ``low`` and ``high``."""
+    return ci_text(d[key], d["low"], d["high"], scale)
 
 
 def fig_id(name: str) -> str:
@@ -154,7 +156,7 @@ def gate_sentence(diagnostics: list[dict]) -> str:
     return f"Every fit passed the convergence gate ({n} fit{'' if n == 1 else 's'}{again})."
 
 
-def _read_json(path: Path, what: str) -> dict:
+def read_json(path: Path, what: str) -> dict:
     if not path.exists():
         raise ReportError(f"{path} is missing: run the {what} stage first (`dvc repro {what}`)")
     return json.loads(path.read_text())
@@ -176,3 +178,46 @@ def model_text(s: str) -> str:
         return ""
     escaped = _MD_PUNCTUATION.sub(lambda m: "\\" + m.group(1), one_line)
     return f"[{escaped}]{{.{MODEL_TEXT_CLASS}}}"
+
+
+def md_table(df: pd.DataFrame, caption: str, label: str) -> str:
+    """A pipe table with a Quarto caption and label; cells are strings already. Column widths are relative
+    to the longest word and cell of each column (the dashes of the separator line say so to pandoc, which
+    then wraps cells to the page width in HTML and PDF alike)."""
+    cols = list(df.columns)
+    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    weight = [max([len(w) for w in str(c).split()] + [len(str(v)) ** 0.5 * 3 + max(map(len, str(v).split() or [""]))
+                                                     for v in df[c]]) for c in cols]
+    dashes = [max(3, round(100 * w / sum(weight))) for w in weight]
+    lines = ["| " + " | ".join(esc(c) for c in cols) + " |", "|" + "|".join("-" * d for d in dashes) + "|"]
+    lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines) + f"\n\n: {caption} {{#{label}}}\n"
+
+
+def percent_interval(d: dict) -> str:
+    """A probability (or difference of probabilities) with its interval, in percent."""
+    return f"{fmt(100 * d['mean'])}% [{fmt(100 * d['low'])}, {fmt(100 * d['high'])}]"
+
+
+def points_interval(d: dict) -> str:
+    return f"{signed(100 * d['mean'])} points [{signed(100 * d['low'])}, {signed(100 * d['high'])}]"
+
+
+def kappa_text(k: float | None, undefined: str = "undefined") -> str:
+    """Cohen's kappa to two decimals (a rounding to zero printed as 0.00, not -0.00); ``undefined`` for None."""
+    return undefined if k is None else fmt(k, 2)
+
+
+def join_words(words: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def markdown_safe(meta):
+    """Metadata values are read as Markdown (by Quarto and by pandoc's ``--metadata-file``): a value that
+    starts with ``>`` (``"> 0.99"``) would become a block quote and lose its sign, so it is escaped."""
+    if isinstance(meta, dict):
+        return {k: markdown_safe(v) for k, v in meta.items()}
+    if isinstance(meta, str) and meta.startswith((">", "<")):
+        return "\\" + meta
+    return meta

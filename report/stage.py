@@ -12,8 +12,8 @@ from reproduce.citation import read_manifests
 from reproduce.config import Profile
 from reproduce.io import atomic_write_bytes
 from report.checks import check_html
-from report.formatting import ANALYSIS, DATA_RAW, FIGURES, PAPER, REPORT, ReportError, _read_json
-from report.self_prediction.numbers import _markdown_safe, build_numbers
+from report.formatting import ANALYSIS, DATA_RAW, FIGURES, PAPER, REPORT, ReportError, markdown_safe, read_json
+from report.self_prediction.numbers import build_numbers
 from report.render import render
 from report.self_prediction.tables import build_tables
 
@@ -22,9 +22,9 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
             paper: Path = PAPER, data_raw: Path = DATA_RAW, injection: Path | None = None) -> dict:
     """Write ``paper/_generated/`` (numbers.yml, tables/*.md, figures/*.png) from the pipeline's outputs;
     returns the figures' index (``data/figures/index.json``)."""
-    numbers = _read_json(Path(analysis) / "numbers.json", "analysis")
-    metrics = _read_json(Path(analysis) / "metrics.json", "analysis")
-    index = _read_json(Path(figures) / "index.json", "figures")
+    numbers = read_json(Path(analysis) / "numbers.json", "analysis")
+    metrics = read_json(Path(analysis) / "metrics.json", "analysis")
+    index = read_json(Path(figures) / "index.json", "figures")
     missing = [f"{name}.png" for name in index if not (Path(figures) / f"{name}.png").exists()]
     if missing:
         raise ReportError(f"figures missing under {figures}: {', '.join(missing)}; run `dvc repro figures`")
@@ -33,7 +33,7 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     manifests = [m for m in manifests if m["name"] in used]
     reference = yaml.safe_load((Path(paper) / "reference_results.yml").read_text())
     gen = Path(paper) / "_generated"
-    power = _read_json(Path(analysis) / "power" / "power.json", "power")
+    power = read_json(Path(analysis) / "power" / "power.json", "power")
     experiments = read_manifests(data_raw, "experiment")
     counts = {m["name"]: m.get("counts", {}) for m in experiments}
     # the experiment datasets the run's stages read (a profile without a section skips its stage)
@@ -53,7 +53,7 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     inj_numbers = injection / "analysis" / "numbers.json"
     rule = json.loads(inj_numbers.read_text()).get("coherence_rule", {}) if inj_numbers.exists() else {}
     meta["run"]["coherence_perplexity_factor"] = f"{rule['perplexity_factor']:g}" if rule else "n/a"
-    atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(_markdown_safe(meta), sort_keys=True,
+    atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(markdown_safe(meta), sort_keys=True,
                                                            allow_unicode=True).encode())
     for name in index:  # the figures travel with the manuscript, so that it renders from paper/ alone
         atomic_write_bytes(gen / "figures" / f"{name}.png", (Path(figures) / f"{name}.png").read_bytes())

@@ -48,7 +48,7 @@ def _git(root: Path, *args: str, timeout: float | None = None) -> subprocess.Com
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=timeout)
 
 
-def _git_commit(root: Path) -> str | None:
+def git_commit(root: Path) -> str | None:
     try:
         out = _git(root, "rev-parse", "HEAD", timeout=10)
     except (OSError, subprocess.TimeoutExpired):
@@ -92,7 +92,7 @@ def behaviour_card(name: str, root: Path = REPO_ROOT, params: Path = DEFAULT_PAR
         "models": sorted(models), "dtype": sorted(dtypes),
         "profile": label, "edited_settings": changed,
         "hardware": ran.get("hardware"), "finished": ran.get("finished"),
-        "code": {"package": __version__, "git_commit": _git_commit(code_root),
+        "code": {"package": __version__, "git_commit": git_commit(code_root),
                  "stage_modules_sha256": code_hash(stage, code_root)},
         "licence": "CC-BY-4.0 (the answers); the models' own licences apply to the models",
     }
@@ -175,3 +175,25 @@ def tag_datasets(manifests: list[dict], root: Path = REPO_ROOT) -> list[str]:
             raise MissingInput(f"git tag {tag} failed: {out.stderr.strip()}")
         made.append(tag)
     return made
+
+
+def artifacts(data_raw: Path, tag: bool = False, check: bool = False) -> list[str]:
+    """``looking-inward artifacts``: rewrite dvc.yaml's artifacts section from the dataset manifests under
+    ``data_raw`` (``check``: fail when it is out of step instead; ``tag``: tag each dataset version in git).
+    Returns what to print."""
+    from reproduce.citation import read_manifests
+    from reproduce.errors import DataError
+
+    manifests = read_manifests(Path(data_raw), "all")
+    if not manifests:  # an empty section would drop every dataset from dvc.yaml
+        raise DataError(f"no dataset manifests (*/manifest.json) under {data_raw}: pass --data-raw with the "
+                        f"project's datasets folder, or run `looking-inward datasets` first")
+    if tag:
+        return [f"tagged {t}" for t in tag_datasets(manifests)]
+    in_step = sync_artifacts(manifests, write=not check)
+    if in_step:
+        return ["dvc.yaml's artifacts are in step with the dataset manifests"]
+    if check:
+        raise DataError("dvc.yaml's artifacts section is out of step with data_raw/*/manifest.json; run "
+                        "`looking-inward artifacts` to rewrite it")
+    return ["dvc.yaml: artifacts section rewritten from the dataset manifests"]

@@ -309,3 +309,75 @@ def build_reference(timings: dict, params: Profile, label: str, hardware: str, r
             "finished": max(t["finished"] for t in timed.values()), "commit": commit,
             "stages": {s: {"seconds": t["seconds"]} for s, t in timed.items()},
             "params": params.model_dump(), **({"workload": workload} if workload else {})}
+
+
+def save_reference(timings: Path, out: Path) -> Path:
+    """Write the reference run for ``plan``'s time estimate from this run's timings and settings; the matmul rate
+    is measured now, so this must run on the run's machine, in its environment."""
+    import torch
+
+    from reproduce.cards import git_commit
+    from reproduce.config import DEFAULT_PARAMS, REPO_ROOT, load_params
+    from reproduce.hardware import describe, probe_bf16, resolve_dtype
+    from reproduce.io import atomic_write_json
+
+    label, profile = load_params(DEFAULT_PARAMS)
+    data = json.loads(timings.read_text())
+    ran = run_hardware(data, stage_params())
+    torch.set_num_threads(threads_of(ran))
+    if describe("cpu") != ran:
+        raise EstimateError(f"this environment ({describe('cpu')}) is not the run's ({ran}): save the reference on "
+                            "the machine, and with the environment variables, the run used")
+    dtype = resolve_dtype(profile.dtype, "cpu").dtype
+    ref = build_reference(data, profile, label, ran, probe_bf16("cpu"), dtype, git_commit(REPO_ROOT),
+                          workload=workload_here(profile, dtype))
+    atomic_write_json(out, ref)
+    return out
+
+
+def workload_here(profile, dtype: str) -> dict:
+    """The workload probe on this CPU at the dtype and mixed precision the profile's stages resolve to."""
+    from reproduce.hardware import resolve_mixed_precision
+
+    mixed = resolve_mixed_precision(profile.finetune.mixed_precision if profile.finetune else "no", "cpu")
+    return measure_workload(dtype, mixed)
+
+
+def time_estimate_text(profile, device: str | None) -> str:
+    """``plan``'s time estimate: the reference run's stage times scaled by this machine's workload probe (a
+    reference without one: by its matmul rate)."""
+    import torch
+
+    from reproduce.hardware import describe, probe_bf16, resolve_dtype, usable_cpus
+
+    references = load_references()
+    if not references:
+        return "no time estimate: reproduce/reference_run.json is missing (`looking-inward timings --save-reference`)"
+    reference = references[0]
+    if device is None:
+        device = "cuda" if profile.device in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
+    if device != "cpu":
+        return (f"no time estimate for {device}: the reference run ({reference['profile']}, "
+                f"{reference['hardware']}) is a CPU run")
+    torch.set_num_threads(profile.threads or usable_cpus())  # the stages' rule for threads: null
+    dtype = resolve_dtype(profile.dtype, "cpu").dtype
+    fp32, bf16 = probe_bf16("cpu")
+    rates = {"float32": fp32, "bfloat16": bf16}
+    reference = next((r for r in references if r["dtype"] == dtype), reference)  # a run at this machine's dtype
+    if reference.get("workload"):  # the probe runs at each side's own dtype, so the dtypes may differ
+        probe = workload_here(profile, dtype)
+        return format_estimate(estimate(profile, reference, rates[dtype], workload_here=probe), reference,
+                               f"{describe('cpu')}, {dtype} matmul {rates[dtype]:.0f} GFLOP/s, {probe_text(probe)}")
+    if dtype == reference["dtype"]:
+        rate = rates[dtype]
+        return format_estimate(estimate(profile, reference, rate), reference,
+                               f"{describe('cpu')}, {dtype} matmul {rate:.0f} GFLOP/s")
+    # a matmul probe's ratio between dtypes does not carry over to whole stages (small products, and the
+    # other 30% of the time, gain less from bf16), so only the reference's own dtype is scaled
+    other = reference["dtype"]
+    if other not in rates:
+        return f"no time estimate: the reference ran in {other}"
+    text = format_estimate(estimate(profile, reference, rates[other]), reference,
+                           f"{describe('cpu')}, if run with dtype: {other} (matmul {rates[other]:.0f} GFLOP/s)")
+    return (f"no time estimate at this machine's dtype ({dtype}, {profile.dtype}): the reference ran in {other}. "
+            f"The same stages with dtype: {other}:\n{text}")

@@ -8,6 +8,7 @@ import pytest
 import analysis.bayes as bayes
 import analysis.self_prediction.frequentist as freq
 import analysis.self_prediction.hierarchical as M
+import analysis.self_prediction.predictive as P
 import analysis.self_prediction.tidy as tidy
 from analysis.self_prediction.simulate import simulate_predictions
 from analysis.self_prediction.calibration import calibration_curve, mad, mad_bootstrap
@@ -251,9 +252,9 @@ def test_frequentist_and_bayesian_estimates_agree(recovery):
 @pytest.mark.slow
 def test_prior_and_posterior_predictive_checks(recovery):
     df, truth, data, model, idata = recovery
-    prior = M.prior_predictive_accuracy(model, data)
+    prior = P.prior_predictive_accuracy(model, data)
     assert prior["q05"] < 0.2 and prior["q95"] > 0.8 and prior["extreme_share"] < 0.05  # weak, not extreme
-    ppc = M.posterior_predictive_check(idata, data)
+    ppc = P.posterior_predictive_check(idata, data)
     assert len(ppc) == 2 * 3 * 3 * 2 and ppc["covered"].mean() > 0.8
     assert (ppc.groupby("self")["observed"].sum().sort_index().to_list()
             == df.groupby("self")["correct"].sum().sort_index().to_list())

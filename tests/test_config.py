@@ -106,7 +106,8 @@ def test_models_command_fails_for_an_unavailable_model(capsys):
 def test_each_stage_records_its_wall_time_and_hardware(tmp_path, capsys):
     import json
 
-    from looking_inward.cli import cmd_timings, record_timing
+    from looking_inward.cli import cmd_timings
+    from reproduce.timings import record_timing
 
     path = tmp_path / "timings.json"
     record_timing("object-level", 125.04, path)

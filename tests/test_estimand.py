@@ -5,6 +5,8 @@ import pandas as pd
 import pytest
 
 import analysis.self_prediction.hierarchical as M
+
+import analysis.self_prediction.predictive as P
 from analysis.self_prediction.simulate import simulate_directions
 from analysis.verdicts import headline, verdict
 from reproduce.errors import DataError
@@ -60,7 +62,7 @@ def test_delta_is_recovered_when_skill_differs_and_targets_carry_unequal_weights
     newer = M.new_task_delta(idata, data, new=("task", "cell", "property"), samples=100)
     assert width(newer) > width(new)
     # unit-level checks: data drawn from the model are reproduced ...
-    u = M.unit_level_check(idata, data).set_index("statistic")
+    u = P.unit_level_check(idata, data).set_index("statistic")
     assert set(u.index) == {"all_correct_self", "none_correct_self", "all_correct_cross", "none_correct_cross",
                             "disagreement"}
     assert u["covered"].sum() >= 4
@@ -69,7 +71,7 @@ def test_delta_is_recovered_when_skill_differs_and_targets_carry_unequal_weights
 
     c = data.cells.copy()
     c["k"] = c.groupby(["unit", "self"])["k"].transform("first")
-    flagged = M.unit_level_check(idata, replace(data, cells=c)).set_index("statistic")
+    flagged = P.unit_level_check(idata, replace(data, cells=c)).set_index("statistic")
     assert flagged.loc["all_correct_self", "observed"] > flagged.loc["all_correct_self", "rep_high"]
     assert flagged.loc["none_correct_cross", "observed"] > flagged.loc["none_correct_cross", "rep_high"]
     # the mode of reporting: one direction is an advantage, the other a reverse one
@@ -97,8 +99,8 @@ def test_the_rescaled_priors_do_not_pile_up_at_the_extremes():
     df, _ = simulate_directions(seed=1, items=6)
     data = M.advantage_data(df, ["task", "property"])
     old = M.to_cells(df, "self", ["target", "task", "property"], "unit")
-    new_prior = M.prior_cell_accuracy(M.advantage_model(data), data)
-    old_prior = M.prior_cell_accuracy(M.contrast_model(old), old)
+    new_prior = P.prior_cell_accuracy(M.advantage_model(data), data)
+    old_prior = P.prior_cell_accuracy(M.contrast_model(old), old)
     assert new_prior["extreme_share"] < 0.05 < old_prior["extreme_share"]
     mid = lambda d: d["density"][9:11]  # noqa: E731
     assert max(new_prior["density"][0], new_prior["density"][-1]) < min(mid(new_prior))  # hump, not U

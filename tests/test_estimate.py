@@ -131,7 +131,6 @@ def test_the_committed_reference_is_a_whole_run_of_the_default_profile_as_it_is_
 
 
 def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
-    import looking_inward.cli as cli
     import reproduce.hardware as hardware
 
     ref, profile = _reference(gflops=100.0)
@@ -140,7 +139,7 @@ def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
     monkeypatch.setattr(estimate_module, "load_references", lambda: [ref, bf])
     profile = profile.model_copy(update={"dtype": "float32"})
     monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (50.0, 1.0))  # half as fast
-    text = cli._time_estimate(profile, "cpu")
+    text = estimate_module.time_estimate_text(profile, "cpu")
     assert "scaled from the reference run: profile default" in text
     total = sum(v["seconds"] for v in ref["stages"].values())
     model = sum(ref["stages"][s.replace("_", "-")]["seconds"] for s, p in stage_params().items()
@@ -148,19 +147,19 @@ def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
     assert f"{(total + model) / 60:7.1f} min" in text.splitlines()[-2]  # model stages twice as long
     # a machine that would run bf16 is scaled from the bf16 reference run, at its bf16 rate
     monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (100.0, 400.0))
-    text = cli._time_estimate(profile.model_copy(update={"dtype": "auto"}), "cpu")
+    text = estimate_module.time_estimate_text(profile.model_copy(update={"dtype": "auto"}), "cpu")
     assert "bfloat16 matmul" in text and bf["hardware"] in text
     assert f"{total / 2 / 60:7.1f} min" in text.splitlines()[-2]
     # without a reference at its dtype, it gets the float32 estimate, labelled so
     monkeypatch.setattr(estimate_module, "load_references", lambda: [ref])
-    text = cli._time_estimate(profile.model_copy(update={"dtype": "auto"}), "cpu")
+    text = estimate_module.time_estimate_text(profile.model_copy(update={"dtype": "auto"}), "cpu")
     assert text.startswith("no time estimate at this machine's dtype (bfloat16") and "dtype: float32" in text
-    assert cli._time_estimate(profile, "cuda").startswith("no time estimate for cuda")
+    assert estimate_module.time_estimate_text(profile, "cuda").startswith("no time estimate for cuda")
     # a reference with the workload probe is scaled by the probe, run here at this machine's own dtype
     probed = dict(ref, workload=_probe(1.0, 1.0, 1.0))
     monkeypatch.setattr(estimate_module, "load_references", lambda: [probed])
     asked = []
-    monkeypatch.setattr(cli, "_workload_here", lambda p, dtype: asked.append(dtype) or _probe(3.0, 3.0, 3.0, dtype))
-    text = cli._time_estimate(profile.model_copy(update={"dtype": "auto"}), "cpu")
+    monkeypatch.setattr(estimate_module, "workload_here", lambda p, dtype: asked.append(dtype) or _probe(3.0, 3.0, 3.0, dtype))
+    text = estimate_module.time_estimate_text(profile.model_copy(update={"dtype": "auto"}), "cpu")
     assert asked == ["bfloat16"] and "workload probe: inference 3.00 s (bfloat16)" in text
     assert f"{3 * total / 60:7.1f} min" in text.splitlines()[-2]

@@ -241,10 +241,10 @@ def test_text_a_model_wrote_is_printed_as_written_and_not_checked_as_markup(tmp_
     import pandas as pd
 
     from report.formatting import model_text
-    from report.self_prediction.tables import _md_table
+    from report.self_prediction.tables import md_table
 
     reply = 'What is it?? See @fig-one, {{< meta n.nope >}} [@nobody] *not bold* <b>x</b> a|b\nnext line'
-    table = _md_table(pd.DataFrame({"model": ["m"], "reply": [model_text(reply)]}), "Replies.", "tbl-replies")
+    table = md_table(pd.DataFrame({"model": ["m"], "reply": [model_text(reply)]}), "Replies.", "tbl-replies")
     proc = _render(tmp_path, QMD + "\n" + table)
     assert proc.returncode == 0, proc.stderr
     html = proc.stdout
@@ -433,9 +433,9 @@ def test_the_prior_sensitivity_sentence_gives_the_largest_move_from_the_main_fit
 
 
 def test_an_interval_bound_other_than_zero_never_prints_as_zero():
-    from report.formatting import _ci, fmt_bound
+    from report.formatting import ci_text, fmt_bound
 
-    assert _ci(-1.32, -2.78, -0.014) == "\u22121.3 [\u22122.8, \u22120.01]"
+    assert ci_text(-1.32, -2.78, -0.014) == "\u22121.3 [\u22122.8, \u22120.01]"
     assert fmt_bound(0.0004) == "0.0004" and fmt_bound(0.0) == "0.0" and fmt_bound(-0.06) == "\u22120.1"
     assert fmt_bound(1e-9) == "0.0"  # beyond three more decimals: zero as printed
 

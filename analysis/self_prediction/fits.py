@@ -11,6 +11,7 @@ from reproduce.config import Profile
 import analysis.self_prediction.baseline as B
 import analysis.self_prediction.compliance as C
 import analysis.self_prediction.hierarchical as M
+import analysis.self_prediction.predictive as P
 import analysis.self_prediction.tidy as tidy
 from analysis.bayes import sampler_settings
 from analysis.verdicts import headline, verdict
@@ -40,12 +41,12 @@ def _fit(data: M.ContrastData, model, name: str, profile: Profile, seed_offset: 
     """Sample ``model``, gate it, and summarise the marginal effect overall and ``by`` (a list of tables) from
     the cell probabilities ``probabilities(idata, data)`` returns beside any other quantities of the fit
     (``quantities``); with the prior- and posterior-predictive checks."""
-    prior = M.prior_predictive_accuracy(model, data, seed=profile.seed)
+    prior = P.prior_predictive_accuracy(model, data, seed=profile.seed)
     idata, diag = M.sample_gated(model, _settings(profile, seed_offset, name), name)
     probs, quantities = probabilities(idata, data)
     effects = [M.marginal_effects(idata, data, probs=probs).assign(by="overall")]
     effects += [M.marginal_effects(idata, data, b, probs=probs).assign(by="+".join(b)) for b in by]
-    ppc = M.posterior_predictive_check(idata, data, seed=profile.seed)
+    ppc = P.posterior_predictive_check(idata, data, seed=profile.seed)
     return {"data": data, "idata": idata, "probs": probs, "quantities": quantities, "diagnostics": diag,
             "prior": prior, "effects": effects, "ppc": ppc}
 
@@ -73,7 +74,7 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
     rope = profile.analysis.rope
     data = M.advantage_data(trained, groups)
     model = M.advantage_model(data)
-    cells = M.prior_cell_accuracy(model, data, seed=profile.seed)
+    cells = P.prior_cell_accuracy(model, data, seed=profile.seed)
     prior_table = pd.DataFrame({"low": cells["edges"][:-1], "high": cells["edges"][1:], "density": cells["density"]})
 
     def probabilities(idata, d):

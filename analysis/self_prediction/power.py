@@ -301,3 +301,18 @@ def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_re
     atomic_write_parquet(out / "by_size.parquet", by_size)
     atomic_write_json(out / "power.json", result)
     return {**result, "curve": curve, "by_size": by_size}
+
+
+def power_text(r: dict) -> str:
+    """What ``looking-inward power`` prints: the design, the minimum detectable advantages, power by size."""
+    d = r["design"]
+    lines = [f"design: {d['tasks']} held-out tasks, {d['items']} scored items per task and target, "
+             f"{d['properties']} properties per task; heterogeneity: {r['heterogeneity_source']}",
+             f"minimum advantage detected with 80% power (interval above +/- {r['rope']:g} points): "
+             f"{r['mda_observed_tasks']:.1f} points on the observed tasks, {r['mda_new_tasks']:.1f} points for new tasks",
+             r["by_size"].to_string(index=False, float_format=lambda x: f"{x:.2f}")]
+    if "validation" in r:
+        v = r["validation"]
+        lines.append(f"validation at {v['advantage']:.1f} points ({v['reps']} Bayesian fits): "
+                     f"power {v['power_bayes']:.2f} (approximation {v['power_approximation']:.2f}), verdicts agree in {100 * v['agreement']:.0f}%")
+    return "\n".join(lines)

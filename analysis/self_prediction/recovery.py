@@ -12,12 +12,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from reproduce.errors import DataError
+from reproduce.errors import MissingInput, DataError
 from reproduce.io import atomic_path
 
 import analysis.self_prediction.hierarchical as M
@@ -253,3 +256,73 @@ def leave_one_task_out(trained: pd.DataFrame, groups: list[str], settings: M.Sam
         if progress:
             progress(i + 1, len(tasks))
     return pd.DataFrame(rows)
+
+
+def run_checks(profile, out: Path, draws: int, sbc_reps: int, scenario_reps: int, loto: bool,
+               analysis: Path) -> dict:
+    """``looking-inward check-models``: simulation-based calibration (``sbc_reps`` simulated data sets), the
+    null and skill-gap scenarios (``scenario_reps`` each) and leave-one-task-out on the run's predictions, at
+    ``draws`` draws per chain; each result into ``out`` (``checks.json`` keeps the earlier runs' others)."""
+    from tqdm.auto import tqdm
+
+    from reproduce.io import atomic_write_json, atomic_write_parquet
+
+    rope = profile.analysis.rope
+    settings = M.SamplerSettings(draws=draws, tune=draws, chains=2, target_accept=0.95,
+                                 seed=profile.seed)
+    out = Path(out)
+    summary = {"rope": rope, "settings": {"draws": draws, "tune": draws, "chains": 2}}
+
+    def bar(desc, total):
+        b = tqdm(total=total, desc=desc, unit="fit")
+        return b, lambda done, _total: b.update(done - b.n)
+
+    if sbc_reps:
+        b, cb = bar("SBC", sbc_reps)
+        ranks = sbc(sbc_reps, seed=profile.seed, settings=settings, progress=cb)
+        b.close()
+        uni = rank_uniformity(ranks)
+        atomic_write_parquet(out / "sbc_ranks.parquet", ranks)
+        atomic_write_parquet(out / "sbc_uniformity.parquet", uni)
+        plot_ranks(ranks, out / "sbc_ranks.png")
+        summary["sbc"] = {"reps": sbc_reps, "parameters": len(uni), "min_p_value": float(uni["p_value"].min()),
+                          "rejected_at_1pct": int((uni["p_value"] < 0.01).sum()),
+                          "divergent_reps": int(ranks.groupby("rep")["divergences"].first().gt(0).sum())}
+        print(uni.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    for name, delta, skill, weights in (("null", 0.0, (0.5, -0.5), (1.5, 0.5)),
+                                        ("skill_gap", 0.4, (0.5, -0.5), (1.5, 0.5))):
+        if not scenario_reps:
+            break
+        b, cb = bar(f"scenario {name}", scenario_reps)
+        rows = scenario(scenario_reps, delta, skill, weights, rope, seed=profile.seed,
+                               settings=settings, progress=cb)
+        b.close()
+        atomic_write_parquet(out / f"scenario_{name}.parquet", rows)
+        summary[f"scenario_{name}"] = {"delta_logit": delta, "skill_logit": list(skill), "weights": list(weights),
+                                       **summarise_scenario(rows, rope)}
+    if loto:
+        import pandas as pd
+
+        from analysis.self_prediction.fits import advantage_groups
+        from analysis.self_prediction.tidy import main_trained, with_cell
+
+        pred_path = Path(analysis) / "tidy" / "predictions.parquet"
+        if not pred_path.exists():
+            raise MissingInput(f"{pred_path} is missing: run the analysis stage first (`dvc repro analysis`)")
+        pred = pd.read_parquet(pred_path)
+        trained = with_cell(main_trained(pred))
+        loto_settings = M.SamplerSettings(draws=profile.analysis.draws, tune=profile.analysis.tune,
+                                          chains=profile.analysis.chains, target_accept=profile.analysis.target_accept,
+                                          seed=profile.seed)
+        b, cb = bar("leave one task out", trained["task"].nunique())
+        loto = leave_one_task_out(trained, advantage_groups(trained), loto_settings, seed=profile.seed,
+                                         progress=cb)
+        b.close()
+        atomic_write_parquet(out / "leave_one_task_out.parquet", loto)
+        summary["leave_one_task_out"] = {"tasks": int(loto["task"].nunique()), "coverage": float(loto["covered"].mean()),
+                                         "missed": [f"{r.task}/{r.arm}" for r in loto.itertuples() if not r.covered]}
+        print(loto.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    # a run of some checks keeps the results of the others from an earlier run
+    previous = json.loads((out / "checks.json").read_text()) if (out / "checks.json").exists() else {}
+    atomic_write_json(out / "checks.json", {**previous, **summary})
+    return summary

@@ -36,6 +36,7 @@ from reproduce.self_prediction.schemas import BEHAVIOUR_CHANGE, CALIBRATION, MET
 
 import analysis.self_prediction.frequentist as freq
 import analysis.self_prediction.hierarchical as M
+import analysis.self_prediction.predictive as P
 import analysis.self_prediction.original as original
 import analysis.self_prediction.tidy as tidy
 from analysis.self_prediction.calibration import calibration_tables
@@ -226,7 +227,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     tables["advantage_directions"] = adv["directions"]
     tables["prior_cell_accuracy"] = adv["prior_cells"]
     tables["ppc_advantage"] = adv["ppc"]
-    tables["ppc_units"] = M.unit_level_check(adv["idata"], adv["data"], seed=profile.seed)
+    tables["ppc_units"] = P.unit_level_check(adv["idata"], adv["data"], seed=profile.seed)
     metrics["advantage"] = {**adv["metrics"],
                             "by_target": _by_target(adv["effects"]),
                             "groups": groups, "fixed": adv["data"].fixed + ["self x target"],

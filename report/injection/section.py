@@ -14,24 +14,10 @@ from analysis.cells import raw_rate, top_cell
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from report.formatting import fmt, gate_sentence, known, model_text, run_seconds, signed
-from report.self_prediction.numbers import _join
+from report.formatting import (fmt, gate_sentence, join_words, kappa_text, known, md_table, model_text,
+                               percent_interval, points_interval, run_seconds, signed)
 
 INJECTION = REPO_ROOT / "data" / "injection"
-
-
-def _p(d: dict) -> str:
-    """A probability (or difference of probabilities) with its interval, in percent."""
-    return f"{fmt(100 * d['mean'])}% [{fmt(100 * d['low'])}, {fmt(100 * d['high'])}]"
-
-
-def _pp(d: dict) -> str:
-    return f"{signed(100 * d['mean'])} points [{signed(100 * d['low'])}, {signed(100 * d['high'])}]"
-
-
-def _kappa(k: float | None, undefined: str = "undefined") -> str:
-    """Cohen's kappa to two decimals (a rounding to zero printed as 0.00, not -0.00); ``undefined`` for None."""
-    return undefined if k is None else fmt(k, 2)
 
 
 WORDS = {"above": "above", "below": "below", "unclear": "not distinguishable from"}
@@ -43,14 +29,12 @@ def _ties(cell: dict, what: str = "raw rate") -> str:
     tied = cell.get("tied") or []
     if not tied:
         return ""
-    where = _join([f"layer fraction {t['layer_fraction']:g}, strength {t['strength']:g}" for t in tied])
+    where = join_words([f"layer fraction {t['layer_fraction']:g}, strength {t['strength']:g}" for t in tied])
     return f"; {len(tied)} other cell{'s' if len(tied) > 1 else ''} had the same {what}: {where}"
 
 
 def _table(df: pd.DataFrame, caption: str, label: str) -> str:
-    from report.self_prediction.tables import _md_table
-
-    return _md_table(df.astype(str), caption, label)
+    return md_table(df.astype(str), caption, label)
 
 
 def _observed(o: dict | None) -> str:
@@ -101,12 +85,12 @@ def _yes_bias_text(yb: pd.DataFrame) -> str:
         return (f"No injected cell raised \"yes\" to these questions credibly above the control rate (0 of "
                 f"{len(cells)} cells).{ceiling}")
     top, same = top_cell(above, raw_rate(above))
-    tie = (f"; as many at " + _join([f"layer fraction {t['layer_fraction']:g}, strength {t['strength']:g}"
+    tie = (f"; as many at " + join_words([f"layer fraction {t['layer_fraction']:g}, strength {t['strength']:g}"
                                       for t in same]) if same else "")
     return (f"Cell by cell, {len(above)} of {len(cells)} injected cells raised \"yes\" to these questions credibly "
             f"above the control rate, most (the highest raw rate) at layer fraction {top['layer_fraction']:g}, "
             f"strength {top['strength']:g}: "
-            f"{_pp({'mean': top['diff_mean'], 'low': top['diff_low'], 'high': top['diff_high']})} "
+            f"{points_interval({'mean': top['diff_mean'], 'low': top['diff_low'], 'high': top['diff_high']})} "
             f"({int(top['k'])} of {int(top['n'])}{tie}), so a high detection rate in such a cell can be a general "
             "yes-bias.")
 
@@ -124,7 +108,7 @@ def _prefill_note(pc: pd.DataFrame, d: dict) -> str:
     rnd = pc[pc["condition"] == "random"]
     if mc and mr and mr["cells_below"] and not mc["cells_below"] and len(rnd):
         top, same = top_cell(rnd, raw_rate(rnd))
-        tie = (" and as many at strength " + _join([f"{t['strength']:g}" for t in same])) if same else ""
+        tie = (" and as many at strength " + join_words([f"{t['strength']:g}" for t in same])) if same else ""
         notes.append(f"the matching injection is not credibly below the control in any cell, so the negative "
                      f"matching-minus-random difference comes from the other concept's injection raising the share "
                      f"called an accident (up to {fmt(100 * top['mean'])}% [{fmt(100 * top['low'])}, "
@@ -150,7 +134,7 @@ def _lowest_strength_note(deg: dict, coh: pd.DataFrame | None) -> str:
     per_cell = f" Each cell holds {n[0]} answers." if len(n) == 1 else f" Each cell holds {n[0]} to {n[-1]} answers."
     if not at_lowest:
         return per_cell
-    where = "every layer fraction" if len(at_lowest) == len(deg) else "layer fraction " + _join(at_lowest)
+    where = "every layer fraction" if len(at_lowest) == len(deg) else "layer fraction " + join_words(at_lowest)
     return (f" At {where} that is already the lowest strength tried ({lowest:g}), so no steered free text there is "
             f"mostly coherent." + per_cell)
 
@@ -165,14 +149,14 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     if "fp_rate" in d:
         raw = f"; {_observed(seen['control'])}" if seen.get("control") else ""
         parts.append(f"On control trials (no injection) it said an injected thought was present at a rate of "
-                     f"{_p(d['fp_rate'])} (the model's estimate{raw}).")
+                     f"{percent_interval(d['fp_rate'])} (the model's estimate{raw}).")
     det = _cells(tables, "detection_cells", m)
     if "detection_best" in d:
         b = d["detection_best"]
         raw = f"; {_observed(b['observed'])}" if b.get("observed") else ""
-        parts.append(f"Its highest detection rate under injection (the most trials counted) was {_p(b['rate'])} "
+        parts.append(f"Its highest detection rate under injection (the most trials counted) was {percent_interval(b['rate'])} "
                      f"(layer fraction {b['layer_fraction']:g}, strength {b['strength']:g}{raw}{_ties(b)}), "
-                     f"{_pp(b['minus_fp'])} relative to "
+                     f"{points_interval(b['minus_fp'])} relative to "
                      f"the false-positive rate, {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
                      f"{d['detection_cells']} cells had detection credibly above the false-positive rate"
                      + (f" and {d['detection_cells_below_fp']} credibly below it" if "detection_cells_below_fp" in d
@@ -196,9 +180,9 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     if "identification_best" in d:
         b = d["identification_best"]
         parts.append(f"The injected concept was the most probable of the {round(1 / b['chance'])} concept words at "
-                     f"a rate of {_p(b['rate'])} in its best cell (layer fraction {b['layer_fraction']:g}, strength "
-                     f"{b['strength']:g}; chance {100 * b['chance']:.1f}%{_ties(b)}), {_pp(b['minus_chance'])} against chance "
-                     f"and {_pp(b['minus_control'])} against the same trials without injection; "
+                     f"a rate of {percent_interval(b['rate'])} in its best cell (layer fraction {b['layer_fraction']:g}, strength "
+                     f"{b['strength']:g}; chance {100 * b['chance']:.1f}%{_ties(b)}), {points_interval(b['minus_chance'])} against chance "
+                     f"and {points_interval(b['minus_control'])} against the same trials without injection; "
                      f"{d['identification_cells_above_chance']} of {d['identification_cells']} cells were credibly "
                      "above chance.")
     for key, label in (("matching_minus_control", "matching minus control"),
@@ -207,7 +191,7 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
         if c:
             s = c["strongest"]
             parts.append(f"Prefill detection, {label}: in the cell with the most negative raw difference in the share "
-                         f"of trials called an accident (P(\"accident\") > 1/2) the difference was {_pp(s)} (layer "
+                         f"of trials called an accident (P(\"accident\") > 1/2) the difference was {points_interval(s)} (layer "
                          f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}{_ties(s, 'raw difference')}); {c['cells_below']} of "
                          f"{c['cells']} cells credibly below zero, {c['cells_above']} credibly above.")
     pc = _cells(tables, "prefill_conditions", m)
@@ -238,11 +222,11 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
             parts.append(f"The {which} counted a detection in {k} of the {a['n']} free-text trials, so their agreement "
                          f"({100 * a['agreement']:.0f}%) is only the share of trials the other grading counted "
                          f"{'no detection in' if k == 0 else 'a detection in'}, and Cohen's kappa "
-                         f"({_kappa(a['kappa'])}) carries no information.")
+                         f"({kappa_text(a['kappa'])}) carries no information.")
         else:
             parts.append(f"The rule-graded free text claimed detection in agreement with the forced-choice answer of "
                          f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa "
-                         f"{_kappa(a['kappa'])}; the rules counted {a['rules_claims']} detections, the forced "
+                         f"{kappa_text(a['kappa'])}; the rules counted {a['rules_claims']} detections, the forced "
                          f"choice {a['forced_choice_detected']}).")
     return " ".join(parts)
 
@@ -258,15 +242,15 @@ def comparison_table(numbers: dict, reference: dict, tables: dict | None = None)
                 b = d["detection_best"]
                 o = b.get("observed")
                 said = f", {o['says_yes']} of {o['n']} trials answering \"yes\"" if o else ""
-                ours.append(f"{m}: {_pp(b['minus_fp'])} relative to its false-positive rate in the best cell "
-                            f"({_p(b['rate'])} with P(yes) > P(no){said})")
+                ours.append(f"{m}: {points_interval(b['minus_fp'])} relative to its false-positive rate in the best cell "
+                            f"({percent_interval(b['rate'])} with P(yes) > P(no){said})")
             elif key == "false_positives" and "fp_rate" in d:
-                ours.append(f"{m}: {_p(d['fp_rate'])}")
+                ours.append(f"{m}: {percent_interval(d['fp_rate'])}")
             elif key == "prefill" and d.get("prefill", {}).get("matching_minus_control"):
                 pc = _cells(tables, "prefill_conditions", m)
                 floor = (pc is not None and int(pc.loc[pc["condition"] == "control", "k"].sum()) == 0
                          and (pc["condition"] == "control").any())
-                ours.append(f"{m}: {_pp(d['prefill']['matching_minus_control']['strongest'])} in the share of "
+                ours.append(f"{m}: {points_interval(d['prefill']['matching_minus_control']['strongest'])} in the share of "
                             "trials with P(accident) > 1/2" + (" (no control trial called an accident: a "
                                                                "lowering cannot show)" if floor else ""))
             elif key == "intention" and "intention_best" in d:

@@ -11,8 +11,8 @@ import pandas as pd
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from report.formatting import fmt, gate_sentence, known, model_text, run_seconds
-from report.injection.section import _kappa, _p, _pp
+from report.formatting import (fmt, gate_sentence, kappa_text, known, md_table, model_text, percent_interval,
+                               points_interval, run_seconds)
 
 MIRROR = REPO_ROOT / "data" / "mirror"
 WORDS = {"above": "credibly above", "below": "credibly below", "unclear": "not distinguishable from"}
@@ -42,11 +42,11 @@ def _change(d: dict, name: str, every: str, none: str, side: str, what: str, gra
     if (e["raw_diff"] <= 0) if side == "above" else (e["raw_diff"] >= 0):
         text = f"no altered cell's raw rate was {side} the control's; {credibly} it."
     elif not e["tied"]:
-        text = (f"the largest {what} ({_cell(e)}, {e['k']} of {e['n']}) was {_pp(e)}, {WORDS[e['verdict']]} zero; "
+        text = (f"the largest {what} ({_cell(e)}, {e['k']} of {e['n']}) was {points_interval(e)}, {WORDS[e['verdict']]} zero; "
                 f"{credibly} the control.")
     else:
         cells = [e, *e["tied"]]
-        listed = "; ".join(f"{_cell(c)}, {c['k']} of {c['n']}: {_pp(c)}" for c in cells)
+        listed = "; ".join(f"{_cell(c)}, {c['k']} of {c['n']}: {points_interval(c)}" for c in cells)
         text = (f"the largest {what} was shared by {len(cells)} cells with the same raw rate ({listed}); {credibly} "
                 "the control.")
     text = grade + text
@@ -66,8 +66,8 @@ def _imitation(d: dict) -> str:
               for c in [e, *e["tied"]]]
     if not e["tied"]:
         return (f"Imitation: the share of words of its next reply showing the pattern rose most for {_cell(e)} "
-                f"({counts[0]}), by {_pp(e)} over the control; {credibly}.")
-    listed = "; ".join(f"{_cell(c)}, {n}: {_pp(c)}" for c, n in zip([e, *e["tied"]], counts))
+                f"({counts[0]}), by {points_interval(e)} over the control; {credibly}.")
+    listed = "; ".join(f"{_cell(c)}, {n}: {points_interval(c)}" for c, n in zip([e, *e["tied"]], counts))
     return (f"Imitation: the share of words of its next reply showing the pattern rose most, by the same raw "
             f"amount, in {len(counts)} cells ({listed}); {credibly}.")
 
@@ -84,7 +84,7 @@ def model_paragraph(m: str, d: dict) -> str:
         parts.append(f"It remarked on typos or glitches unprompted in {o['k']} of its {o['n']} replies.")
     if "noticing_control" in d:
         c = d["noticing_control"]
-        parts.append(f"With its clean history ({c['k']} of {c['n']}) the posterior rate is {_p(c)}" + (
+        parts.append(f"With its clean history ({c['k']} of {c['n']}) the posterior rate is {percent_interval(c)}" + (
             " (the prior keeps an all-zero cell's interval off zero; read it by its upper bound)." if c["k"] == 0
             else "."))
     if "noticing_extreme" in d:
@@ -92,7 +92,7 @@ def model_paragraph(m: str, d: dict) -> str:
                              "no reply remarking on anything in any condition", "above", "change under alteration"))
     if "judge_agreement" in d:
         a = d["judge_agreement"]
-        kappa = _kappa(a["kappa"], "undefined: one grader said no throughout")
+        kappa = kappa_text(a["kappa"], "undefined: one grader said no throughout")
         parts.append(f"The judge graded {a['judge_yes']} of {a['n']} replies as remarking on an oddity (the rules: "
                      f"{a['rules_yes']}); the two agreed on {100 * a['agreement']:.0f}% of replies (Cohen's kappa "
                      f"{kappa}).")
@@ -106,7 +106,7 @@ def model_paragraph(m: str, d: dict) -> str:
         neither = f", with {fmt(po)}% of the probability on neither word on average" if known(po) else ""
         raw = f"; observed: {r['k']} of {r['n']} replies with P(yes) > P(no){neither}" if "k" in r else ""
         parts.append(f"Asked whether it wrote its previous messages exactly as shown, it said yes at a rate of "
-                     f"{_p(r)} with the clean history (the model's estimate at the average conversation{raw}).")
+                     f"{percent_interval(r)} with the clean history (the model's estimate at the average conversation{raw}).")
     if "recognition_extreme" in d:
         parts.append(_change(d, "recognition", "every reply answering yes (P(yes) > P(no)) in every condition",
                              "no reply answering yes in any condition", "below", "drop"))
@@ -137,8 +137,6 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
         atomic_write_bytes(path, b"The mirror-test stages did not run in this profile (no `mirror:` section in "
                                  b"params.yaml), so this section has no results.\n")
         return False
-    from report.self_prediction.tables import _md_table
-
     numbers = json.loads((analysis / "numbers.json").read_text())
     index = json.loads((figures / "index.json").read_text())
     run = json.loads((Path(mirror) / "raw" / "run.json").read_text())
@@ -166,7 +164,7 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
         "and level, and for another model's replies shown as the model's own (grey square; 95% "
         "intervals).](_generated/figures/mirror_surprise.png){#fig-mirror-surprise}",
         "",
-        _md_table(ex[["model", "condition", "kind", "level", "turn", "reply", "notices", "p_yes"]].astype(str),
+        md_table(ex[["model", "condition", "kind", "level", "turn", "reply", "notices", "p_yes"]].astype(str),
                   "Example replies at the last measured turn (first conversation; cut to 200 characters), with "
                   "the rules' noticing grade and P(yes) to the recognition question.", "tbl-mirror-examples"),
     ]

@@ -8,22 +8,11 @@ import pandas as pd
 
 from analysis.constants import BFMI_MIN, ESS_MIN, MAD_BINS, RHAT_MAX, TOP_BEHAVIOURS
 
-from report.formatting import _ci, _count, _interval, fmt, fmt_prob, known
+from report.formatting import ci_text, count_text, fmt, fmt_prob, interval_text, known, md_table
 from report.self_prediction.numbers import IV, _diagnostics
 
 
-def _md_table(df: pd.DataFrame, caption: str, label: str) -> str:
-    """A pipe table with a Quarto caption and label; cells are strings already. Column widths are relative
-    to the longest word and cell of each column (the dashes of the separator line say so to pandoc, which
-    then wraps cells to the page width in HTML and PDF alike)."""
-    cols = list(df.columns)
-    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
-    weight = [max([len(w) for w in str(c).split()] + [len(str(v)) ** 0.5 * 3 + max(map(len, str(v).split() or [""]))
-                                                     for v in df[c]]) for c in cols]
-    dashes = [max(3, round(100 * w / sum(weight))) for w in weight]
-    lines = ["| " + " | ".join(esc(c) for c in cols) + " |", "|" + "|".join("-" * d for d in dashes) + "|"]
-    lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines) + f"\n\n: {caption} {{#{label}}}\n"
+
 
 
 def _target_acceptance(value: float, diverged: bool) -> str:
@@ -39,11 +28,11 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     out = {}
 
     acc = t("accuracy_by_target").sort_values(["condition", "target", "kind"], ascending=[False, True, False])
-    out["accuracy"] = _md_table(pd.DataFrame({
+    out["accuracy"] = md_table(pd.DataFrame({
         "condition": acc["condition"], "predictor": acc["predictor"], "target": acc["target"], "kind": acc["kind"],
         "scored against": acc["condition"].map({"untrained": "base model", "trained": "M1' (every seed)"}),
-        "scored": acc["n"].map(_count),
-        "accuracy % [95% Wilson]": [_ci(*r, scale=100) for r in acc[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
+        "scored": acc["n"].map(count_text),
+        "accuracy % [95% Wilson]": [ci_text(*r, scale=100) for r in acc[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
         "mode baseline %": acc["mode_baseline"].map(lambda v: fmt(100 * v)),
         "compliance %": acc["compliance"].map(lambda v: fmt(100 * v))}),
         "Raw accuracy on the held-out tasks by predictor and target, before and after training. Before training "
@@ -53,10 +42,10 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         "answer counts as wrong.", "tbl-accuracy")
 
     seeds = t("accuracy_by_seed").sort_values(["target", "seed", "kind"], ascending=[True, True, False])
-    out["seeds"] = _md_table(pd.DataFrame({
+    out["seeds"] = md_table(pd.DataFrame({
         "target": seeds["target"], "seed": seeds["seed"].map(lambda v: str(int(v))), "kind": seeds["kind"],
-        "predictor": seeds["predictor"], "scored": seeds["n"].map(_count),
-        "accuracy % [95% Wilson]": [_ci(*r, scale=100) for r in seeds[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
+        "predictor": seeds["predictor"], "scored": seeds["n"].map(count_text),
+        "accuracy % [95% Wilson]": [ci_text(*r, scale=100) for r in seeds[["accuracy", "wilson_low", "wilson_high"]].to_numpy()],
         "mode baseline (M1') %": seeds["mode_baseline"].map(lambda v: fmt(100 * v)),
         "compliance %": seeds["compliance"].map(lambda v: fmt(100 * v))}),
         "Experiment 1 per finetune seed: each seed self-trains the target again (M1'), and the cross-predictor "
@@ -70,13 +59,13 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
              "trained_original": "M1', scored as the original's code",
              "trained_without_numbers": "M1', without the number task"}
     rows = [{"scored against": label[r.ground_truth], "predictor": r.predictor, "target": r.target, "kind": r.kind,
-             "accuracy % [95% Wilson]": _ci(r.accuracy, r.wilson_low, r.wilson_high, 100),
+             "accuracy % [95% Wilson]": ci_text(r.accuracy, r.wilson_low, r.wilson_high, 100),
              "mode baseline %": fmt(100 * r.mode_baseline)} for r in sens.itertuples()]
     for truth, m in sorted(metrics.get("sensitivity_ground_truth", {}).items(), key=lambda kv: order[kv[0]]):
         rows.append({"scored against": label[truth], "predictor": "self minus cross", "target": "all",
                      "kind": "advantage (points, cluster bootstrap 95%)",
-                     "accuracy % [95% Wilson]": _interval(m["advantage"], "estimate"), "mode baseline %": ""})
-    out["sensitivity"] = _md_table(pd.DataFrame(rows),
+                     "accuracy % [95% Wilson]": interval_text(m["advantage"], "estimate"), "mode baseline %": ""})
+    out["sensitivity"] = md_table(pd.DataFrame(rows),
                                    "Sensitivity of experiment 1 to the ground truth: the same trained predictions "
                                    "scored against the self-trained target M1' (the original study's protocol, "
                                    "the main result), against the untrained base model, and against M1' as the "
@@ -98,7 +87,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             return ""
         return word[verdict(scale * d["low"], scale * d["high"], a.get("rope", 0.0))]
     rows = [{"estimate": "Bayesian, delta: equal predicting skill, directions weighted equally",
-             "self %": "", "cross %": "", "advantage (points)": _interval(a["overall"]),
+             "self %": "", "cross %": "", "advantage (points)": interval_text(a["overall"]),
              "P(advantage > 0)": fmt_prob(a["overall"]["p_positive"]), "verdict": word[a["overall"]["verdict"]]}]
     by_dir = {(d["target"], d["cross_predictor"]): d for d in a.get("directions", [])}
     adv = t("advantage")
@@ -108,37 +97,37 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         rows.append({"estimate": f"Bayesian, direction: predicting {tg}, cross-predictor {cp}",
                      "self %": fmt(100 * r["accuracy_1"]) if r is not None else "",
                      "cross %": fmt(100 * r["accuracy_0"]) if r is not None else "",
-                     "advantage (points)": _interval(d), "P(advantage > 0)": fmt_prob(d["p_positive"]),
+                     "advantage (points)": interval_text(d), "P(advantage > 0)": fmt_prob(d["p_positive"]),
                      "verdict": word[d["verdict"]]})
     if "gamma" in a:
         g0 = a["gamma"]
         rows.append({"estimate": f"Bayesian, gamma: direction {g0['first']} minus direction {g0['second']}",
-                     "self %": "", "cross %": "", "advantage (points)": _interval(g0), "P(advantage > 0)": "",
+                     "self %": "", "cross %": "", "advantage (points)": interval_text(g0), "P(advantage > 0)": "",
                      "verdict": ""})
     overall = adv[adv["by"] == "overall"].iloc[0]
     rows.append({"estimate": "Bayesian, pooled and trial-weighted (confounded with skill)",
                  "self %": fmt(100 * overall["accuracy_1"]), "cross %": fmt(100 * overall["accuracy_0"]),
-                 "advantage (points)": _interval(a["trial_weighted"]),
+                 "advantage (points)": interval_text(a["trial_weighted"]),
                  "P(advantage > 0)": fmt_prob(a["trial_weighted"]["p_positive"]), "verdict": said(a["trial_weighted"])})
     rows.append({"estimate": "Bayesian, every held-out task weighted equally", "self %": "", "cross %": "",
-                 "advantage (points)": _interval(a["equal_task"]),
+                 "advantage (points)": interval_text(a["equal_task"]),
                  "P(advantage > 0)": fmt_prob(a["equal_task"]["p_positive"]), "verdict": said(a["equal_task"])})
     for key, label in (("new_task", "a new task"), ("new_run", "a new finetuning run, these tasks"),
                        ("new_task_and_run", "a new task and run")):
         if key in a:
             rows.append({"estimate": f"Bayesian, {label} (predictive, at equal skill)", "self %": "", "cross %": "",
-                         "advantage (points)": _interval(a[key]), "P(advantage > 0)": fmt_prob(a[key]["p_positive"]),
+                         "advantage (points)": interval_text(a[key]), "P(advantage > 0)": fmt_prob(a[key]["p_positive"]),
                          "verdict": word[a[key]["verdict"]]})
     if "equal_cell" in a:
         rows.append({"estimate": "Bayesian, every target x task x property cell weighted equally", "self %": "",
-                     "cross %": "", "advantage (points)": _interval(a["equal_cell"]),
+                     "cross %": "", "advantage (points)": interval_text(a["equal_cell"]),
                      "P(advantage > 0)": fmt_prob(a["equal_cell"]["p_positive"]), "verdict": said(a["equal_cell"])})
     boot, g = metrics["advantage_frequentist"]["bootstrap"], metrics["advantage_frequentist"]["glm_cluster"]
     rows.append({"estimate": f"cluster bootstrap ({boot['n_boot']:,} resamples), pooled",
-                 "self %": "", "cross %": "", "advantage (points)": _interval(boot, "estimate", 100),
+                 "self %": "", "cross %": "", "advantage (points)": interval_text(boot, "estimate", 100),
                  "P(advantage > 0)": "", "verdict": said(boot, 100)})
     rows.append({"estimate": "GLM, cluster-robust, average marginal effect, pooled", "self %": "", "cross %": "",
-                 "advantage (points)": _ci(g["ame"], g["ame_low"], g["ame_high"], 100),
+                 "advantage (points)": ci_text(g["ame"], g["ame_low"], g["ame_high"], 100),
                  "P(advantage > 0)": (f"p = {g['p_value']:.2f} (two-sided)" if g['p_value'] is not None else "n/a (not estimable)"),
                  "verdict": said({"low": g["ame_low"], "high": g["ame_high"]}, 100)})
 
@@ -148,9 +137,9 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                             ("glm_cell", "GLM, cell fixed effects and a self slope per target, targets weighted equally")):
             d = fr[name]["delta"]
             estimable = d["low"] is not None and d["high"] is not None  # null: separated data (frequentist.py)
-            rows.append({"estimate": label, "self %": "", "cross %": "", "advantage (points)": _ci(d["estimate"], d["low"], d["high"], 100),
+            rows.append({"estimate": label, "self %": "", "cross %": "", "advantage (points)": ci_text(d["estimate"], d["low"], d["high"], 100),
                          "P(advantage > 0)": "", "verdict": said(d, 100) if estimable else "not estimable (separated)"})
-    out["advantage"] = _md_table(pd.DataFrame(rows),
+    out["advantage"] = md_table(pd.DataFrame(rows),
                                  "Self-prediction advantage after training (self minus cross accuracy, points). "
                                  f"Bayesian rows: posterior mean and {IV}% interval; frequentist rows: 95% intervals. "
                                  f"Verdicts: the interval against +/- {fmt(a.get('rope', 0.0))} points of "
@@ -162,18 +151,18 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         rows_ps = []
         for r in ps.itertuples():
             row = {"prior scales": "x " + fmt(r.prior_scale, 1) + (" (main)" if r.prior_scale == 1.0 else ""),
-                   "delta (points)": _ci(r.delta_mean, r.delta_low, r.delta_high),
+                   "delta (points)": ci_text(r.delta_mean, r.delta_low, r.delta_high),
                    "verdict": word[r.verdict],
-                   "new task (points)": _ci(r.new_task_mean, r.new_task_low, r.new_task_high)}
+                   "new task (points)": ci_text(r.new_task_mean, r.new_task_low, r.new_task_high)}
             if "gamma_mean" in ps:
-                row["gamma (points)"] = _ci(r.gamma_mean, r.gamma_low, r.gamma_high)
+                row["gamma (points)"] = ci_text(r.gamma_mean, r.gamma_low, r.gamma_high)
             row["P(every direction)"] = fmt_prob(r.p_every_direction)
             if "draws" in ps:  # tables of older runs lack it
                 row["draws per chain"] = f"{r.draws}" + (" (sampled twice)" if r.sampled_twice else "")
             if "target_accept" in ps:  # tables of older runs lack it
                 row["target acceptance"] = _target_acceptance(r.target_accept, r.diverged)
             rows_ps.append(row)
-        out["prior_sensitivity"] = _md_table(pd.DataFrame(rows_ps),
+        out["prior_sensitivity"] = md_table(pd.DataFrame(rows_ps),
             "Prior sensitivity of the advantage model: the main fit and refits with every prior scale multiplied "
             f"by the factor shown (posterior means and {IV}% intervals; each fit passed the same gate, at its first "
             "sampling or, where 'sampled twice', at one with twice the draws, and where 'after divergences', at "
@@ -183,16 +172,16 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         out["prior_sensitivity"] = "\n"
     arms = t("arms")
     top = arms[arms["by"].isin(["overall", "target", "task"])]
-    out["arms"] = _md_table(pd.DataFrame({
+    out["arms"] = md_table(pd.DataFrame({
         "scope": [("pooled" if r.by == "overall" else f"{r.by}: {getattr(r, r.by)}") for r in top.itertuples()],
-        "self %": [_ci(r.accuracy_self, r.accuracy_self_low, r.accuracy_self_high) for r in top.itertuples()],
-        "cross %": [_ci(r.accuracy_cross, r.accuracy_cross_low, r.accuracy_cross_high) for r in top.itertuples()],
-        "mode %": [_ci(r.accuracy_mode, r.accuracy_mode_low, r.accuracy_mode_high) for r in top.itertuples()],
-        "self - mode": [_ci(r.self_minus_mode, r.self_minus_mode_low, r.self_minus_mode_high) for r in top.itertuples()],
-        "cross - mode": [_ci(r.cross_minus_mode, r.cross_minus_mode_low, r.cross_minus_mode_high) for r in top.itertuples()],
-        "self - cross": [_ci(r.self_minus_cross, r.self_minus_cross_low, r.self_minus_cross_high) for r in top.itertuples()],
-        "lift self %": [_ci(r.lift_self, r.lift_self_low, r.lift_self_high) for r in top.itertuples()],
-        "lift cross %": [_ci(r.lift_cross, r.lift_cross_low, r.lift_cross_high) for r in top.itertuples()]}),
+        "self %": [ci_text(r.accuracy_self, r.accuracy_self_low, r.accuracy_self_high) for r in top.itertuples()],
+        "cross %": [ci_text(r.accuracy_cross, r.accuracy_cross_low, r.accuracy_cross_high) for r in top.itertuples()],
+        "mode %": [ci_text(r.accuracy_mode, r.accuracy_mode_low, r.accuracy_mode_high) for r in top.itertuples()],
+        "self - mode": [ci_text(r.self_minus_mode, r.self_minus_mode_low, r.self_minus_mode_high) for r in top.itertuples()],
+        "cross - mode": [ci_text(r.cross_minus_mode, r.cross_minus_mode_low, r.cross_minus_mode_high) for r in top.itertuples()],
+        "self - cross": [ci_text(r.self_minus_cross, r.self_minus_cross_low, r.self_minus_cross_high) for r in top.itertuples()],
+        "lift self %": [ci_text(r.lift_self, r.lift_self_low, r.lift_self_high) for r in top.itertuples()],
+        "lift cross %": [ci_text(r.lift_cross, r.lift_cross_low, r.lift_cross_high) for r in top.itertuples()]}),
         "The mode baseline as an arm of the model: posterior accuracy of the self-predictor, the cross-predictor "
         "and the mode baseline from one fit, their differences (points) and the normalised lift over the mode, "
         f"(accuracy - mode) / (100 - mode), with {IV}% intervals; each answer unit and property counts once. Where the "
@@ -205,11 +194,11 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     if len(dif):
         d_raw, d_ren = (dif[dif["variant"] == v].set_index("target") for v in ("raw", "renormalised"))
         targets = sorted(d_raw.index, key=lambda x: (x == "pooled", x))
-        out["calibration_difference"] = _md_table(pd.DataFrame([{
+        out["calibration_difference"] = md_table(pd.DataFrame([{
             "target": tg, "MAD self": fmt(d_raw.loc[tg, "mad_self"]), "MAD cross": fmt(d_raw.loc[tg, "mad_cross"]),
-            "self minus cross [95% paired bootstrap]": _ci(d_raw.loc[tg, "difference"], d_raw.loc[tg, "low"],
+            "self minus cross [95% paired bootstrap]": ci_text(d_raw.loc[tg, "difference"], d_raw.loc[tg, "low"],
                                                            d_raw.loc[tg, "high"]),
-            "renormalised meta": (_ci(d_ren.loc[tg, "difference"], d_ren.loc[tg, "low"], d_ren.loc[tg, "high"])
+            "renormalised meta": (ci_text(d_ren.loc[tg, "difference"], d_ren.loc[tg, "low"], d_ren.loc[tg, "high"])
                                   if tg in d_ren.index else "n/a")} for tg in targets]),
             "Calibration after training, self minus cross MAD (negative: self-prediction better calibrated). Each "
             "bootstrap resample draws the items once and takes both predictors' points on them.",
@@ -222,13 +211,13 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         if len(c):
             def arm(r, a):
                 est = getattr(r, a)
-                return _ci(est, getattr(r, f"{a}_low"), getattr(r, f"{a}_high")) if known(est) else "n/a"
-            out["calibration_cells"] = _md_table(pd.DataFrame([{
-                "task": r.task + (" (o)" if r.original else ""), "property": r.property, "items": _count(r.items),
-                "points self / cross": f"{_count(r.trained_self_points)} / {_count(r.trained_cross_points)}",
+                return ci_text(est, getattr(r, f"{a}_low"), getattr(r, f"{a}_high")) if known(est) else "n/a"
+            out["calibration_cells"] = md_table(pd.DataFrame([{
+                "task": r.task + (" (o)" if r.original else ""), "property": r.property, "items": count_text(r.items),
+                "points self / cross": f"{count_text(r.trained_self_points)} / {count_text(r.trained_cross_points)}",
                 "before training (self)": arm(r, "untrained_self"),
                 "MAD self": arm(r, "trained_self"), "MAD cross": arm(r, "trained_cross"),
-                "self minus cross [95% paired bootstrap]": _ci(r.difference, r.low, r.high) if known(r.difference)
+                "self minus cross [95% paired bootstrap]": ci_text(r.difference, r.low, r.high) if known(r.difference)
                                                            else "n/a"}
                 for r in c.itertuples()]),
                 "Calibration on the original's scope: the MAD of each held-out task and property alone (the points of "
@@ -246,14 +235,14 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         perm = t("behaviour_permutation")
         n_perm = int(perm["n_perm"].iloc[0])
         inf = {(r.model, r.statistic): r.n_informative for r in perm.itertuples()}
-        out["behaviour"] = _md_table(pd.DataFrame([{
-            "model": r.model, "changed items": _count(r.n),
+        out["behaviour"] = md_table(pd.DataFrame([{
+            "model": r.model, "changed items": count_text(r.n),
             "P(pred = new) %": fmt(100 * r.p_new), "mode baseline (new) %": fmt(100 * r.baseline_new),
             "p (new)": fmt_prob(r.p_value_new),
             "P(pred = old) %": fmt(100 * r.p_old), "mode baseline (old) %": fmt(100 * r.baseline_old),
             "p (old)": fmt_prob(r.p_value_old),
-            "items the null can test (new / old)": f"{_count(inf.get((r.model, 'p_new'), 0))} / "
-                                                   f"{_count(inf.get((r.model, 'p_old'), 0))}",
+            "items the null can test (new / old)": f"{count_text(inf.get((r.model, 'p_new'), 0))} / "
+                                                   f"{count_text(inf.get((r.model, 'p_old'), 0))}",
             "compliant after / before %": f"{fmt(100 * r.compliant)} / {fmt(100 * r.compliant_before)}",
             "before: new / old %": f"{fmt(100 * r.before_new)} / {fmt(100 * r.before_old)}"}
             for r in tr.itertuples()]),
@@ -269,11 +258,11 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     orig_path = Path(analysis) / "tables" / "behaviour_original.parquet"
     if orig_path.exists():
         og = pd.read_parquet(orig_path)
-        out["behaviour_original"] = _md_table(pd.DataFrame([{
-            "model": r.model, "changed items, compliant prediction": _count(r.n),
-            "P(pred = new) %": _ci(r.p_new, r.low_new, r.high_new, scale=100),
+        out["behaviour_original"] = md_table(pd.DataFrame([{
+            "model": r.model, "changed items, compliant prediction": count_text(r.n),
+            "P(pred = new) %": ci_text(r.p_new, r.low_new, r.high_new, scale=100),
             "mode baseline (new) %": fmt(100 * r.baseline_new),
-            "P(pred = old) %": _ci(r.p_old, r.low_old, r.high_old, scale=100),
+            "P(pred = old) %": ci_text(r.p_old, r.low_old, r.high_old, scale=100),
             "mode baseline (old) %": fmt(100 * r.baseline_old),
             "one mode over all properties, new / old %": (
                 f"{fmt(100 * r.micro_baseline_new)} / {fmt(100 * r.micro_baseline_old)}"
@@ -286,8 +275,8 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             "over all of a model's properties at once.", "tbl-behaviour-original")
 
     diagnostics = _diagnostics(metrics)
-    diag_rows = [{"model": name, "max r_hat": f"{d['r_hat_max']:.2f}", "min bulk ESS": _count(d["ess_bulk_min"]),
-                  "min tail ESS": _count(d["ess_tail_min"]) if "ess_tail_min" in d else "n/a",
+    diag_rows = [{"model": name, "max r_hat": f"{d['r_hat_max']:.2f}", "min bulk ESS": count_text(d["ess_bulk_min"]),
+                  "min tail ESS": count_text(d["ess_tail_min"]) if "ess_tail_min" in d else "n/a",
                   "min E-BFMI": f"{d['bfmi_min']:.2f}" if d.get("bfmi_min") is not None else "n/a",
                   "divergences": str(d["divergences"]),
                   "steps / draw": f"{d['leapfrog_steps_mean']:.0f}" if "leapfrog_steps_mean" in d else "n/a",
@@ -299,7 +288,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                  for name, d in diagnostics.items()]
     depth = next((d["max_tree_depth"] for d in diagnostics.values() if "max_tree_depth" in d), None)
     depth_text = f" of {depth} ({2**depth - 1:,} steps)" if depth else ""
-    out["diagnostics"] = _md_table(pd.DataFrame(diag_rows),
+    out["diagnostics"] = md_table(pd.DataFrame(diag_rows),
                                    "Sampler diagnostics of every Bayesian model of experiments 1-3 (the "
                                    "prior-sensitivity refits and the concept-injection and mirror-test fits pass "
                                    "the same gate and give their draws in their own tables and sections), over "
@@ -313,7 +302,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                    f"draws whose trajectory stopped at NUTS's maximum depth{depth_text}, "
                                    "an efficiency warning that the gate does not act on.", "tbl-diagnostics")
 
-    out["comparison"] = _md_table(_comparison(acc, metrics, reference),
+    out["comparison"] = md_table(_comparison(acc, metrics, reference),
                                   f"The original study's reported results ({reference['source']}; models: "
                                   f"{reference['models']}) beside this run's. Ours: raw accuracies and shares "
                                   "with 95% Wilson intervals; the advantage and the behaviour difference as "
@@ -322,10 +311,10 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
 
     manifests = sorted(manifests, key=lambda m: (m["split"], m["name"]))
     ds = pd.DataFrame([{"dataset": m["name"], "version": m["version"], "split": m["split"],
-                        "items": _count(m["n_items"]), "family": m["family"].replace("_", " "),
+                        "items": count_text(m["n_items"]), "family": m["family"].replace("_", " "),
                         "licence": m["licence"]} for m in manifests])
     hashes = "\n".join(f"- {m['name']} {m['version']}: `{m['release_sha256']}`" for m in manifests)
-    out["datasets"] = (_md_table(ds, "The task datasets this run used. Each is cited by its version and its "
+    out["datasets"] = (md_table(ds, "The task datasets this run used. Each is cited by its version and its "
                                      "release sha256 (listed below the table), which covers the version, the "
                                      "licence and every byte of the items.", "tbl-datasets")
                        + "\nRelease sha256 of each dataset:\n\n" + hashes + "\n"
@@ -347,16 +336,16 @@ def calibration_table(mad: pd.DataFrame) -> str:
         return not (r["low"] <= r["mad"] <= r["high"])
 
     def mad_ci(r) -> str:
-        return _ci(r["mad"], r["low"], r["high"]) + (" (a)" if outside(r) else "")
+        return ci_text(r["mad"], r["low"], r["high"]) + (" (a)" if outside(r) else "")
 
     rows = [{
         "target": k[0], "condition": k[1], "kind": k[2],
         "MAD [95% bootstrap]": mad_ci(raw.loc[k]),
         "MAD, renormalised meta": mad_ci(ren.loc[k]) if k in ren.index else "n/a",
-        "bins": str(int(raw.loc[k, "bins"])), "points": _count(raw.loc[k, "points"]),
-        "items": _count(raw.loc[k, "items"])} for k in order]
+        "bins": str(int(raw.loc[k, "bins"])), "points": count_text(raw.loc[k, "points"]),
+        "items": count_text(raw.loc[k, "items"])} for k in order]
     marked = any(outside(r) for _, r in pd.concat([raw, ren]).iterrows())
-    return _md_table(pd.DataFrame(rows),
+    return md_table(pd.DataFrame(rows),
         "Calibration as the original study measures it: mean absolute difference (x100) between binned "
         f"object-level and meta-level probabilities ({MAD_BINS} equal-frequency bins with tied probabilities kept "
         f"together, so possibly fewer; top-{TOP_BEHAVIOURS} sampled behaviours), per target model and pooled. The meta-level "
@@ -373,7 +362,7 @@ def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
     trained = acc[acc["condition"] == "trained"]
 
     def wilson(r) -> str:
-        return _ci(r.accuracy, r.wilson_low, r.wilson_high, 100)
+        return ci_text(r.accuracy, r.wilson_low, r.wilson_high, 100)
 
     def accs(kind):  # each beside the mode baseline of the same scored answers, which the original's numbers lack
         d = trained[trained["kind"] == kind].sort_values("target")
@@ -391,26 +380,26 @@ def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
                               f"(mode baseline {fmt(100 * self_.loc[(tg, 'untrained'), 'mode_baseline'])}% -> "
                               f"{fmt(100 * self_.loc[(tg, 'trained'), 'mode_baseline'])}%)"
                               for tg in targets),
-        "advantage": "overall " + _interval(metrics["advantage"]["overall"]) + " points; " + "; ".join(
-            f"predicting {tg}: {_interval(v)}" for tg, v in sorted(metrics["advantage"]["by_target"].items())),
+        "advantage": "overall " + interval_text(metrics["advantage"]["overall"]) + " points; " + "; ".join(
+            f"predicting {tg}: {interval_text(v)}" for tg, v in sorted(metrics["advantage"]["by_target"].items())),
     }
     mad = metrics.get("calibration", {}).get("mad", {})
     if "trained_self" in mad and "trained_cross" in mad:
-        ours["calibration"] = (f"MAD self {_interval(mad['trained_self'], 'mad')}, cross "
-                               f"{_interval(mad['trained_cross'], 'mad')} (pooled over targets)")
+        ours["calibration"] = (f"MAD self {interval_text(mad['trained_self'], 'mad')}, cross "
+                               f"{interval_text(mad['trained_cross'], 'mad')} (pooled over targets)")
         dif = metrics["calibration"].get("mad_difference", {}).get("pooled")
         if dif:
-            ours["calibration"] += f"; self minus cross {_interval(dif, 'difference')} (paired)"
+            ours["calibration"] += f"; self minus cross {interval_text(dif, 'difference')} (paired)"
     b = metrics.get("behaviour", {}).get("model")
     pooled = metrics.get("behaviour", {}).get("tracking", {}).get("pooled")
     if pooled:  # raw shares (Wilson intervals), beside the raw mode baselines of the same items
-        share = {side: _ci(v["share"], v["low"], v["high"], 100)
+        share = {side: ci_text(v["share"], v["low"], v["high"], 100)
                  for side, v in ((s, metrics["behaviour"][f"share_{s}"]) for s in ("new", "old"))}
         ours["behaviour"] = (f"new {share['new']}% vs old {share['old']}% of changed items "
                              f"(mode baselines on the same items: new {fmt(pooled['baseline_new'])}%, "
                              f"old {fmt(pooled['baseline_old'])}%)")
         if b:
-            ours["behaviour"] += f"; difference new minus old {_interval(b['new_minus_old'])} points (model)"
+            ours["behaviour"] += f"; difference new minus old {interval_text(b['new_minus_old'])} points (model)"
     rows = [{"quantity": r["quantity"], "original study": r["paper"], "this run": ours.get(key, "not run")}
             for key, r in ref["rows"].items()]
     return pd.DataFrame(rows)
