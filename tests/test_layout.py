@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[1]  # tests/ lies at the top of the repository
 PACKAGES = ("reproduce", "analysis", "figures", "report", "looking_inward")
 FAMILIES = ("self_prediction", "injection", "mirror")
 ROOTS = ("looking_inward.cli", "looking_inward.__main__", "looking_inward", "report.stage", "report")

@@ -12,7 +12,8 @@ from reproduce.errors import DataError
 import analysis.bayes as M
 from analysis.mirror.binary import binary_design, binary_summary, noticing_model, recognition_model
 from analysis.mirror.design import CELL, COLUMNS, _cells, altered_only, check_table
-from analysis.mirror.imitation import _imitation_cells, imitation_design, imitation_model, imitation_rows, imitation_summary
+from analysis.mirror.imitation import (_imitation_cells, imitation_design, imitation_model, imitation_rows,
+                                       imitation_summary)
 from analysis.mirror.surprise import surprise_design, surprise_model, surprise_summary
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ def mad_bins(object_prob, bins: int = MAD_BINS) -> np.ndarray:
     probabilities always share a bin, so the binning does not depend on row order; with heavy ties there are
     fewer than ``bins`` bins, and a bin between two tied blocks can be empty. When every point is tied,
     pandas returns no bin at all; here they form one. Written with numpy because the bootstrap bins
-    thousands of resamples; ``tests/test_calibration_mad.py`` checks it against ``pd.qcut``."""
+    thousands of resamples; ``tests/self_prediction/test_calibration_mad.py`` checks it against ``pd.qcut``."""
     o = np.asarray(object_prob, float)
     edges = np.unique(np.quantile(o, _qcut_quantiles(bins)))
     if len(edges) == 1:  # every point tied: one bin
@@ -74,7 +74,7 @@ def mad_resamples(object_prob, meta_prob, weights, bins: int = MAD_BINS) -> np.n
     """:func:`mad` of many resamples at once. Row b of ``weights`` gives every point's multiplicity in resample
     b, i.e. the sample ``np.repeat(arange(n), weights[b])``; the result equals :func:`mad` of that sample up to
     the order of float sums (the edges are ``np.quantile``'s, by its own formula, at the levels qcut asks for;
-    ``tests/test_calibration_mad.py`` compares the two). NaN for a resample of fewer than ``bins`` points."""
+    ``tests/self_prediction/test_calibration_mad.py`` compares the two). NaN for a resample of fewer than ``bins`` points."""
     o = np.asarray(object_prob, float)
     order = np.argsort(o, kind="stable")
     o, m = o[order], np.asarray(meta_prob, float)[order]

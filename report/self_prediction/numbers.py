@@ -8,7 +8,11 @@ import re
 from reproduce import __version__
 from reproduce.config import Profile
 from report.formatting import ci_text, count_text, fmt, format_key, interval_text, join_words
-from report.self_prediction.sentences import (IV, _verdict, _behaviour_overlap, _method_constants, _tasks_sentence, _subset_phrase, _finetune_data_text, _pairs_counts, _system_prompt_text, _plural, _baseline_text, _arms_text, _compliance_text, _prior_sensitivity_text, _scaling_text, _outside_text, _prior_scales, _calibration_cells_text, _power_text)
+from report.self_prediction.sentences import (_arms_text, _baseline_text, _behaviour_overlap, _calibration_cells_text,
+                                              _compliance_text, _finetune_data_text, IV, _method_constants,
+                                              _outside_text, _pairs_counts, _plural, _power_text, _prior_scales,
+                                              _prior_sensitivity_text, _scaling_text, _subset_phrase,
+                                              _system_prompt_text, _tasks_sentence, _verdict)
 
 
 BAYESIAN_MODELS = (("advantage", "advantage"), ("mode-baseline arms", "baseline_arms"),

@@ -437,7 +437,7 @@ def register_bound(plan, data: InjectionData | None = None) -> None:
 
 def shard_fingerprint(profile, lm, data: InjectionData) -> dict:
     """What decides whether a model's finished shards are reused: the shared fingerprint
-    (:func:`reproduce.self_prediction.runs._fingerprint`), the dataset, the injection settings, the code that steers
+    (:func:`reproduce.stage.fingerprint`), the dataset, the injection settings, the code that steers
     and the rule grader the free-text shards apply, and the seed (it draws the random control vectors and the
     free text's samples). The judge is left out: the analysis regrades."""
     from reproduce.stage import fingerprint

@@ -291,7 +291,7 @@ def judge_turns(profile, turns: pd.DataFrame) -> pd.DataFrame:
 
 def shard_fingerprint(profile, lm, data, refs) -> dict:
     """What decides whether a model's finished shards are reused: the shared fingerprint
-    (:func:`reproduce.self_prediction.runs._fingerprint`), the dataset, the mirror settings, the code that corrupts, the
+    (:func:`reproduce.stage.fingerprint`), the dataset, the mirror settings, the code that corrupts, the
     seed (it draws every corruption), and every model of the run by name, spec and weights (the ``other``
     condition shows another model's replies, so a change of that model changes this one's rows)."""
     from reproduce.stage import fingerprint

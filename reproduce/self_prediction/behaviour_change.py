@@ -12,7 +12,8 @@ from reproduce.errors import DataError
 from reproduce.io import read_stage_table
 from reproduce.self_prediction.schemas import BEHAVIOUR_CHANGE, META_TRAINED, TRAINING_EXAMPLES
 from reproduce.lm.adapters import release_memory
-from reproduce.self_prediction.runs import (Plan, _bases, _finetune_params, _mapped, _objects, _publish, _runs, _self_run, _trained_objects, _training_dtype)
+from reproduce.self_prediction.runs import (_bases, _finetune_params, _mapped, _objects, Plan, _publish, _runs,
+                                            _self_run, _trained_objects, _training_dtype)
 from reproduce.stage import (DATA, WORK, make_engine, load_model, setup_stage, atomic_write_bytes, atomic_write_parquet)
 from reproduce.self_prediction.meta_level import _prob_of, meta_predictions
 from reproduce.self_prediction.object_level import object_behaviour

@@ -9,7 +9,9 @@ from pathlib import Path
 import pandas as pd
 
 from reproduce.self_prediction.schemas import TRAINING_EXAMPLES
-from reproduce.self_prediction.runs import (Plan, TrainingRun, _bases, _finetune_params, _grouped, _objects, _publish, _trained_objects, _training_dtype, cross_runs, self_runs, trained_model_name)
+from reproduce.self_prediction.runs import (_bases, cross_runs, _finetune_params, _grouped, _objects, Plan, _publish,
+                                            self_runs, trained_model_name, _trained_objects, _training_dtype,
+                                            TrainingRun)
 from reproduce.stage import (DATA, WORK, setup_stage, atomic_write_bytes, atomic_write_json, atomic_write_parquet)
 
 

@@ -15,7 +15,8 @@ from reproduce.io import short_hash
 from reproduce.self_prediction.properties import META_MAX_NEW_TOKENS, get_property, is_correct
 from reproduce.shards import ShardStore
 from reproduce.self_prediction.schemas import META_TRAINED, META_UNTRAINED
-from reproduce.self_prediction.runs import (Plan, _bases, _finetune_params, _grouped, _mapped, _objects, _runs, _trained_objects, trained_model_name)
+from reproduce.self_prediction.runs import (_bases, _finetune_params, _grouped, _mapped, _objects, Plan, _runs,
+                                            trained_model_name, _trained_objects)
 from reproduce.stage import (DATA, WORK, make_engine, fingerprint, load_model, setup_stage, atomic_write_parquet)
 
 

@@ -13,7 +13,8 @@ from reproduce.io import short_hash
 from reproduce.lm.adapters import release_memory
 from reproduce.shards import ShardStore
 from reproduce.self_prediction.schemas import OBJECT_LEVEL, OBJECT_SAMPLES
-from reproduce.self_prediction.runs import (Plan, _bases, _expand_properties, _finetune_params, _grouped, _mapped, _runs, _self_run, self_runs, trained_model_name)
+from reproduce.self_prediction.runs import (_bases, _expand_properties, _finetune_params, _grouped, _mapped, Plan,
+                                            _runs, _self_run, self_runs, trained_model_name)
 from reproduce.stage import (DATA, WORK, make_engine, fingerprint, load_model, setup_stage, atomic_write_parquet)
 
 

@@ -13,7 +13,7 @@ One registry, one definition of each property, used by every stage and every ana
   is a non-compliant meta answer.
 - ``families``: the task families it fits (a word-level property does not fit an A/B choice task).
 
-Edge-case decisions (pinned by tests/test_properties.py):
+Edge-case decisions (pinned by tests/self_prediction/test_properties.py):
 
 - Responses are stripped of surrounding whitespace first; an empty response is non-compliant everywhere.
 - A refusal ("I'm sorry", "I cannot", "As an AI" ...) is non-compliant for every property.

@@ -10,7 +10,8 @@ from tqdm.auto import tqdm
 from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW
 from reproduce.self_prediction.task_data import write_task
-from reproduce.self_prediction.tasks import DATASET_LICENCE, DATASET_SEED, GENERATOR_VERSION, MAX_NEW_TOKENS, TASKS, generate_items
+from reproduce.self_prediction.tasks import (DATASET_LICENCE, DATASET_SEED, generate_items, GENERATOR_VERSION,
+                                             MAX_NEW_TOKENS, TASKS)
 
 
 def run_datasets(root: Path = DATA_RAW, seed: int = DATASET_SEED) -> list[dict]:

@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 
 import analysis.self_prediction.tidy as tidy
-from analysis.self_prediction.calibration import (ORIGINAL_CALIBRATION_CELL, calibration_cells, calibration_curve, calibration_tables, mad, mad_bins, mad_difference_bootstrap, mad_resamples)
+from analysis.self_prediction.calibration import (calibration_cells, calibration_curve, calibration_tables, mad,
+                                                  mad_bins, mad_difference_bootstrap, mad_resamples,
+                                                  ORIGINAL_CALIBRATION_CELL)
 
 
 def test_mad_by_hand_on_heavily_tied_probabilities():

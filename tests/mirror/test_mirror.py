@@ -125,29 +125,6 @@ def test_the_optional_judge_grades_every_reply_with_a_local_model(models, monkey
     assert judge_turns(tiny_profile(mirror=SMALL), turns)["judge_notices"].isna().all() and len(loads) == 1
 
 
-@pytest.mark.parametrize("experiment", ["mirror", "injection"])
-def test_a_judge_that_is_not_on_disk_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch, experiment):
-    import reproduce.stage as stages
-    from reproduce.injection.experiment import run_concept_injection
-    from reproduce.mirror.experiment import run_mirror
-    from reproduce.lm.models import ModelError
-    from tests.test_injection import SMALL as INJECTION
-
-    def no_models(*a, **k):
-        raise AssertionError("a model was loaded before the judge was checked")
-
-    monkeypatch.setattr(stages, "load_model", no_models)
-    monkeypatch.setattr(stages, "setup_stage", no_models)
-    judge = str(tmp_path / "no-such-judge.gguf")
-    if experiment == "mirror":
-        run, profile = run_mirror, tiny_profile(mirror=dict(SMALL, judge=judge))
-    else:
-        run, profile = run_concept_injection, tiny_profile(injection=dict(INJECTION, judge=judge))
-    with pytest.raises(ModelError, match="no-such-judge.gguf"):
-        run(stages.StagePlan(profile), tmp_path / "out", tmp_path / "work")
-    assert not (tmp_path / "out").exists()
-
-
 def test_the_report_paragraph_states_the_judge_and_its_agreement_with_the_rules():
     from report.mirror.section import model_paragraph
 

@@ -14,12 +14,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-TESTS = Path(__file__).parent
+HERE = Path(__file__).resolve().parent
+TESTS = HERE.parent  # conftest.py
 
 
 def _run(cmd: list[str], root: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]), "OMP_NUM_THREADS": "1"}
-    out = subprocess.run(cmd + [str(TESTS / "dist_driver.py"), str(root)], capture_output=True, text=True, env=env,
+    out = subprocess.run(cmd + [str(HERE / "dist_driver.py"), str(root)], capture_output=True, text=True, env=env,
                          timeout=900)
     assert out.returncode == 0, out.stderr[-4000:]
 
