@@ -210,6 +210,7 @@ def cmd_figures(args) -> None:
 def cmd_report(args) -> None:
     from reproduce.config import edits
     from report import run_report
+    from report.provenance import write_page
 
     name, profile = load_params(args.params, args.profile)
     if args.profile is None:  # a configuration edited since it was written from its profile says so
@@ -219,6 +220,7 @@ def cmd_report(args) -> None:
     for kind, path in run_report(profile, name, Path(args.analysis), Path(args.figures), out=Path(args.out),
                                  engine=args.engine).items():
         print(f"{kind}: {path}")
+    print(f"figure provenance: {write_page()}")
 
 
 def cmd_release(args) -> None:

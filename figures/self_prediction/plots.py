@@ -475,3 +475,21 @@ FIGURES = {
     "posterior_predictive": posterior_predictive,
     "prior_predictive": prior_predictive,
 }
+
+#: what each figure reads, relative to the analysis outputs (``data/analysis/``): the provenance page
+#: (:mod:`report.provenance`) traces each back through dvc.yaml; a test draws every figure and compares
+READS = {
+    "training_effect": ["tables/training.parquet", "tables/training_common.parquet"],
+    "self_vs_cross": ["tables/advantage.parquet"],
+    "scaling": ["tables/scaling.parquet"],
+    "calibration": ["tables/calibration_curve.parquet", "tables/mad.parquet"],
+    "behaviour_change": ["tables/behaviour_counts.parquet", "tables/behaviour_tracking.parquet",
+                         "tables/behaviour_permutation.parquet"],
+    "seeds": ["tables/accuracy_by_seed.parquet"],
+    "advantage_forest": ["tables/advantage.parquet"],
+    "baseline_arms": ["tables/arms.parquet", "metrics.json"],
+    "power": ["power/power.json", "power/curve.parquet", "power/by_size.parquet"],
+    "compliance": ["tables/compliance.parquet"],
+    "posterior_predictive": ["tables/ppc_advantage.parquet", "tables/ppc_training.parquet"],
+    "prior_predictive": ["tables/prior_cell_accuracy.parquet"],
+}

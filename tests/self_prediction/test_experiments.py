@@ -381,6 +381,26 @@ def test_analysis_stage_names_the_missing_input(tmp_path):
 
 
 # ------------------------------------------------------------------------------------ figures and report
+def test_what_each_figure_reads_on_a_real_run_is_declared(analysed):
+    """docs/figures.md's provenance (report/provenance.py) reads READS: each self-prediction figure drawn on the tiny run's outputs reads exactly the tables READS declares."""
+    import matplotlib.pyplot as plt
+
+    import figures.self_prediction.plots as sp_figures
+
+    class Recording(sp_figures.Outputs):
+        def table(self, name):
+            seen.add(f"tables/{name}.parquet")
+            return super().table(name)
+
+    for name, fn in sp_figures.FIGURES.items():
+        if name == "power":  # reads its own files (power/), not tables: the power stage's outputs
+            continue
+        seen = set()
+        fig = fn(Recording(analysed["out"]))
+        plt.close(fig)
+        assert seen == {r for r in sp_figures.READS[name] if r.startswith("tables/")}, name
+
+
 @pytest.fixture(scope="module")
 def drawn(analysed):
     from figures.self_prediction.stage import run_figures

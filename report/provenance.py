@@ -1,0 +1,170 @@
+"""Where each figure of the manuscript comes from: ``docs/figures.md``, written by the ``report`` stage.
+
+One row per figure, in the manuscript's order: its number and label, the function that draws it, the files it
+reads (each family's ``READS``), the dvc.yaml stage that wrote them, every setting of params.yaml that stage and
+the stages before it read (followed through dvc.yaml's deps and outs), and the versions of the datasets they
+start from. Everything is read from the code, ``dvc.yaml``, ``paper/`` and the dataset manifests, none of it
+from a run's outputs, so ``tests/manuscript/test_provenance.py`` can check the committed page against the code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+from reproduce.config import REPO_ROOT
+
+PAGE = REPO_ROOT / "docs" / "figures.md"
+#: each family's figures: (figures module, the analysis outputs its READS are relative to, the manuscript
+#: section that shows them: the main text, or the generated section of a side experiment)
+FAMILIES = (
+    ("figures.self_prediction.plots", "data/analysis", "paper/index.qmd"),
+    ("figures.injection.plots", "data/injection/analysis", "report/injection/section.py"),
+    ("figures.mirror.plots", "data/mirror/analysis", "report/mirror/section.py"),
+)
+#: where the manuscript includes each side experiment's generated section
+INCLUDES = {"_generated/injection.md": "report/injection/section.py", "_generated/mirror.md": "report/mirror/section.py"}
+LABEL = re.compile(r"\{#(fig-[a-z0-9-]+)\}")
+
+
+def _stages(root: Path) -> dict:
+    return yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
+
+
+def _paths(entries) -> list[str]:
+    out = []
+    for e in entries or []:
+        out.append(next(iter(e)) if isinstance(e, dict) else str(e))
+    return out
+
+
+def _covers(out: str, path: str) -> bool:
+    return path == out or path.startswith(out.rstrip("/") + "/")
+
+
+def writer(path: str, stages: dict) -> str | None:
+    """The stage whose outputs hold ``path`` (a file, or a folder some output lies in)."""
+    for name, spec in stages.items():
+        if any(_covers(o, path) or _covers(path, o) for o in _paths(spec.get("outs")) + _paths(spec.get("metrics"))):
+            return name
+    return None
+
+
+def upstream(stage: str, stages: dict) -> list[str]:
+    """``stage`` and every stage whose outputs it depends on, directly or through others (dvc.yaml order)."""
+    seen, todo = set(), [stage]
+    while todo:
+        s = todo.pop()
+        if s in seen:
+            continue
+        seen.add(s)
+        for dep in _paths(stages[s].get("deps")):
+            w = writer(dep, stages)
+            if w is not None and w != s:
+                todo.append(w)
+    return [s for s in stages if s in seen]
+
+
+def settings(names: list[str], stages: dict) -> list[str] | None:
+    """The top-level settings the stages ``names`` declare (None: one of them reads every setting)."""
+    keys: set[str] = set()
+    for s in names:
+        for p in stages[s].get("params", []):
+            if isinstance(p, dict):
+                if any(v is None for v in p.values()):
+                    return None
+                keys.update(k for v in p.values() for k in v)
+            else:
+                keys.add(p)
+    return sorted(keys)
+
+
+def datasets(names: list[str], stages: dict, root: Path) -> list[str]:
+    """``name version`` of every dataset folder under data_raw/ that the stages ``names`` read."""
+    out = set()
+    for s in names:
+        for dep in _paths(stages[s].get("deps")):
+            if dep.startswith("data_raw/") and (root / dep / "manifest.json").exists():
+                m = json.loads((root / dep / "manifest.json").read_text())
+                out.add(f"{m['name']} {m['version']}")
+    return sorted(out)
+
+
+def manuscript_order(root: Path) -> list[str]:
+    """The figure labels in the order the rendered manuscript numbers them."""
+    order = []
+    for line in (root / "paper" / "index.qmd").read_text().splitlines():
+        inc = re.search(r"\{\{< include (\S+) >\}\}", line)
+        if inc and inc.group(1) in INCLUDES:
+            order += LABEL.findall((root / INCLUDES[inc.group(1)]).read_text())
+        order += LABEL.findall(line)
+    return order
+
+
+def rows(root: Path = REPO_ROOT) -> list[dict]:
+    """One dict per figure of every family, in manuscript order."""
+    import importlib
+
+    from report.formatting import fig_id
+
+    stages = _stages(root)
+    order = manuscript_order(root)
+    out = []
+    for module, base, _section in FAMILIES:
+        mod = importlib.import_module(module)
+        for name, draw in mod.FIGURES.items():
+            reads = [f"{base}/{r}" for r in mod.READS[name]]
+            writers = sorted({w for r in reads if (w := writer(r, stages))})
+            chain = [s for s in stages if any(s in upstream(w, stages) for w in writers)]
+            label = fig_id(name)
+            out.append({"number": order.index(label) + 1 if label in order else None, "label": label,
+                        "function": f"{module}.{draw.__name__}", "reads": reads, "stages": writers,
+                        "settings": settings(chain, stages), "datasets": datasets(chain, stages, root),
+                        "upstream": chain})
+    return sorted(out, key=lambda r: (r["number"] is None, r["number"] or 0, r["label"]))
+
+
+def page(root: Path = REPO_ROOT) -> str:
+    """``docs/figures.md`` as text."""
+    lines = [
+        "# Where each figure comes from",
+        "",
+        "<!-- written by the report stage (report/provenance.py) from the code, dvc.yaml and the dataset manifests;",
+        "     do not edit by hand: tests/manuscript/test_provenance.py fails when it is out of date -->",
+        "",
+        "One row per figure of the manuscript (`data/report/index.html`), in its order. *Reads* are the files the",
+        "figure function draws from; *written by* is the dvc.yaml stage that writes them; *settings* are the",
+        "top-level keys of `params.yaml` that this stage and every stage before it read (change one and",
+        "`dvc repro` redraws the figure); *datasets* are the versions under `data_raw/` those stages start from.",
+        "",
+        "| figure | label | drawn by | reads | written by | settings | datasets |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows(root):
+        settings_text = "every setting" if r["settings"] is None else ", ".join(f"`{k}`" for k in r["settings"])
+        lines.append(
+            f"| {r['number'] if r['number'] else '(not shown)'} | `@{r['label']}` | `{r['function']}` | "
+            + "<br>".join(f"`{p}`" for p in r["reads"]) + " | "
+            + ", ".join(f"`{s}`" for s in r["stages"]) + f" | {settings_text or '(none)'} | "
+            + (", ".join(r["datasets"]) or "(none)") + " |")
+    lines += ["", "The stages before each writer, from the datasets on:", ""]
+    seen = set()
+    for r in rows(root):
+        key = tuple(r["stages"])
+        if key in seen:
+            continue
+        seen.add(key)
+        lines.append(f"- {', '.join(f'`{s}`' for s in r['stages'])}: "
+                     + " -> ".join(f"`{s}`" for s in r["upstream"]))
+    return "\n".join(lines) + "\n"
+
+
+def write_page(root: Path = REPO_ROOT, path: Path | None = None) -> Path:
+    from reproduce.io import atomic_write_bytes
+
+    path = Path(path) if path is not None else root / "docs" / "figures.md"
+    atomic_write_bytes(path, page(root).encode())
+    return path
