@@ -179,11 +179,54 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
     cli = tmp_path / "looking_inward" / "cli.py"
     cli.write_text(cli.read_text() + "\n# edit\n")
     assert _stale(run) == set()  # the command line is no stage's dependency
-    finetune = tmp_path / "reproduce" / "finetune.py"
+    finetune = tmp_path / "reproduce" / "lm" / "finetune.py"
     finetune.write_text(finetune.read_text() + "\n# edit\n")
     stale = _stale(run)
     assert {"finetune_self", "finetune_cross", "behaviour_change"} <= stale
     assert not stale & {"object_level", "meta_untrained", "concept_injection", "mirror", "analysis"}
+
+
+FAMILY_STAGES = {
+    "self_prediction": {"datasets", "object_level", "meta_untrained", "finetune_self", "object_level_trained",
+                        "finetune_cross", "meta_trained", "calibration", "behaviour_change", "analysis", "power",
+                        "figures", "release"},
+    "injection": {"injection_datasets", "concept_injection", "injection_analysis", "injection_figures"},
+    "mirror": {"mirror_datasets", "mirror", "mirror_analysis", "mirror_figures"},
+}
+#: the stages that assemble every family: the citation record and the manuscript
+COMMON_STAGES = {"citation", "report"}
+#: one module of each family in each phase
+FAMILY_MODULES = {
+    "self_prediction": ["reproduce/self_prediction/tasks.py", "reproduce/self_prediction/meta_level.py",
+                        "analysis/self_prediction/tidy.py", "figures/self_prediction/plots.py",
+                        "report/self_prediction/sentences.py"],
+    "injection": ["reproduce/injection/content.py", "reproduce/injection/experiment.py",
+                  "analysis/injection/detection.py", "figures/injection/plots.py", "report/injection/section.py"],
+    "mirror": ["reproduce/mirror/content.py", "reproduce/mirror/corrupt.py", "analysis/mirror/design.py",
+               "figures/mirror/plots.py", "report/mirror/section.py"],
+}
+
+
+def test_the_families_stages_partition_dvc_yaml():
+    assert set().union(*FAMILY_STAGES.values()) | COMMON_STAGES == set(STAGES)
+
+
+@pytest.mark.slow
+def test_an_edit_to_one_familys_module_leaves_every_other_familys_stages_up_to_date(tmp_path):
+    """Each family's stages depend on its own modules and the shared layer only: editing a mirror-only module
+    makes no Looking Inward or concept-injection stage stale, and every way round."""
+    run = _project_copy(tmp_path)
+    assert _stale(run) == set()
+    for family, modules in FAMILY_MODULES.items():
+        for rel in modules:
+            path = tmp_path / rel
+            original = path.read_text()
+            path.write_text(original + "\n# edit\n")
+            stale = _stale(run)
+            path.write_text(original)
+            assert stale, rel  # the edit is seen
+            assert stale <= FAMILY_STAGES[family] | COMMON_STAGES, (rel, stale - FAMILY_STAGES[family])
+    assert _stale(run) == set()
 
 
 @pytest.mark.slowest
