@@ -1,7 +1,10 @@
-"""Everything that touches a language model: tasks, response properties, prompt formats,
-the model registry, batched inference and (later) finetuning.
+"""Everything that touches a language model.
 
-DVC stage entry points live in :mod:`reproduce.self_prediction`; they are thin wrappers over these modules.
+The shared layer (plumbing: errors, io, config, schema, shards, versioning, hardware, dist, pipeline, citation,
+cards, timings; :mod:`reproduce.stage`, the kit every model stage shares; :mod:`reproduce.lm`, models, prompt
+formats, the engine, LoRA finetuning, steering and the judge) knows no experiment. Above it, one subpackage per
+experiment family, each importing only the shared layer: :mod:`reproduce.self_prediction` (Looking Inward,
+experiments 1-3), :mod:`reproduce.injection` (concept injection) and :mod:`reproduce.mirror` (the mirror test).
 """
 
 __version__ = "0.1.0"

@@ -1,0 +1,2 @@
+"""Statistics of experiments 1-3: tidy tables, the hierarchical models, calibration, power, simulations and
+the ``analysis`` stage (:mod:`.stage`)."""

@@ -1,0 +1,1 @@
+"""The concept-injection figures and the ``injection_figures`` stage (:mod:`.plots`)."""

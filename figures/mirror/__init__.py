@@ -1,0 +1,1 @@
+"""The mirror-test figures and the ``mirror_figures`` stage (:mod:`.plots`)."""

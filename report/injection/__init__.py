@@ -1,0 +1,1 @@
+"""The manuscript's concept-injection section (:mod:`.section`)."""

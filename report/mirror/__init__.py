@@ -1,0 +1,1 @@
+"""The manuscript's mirror-test section (:mod:`.section`)."""

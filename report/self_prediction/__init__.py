@@ -1,0 +1,1 @@
+"""The manuscript's self-prediction sections: numbers, sentences and tables."""
