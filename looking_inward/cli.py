@@ -261,8 +261,11 @@ def cmd_screenshot(args) -> None:
 def cmd_import_release(args) -> None:
     from reproduce.self_prediction.original_release import import_release
 
-    for m in import_release(Path(args.release_dir), Path(args.out), split=args.split, prefix=args.prefix):
-        print(f"{m['name']:<36} {m['split']:<5} {m['n_items']:>5} items  {', '.join(m['properties'])}")
+    for m in import_release(Path(args.release_dir), Path(args.out), split=args.split, prefix=args.prefix,
+                            force=args.force):
+        skipped = ", ".join(f"{p} ({n} rows)" for p, n in m["skipped_properties"].items())
+        print(f"{m['name']:<36} {m['split']:<5} {m['n_items']:>5} items  {', '.join(m['properties'])}"
+              + (f"  skipped: {skipped}" if skipped else ""))
 
 
 def cmd_models(args) -> None:
@@ -505,6 +508,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--split", choices=["train", "test"], default=None,
                    help="split for files not under train/ or test/")
     s.add_argument("--prefix", default="li_", help="prefix for imported task names (default: %(default)s)")
+    s.add_argument("--force", action="store_true", help="replace datasets of the same name already in --out "
+                                                        "(without it, the import stops and names them)")
     s.set_defaults(func=cmd_import_release)
 
     s = sub.add_parser(

@@ -11,12 +11,20 @@ unless ``fix_known_flaws=False`` and listed in the manifest:
 - a U+2029 (paragraph separator) that replaced ``"\\nP"`` of ``"Please answer"`` in wealth_seeking prompts;
 - a stray closing ``"`` after the starts_with_vowel question.
 
-Properties this package does not define (e.g. ``identity``) are skipped and reported.
+Properties this package does not define (e.g. ``identity``) are skipped, counted per dataset in its manifest,
+and reported.
+
+Nothing is written unless every dataset imports: the datasets are written into a staging folder beside ``out``
+and moved into place at the end. An existing dataset of the same name is replaced only with ``force=True``; the
+error names every dataset it would replace. Each imported dataset's card says where it came from (the original
+study's release, MIT), which repairs were applied and which properties were skipped.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -30,6 +38,12 @@ from reproduce.self_prediction.properties import AB_CHOICE, MULTIPLE_CHOICE, NUM
 RELEASE_KEYS = ("original_question", "original_dataset", "object_level_prompt", "hypothetical_prompt",
                 "behavioral_property")
 RELEASE_LICENCE = "MIT (Looking Inward dataset release, Binder et al. 2024)"
+#: where an imported dataset comes from, for its manifest and card
+RELEASE_SOURCE = ("the dataset release of Binder et al. (2024), \"Looking Inward: Language Models Can Learn About "
+                  "Themselves by Introspection\" (arXiv:2410.13787; github.com/felixbinder/introspection_self_prediction), "
+                  "MIT licence")
+#: the fields of a release row that must be text
+TEXT_KEYS = ("original_question", "original_dataset", "behavioral_property")
 FIXES = {
     "u2029_please": ("\u2029lease answer", "\nPlease answer"),
     "u2029": ("\u2029", "\n"),
@@ -74,7 +88,12 @@ def _fix(text: str, applied: set[str]) -> str:
 
 def read_release_file(path: Path) -> list[dict[str, Any]]:
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):  # not splitlines: U+2029 is in the data
+    for n, raw in enumerate(path.read_bytes().split(b"\n"), 1):  # not splitlines: U+2029 is in the data
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{path}:{n}: not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1}); "
+                               "a release file is UTF-8 jsonl") from None
         if not line.strip():
             continue
         try:
@@ -86,6 +105,9 @@ def read_release_file(path: Path) -> list[dict[str, Any]]:
         missing = [k for k in RELEASE_KEYS if k not in row]
         if missing:
             raise DatasetError(f"{path}:{n}: missing keys {missing}; a release row has {list(RELEASE_KEYS)}")
+        for key in TEXT_KEYS:
+            if not isinstance(row[key], str) or not row[key].strip():
+                raise DatasetError(f"{path}:{n}: {key} must be non-empty text, got {row[key]!r}")
         rows.append(row)
     if not rows:
         raise DatasetError(f"{path}: no rows; an empty release file cannot be imported")
@@ -93,8 +115,9 @@ def read_release_file(path: Path) -> list[dict[str, Any]]:
 
 
 def import_release(release_dir: Path, out: Path, split: str | None = None, prefix: str = "li_",
-                   fix_known_flaws: bool = True) -> list[dict[str, Any]]:
-    """Convert a release folder into ``out/<prefix><dataset>/``; returns the written manifests."""
+                   fix_known_flaws: bool = True, force: bool = False) -> list[dict[str, Any]]:
+    """Convert a release folder into ``out/<prefix><dataset>/``; returns the written manifests. All or nothing:
+    a failure writes no dataset; an existing dataset is replaced only with ``force``."""
     release_dir = Path(release_dir)
     if not release_dir.is_dir():
         raise DatasetError(f"release folder {release_dir} not found")
@@ -110,15 +133,15 @@ def import_release(release_dir: Path, out: Path, split: str | None = None, prefi
         raise DatasetError(f"no .jsonl files in {release_dir} (expected train/*.jsonl and test/*.jsonl)")
 
     datasets: dict[str, dict[str, Any]] = {}
-    skipped: dict[str, int] = defaultdict(int)
+    skipped: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for file_split, path in files:
         for n, row in enumerate(read_release_file(path), 1):
             where = f"{path}:{n}"
             prop = row["behavioral_property"]
+            name = prefix + row["original_dataset"]
             if prop not in PROPERTIES:
-                skipped[prop] += 1
+                skipped[name][prop] += 1
                 continue
-            name = prefix + str(row["original_dataset"])
             ds = datasets.setdefault(name, {"split": file_split, "items": {}, "props": set(), "fixes": set()})
             if ds["split"] != file_split:
                 raise DatasetError(f"{where}: dataset {row['original_dataset']!r} appears in both train and test")
@@ -140,23 +163,42 @@ def import_release(release_dir: Path, out: Path, split: str | None = None, prefi
                 raise DatasetError(f"{where}: the same question has two different object-level prompts")
             item["hypothetical_prompts"][prop] = hyp
 
-    manifests = []
-    for name, ds in sorted(datasets.items()):
-        props = sorted(ds["props"])
-        family = _family(set(props), name)
-        items = sorted(ds["items"].values(), key=lambda it: it["item_id"])
-        complete = [it for it in items if set(it["hypothetical_prompts"]) == set(props)]
-        manifest = {
-            "name": name, "version": "release", "split": ds["split"], "family": family,
-            "description": f"Looking Inward release dataset {name[len(prefix):]!r}, imported",
-            "properties": props, "max_new_tokens": 24 if family == WORD_SEQUENCE else 8,
-            "stance_question": None, "licence": RELEASE_LICENCE,
-            "generator": generator_name("original-release-import", IMPORTER_VERSION), "seed": None,
-            "fixes_applied": sorted(ds["fixes"]),
-            "items_without_every_property": len(items) - len(complete),
-            "skipped_properties": dict(skipped),
-        }
-        manifests.append(write_task(out, manifest, complete))
-    if not manifests:
-        raise DatasetError(f"nothing to import from {release_dir}: every row had an unknown property {dict(skipped)}")
+    if not datasets:
+        every = {p: n for counts in skipped.values() for p, n in counts.items()}
+        raise DatasetError(f"nothing to import from {release_dir}: every row had an unknown property {every}")
+    out = Path(out)
+    existing = sorted(name for name in datasets if (out / name).exists())
+    if existing and not force:
+        raise DatasetError(f"{len(existing)} dataset(s) already in {out}: {', '.join(existing)}; choose another "
+                           "--prefix or --out, or pass --force to replace them")
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=out))
+    try:
+        manifests = []
+        for name, ds in sorted(datasets.items()):
+            props = sorted(ds["props"])
+            family = _family(set(props), name)
+            items = sorted(ds["items"].values(), key=lambda it: it["item_id"])
+            complete = [it for it in items if set(it["hypothetical_prompts"]) == set(props)]
+            manifest = {
+                "name": name, "version": "release", "split": ds["split"], "family": family,
+                "description": f"the Looking Inward release's dataset {name[len(prefix):]!r}, imported",
+                "properties": props, "max_new_tokens": 24 if family == WORD_SEQUENCE else 8,
+                "stance_question": None, "licence": RELEASE_LICENCE, "source": RELEASE_SOURCE,
+                "generator": generator_name("original-release-import", IMPORTER_VERSION), "seed": None,
+                "fixes_applied": sorted(ds["fixes"]),
+                "items_without_every_property": len(items) - len(complete),
+                "skipped_properties": dict(sorted(skipped[name].items())),
+            }
+            manifests.append(write_task(staging, manifest, complete))
+        for m in manifests:  # every dataset is written: move them into place
+            target, trash = out / m["name"], None
+            if target.exists():
+                trash = Path(tempfile.mkdtemp(prefix=".replaced-", dir=out))
+                target.rename(trash / m["name"])
+            (staging / m["name"]).rename(target)
+            if trash is not None:
+                shutil.rmtree(trash)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return manifests

@@ -45,8 +45,11 @@ def _key(version: str) -> tuple:
 
 
 def dataset_card(manifest: dict[str, Any]) -> str:
-    """The dataset card (markdown) written beside the items."""
+    """The dataset card (markdown) written beside the items: the package's own generated data, or (a manifest with
+    a ``source``) data imported from elsewhere."""
     m = manifest
+    if m.get("source"):
+        return imported_card(m)
     family = m["family"]
     props = ", ".join(f"`{p}`" for p in m["properties"])
     stance = f"\n- **Stance question:** {m['stance_question']}" if m.get("stance_question") else ""
@@ -81,6 +84,42 @@ match the sha256 above.
 **Known limitations.** {LIMITATIONS.get(family, 'See the manuscript.')} The items carry no personal data.
 
 **Cite as.** {dataset_citation(m)}
+"""
+
+
+def imported_card(manifest: dict[str, Any]) -> str:
+    """The card of a dataset imported by ``looking-inward import-release``: what was imported, from where, under
+    which licence, the repairs applied and the properties left out."""
+    m = manifest
+    props = ", ".join(f"`{p}`" for p in m["properties"])
+    fixes = ", ".join(f"`{f}`" for f in m.get("fixes_applied", [])) or "none"
+    skipped = m.get("skipped_properties") or {}
+    skipped_text = (", ".join(f"`{p}` ({n} rows)" for p, n in skipped.items()) + ": properties this package does not "
+                    "define") if skipped else "none"
+    incomplete = m.get("items_without_every_property", 0)
+    return f"""# Dataset card: {m['name']} (imported, version {m['version']})
+
+<!-- written by `looking-inward import-release` from manifest.json; do not edit by hand -->
+
+**What.** {m['description'][:1].upper() + m['description'][1:]}: {m['n_items']} items, split `{m['split']}`, task
+family `{m['family']}` (inferred from its properties). Properties asked about: {props}.
+
+**Source.** Imported from {m['source']}. The prompts are the release's own, verbatim but for the repairs below;
+items are the release's questions, one item per question with a hypothetical prompt per property.
+
+- **Repairs applied on import:** {fixes}
+- **Properties skipped:** {skipped_text}
+- **Questions left out** because the release lacks one of the properties above for them: {incomplete}
+
+| field | value |
+|---|---|
+| items | {m['n_items']} |
+| sha256 of `items.jsonl` | `{m['sha256']}` |
+| release sha256 (cite this) | `{m['release_sha256']}` |
+| licence | {m['licence']} |
+| imported by | {m['generator']} |
+
+**Cite as.** The original study's release (above), and this import as: {dataset_citation(m)}
 """
 
 

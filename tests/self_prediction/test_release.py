@@ -48,6 +48,7 @@ def test_fixture_release_imports_into_the_project_format(release, tmp_path):
     assert hues.split == "train" and hues.family == "word_sequence"
     assert hues.manifest["properties"] == ["first_word", "starts_with_vowel"]
     assert hues.manifest["skipped_properties"] == {"identity": 3}
+    assert load_task("li_shutdown", out).manifest["skipped_properties"] == {}  # counted per dataset
     assert len(hues.items) == 3  # one item per question, with a hypothetical prompt per property
     assert set(hues.items[0]["hypothetical_prompts"]) == {"first_word", "starts_with_vowel"}
     shut = load_task("li_shutdown", out)
@@ -74,6 +75,69 @@ def test_malformed_release_files_are_clear_errors(tmp_path, content, match):
     (tmp_path / "r" / "train" / "d_x.jsonl").write_text(content)
     with pytest.raises(DatasetError, match=match):
         import_release(tmp_path / "r", tmp_path / "out")
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("original_dataset", None, "original_dataset must be non-empty text"),
+    ("original_dataset", "  ", "original_dataset must be non-empty text"),
+    ("original_question", 7, "original_question must be non-empty text"),
+])
+def test_wrongly_typed_fields_name_the_file_and_line(tmp_path, field, value, match):
+    rows = [_row("d", "first_word", "q1"), {**_row("d", "first_word", "q2"), field: value}]
+    _write(tmp_path / "r" / "train" / "d_first_word.jsonl", rows)
+    with pytest.raises(DatasetError, match=rf"d_first_word.jsonl:2: {match}"):
+        import_release(tmp_path / "r", tmp_path / "out")
+    assert not (tmp_path / "out" / "li_None").exists() and not list((tmp_path / "out").glob("li_*"))
+
+
+def test_a_non_utf8_byte_names_the_file_and_line(tmp_path):
+    path = tmp_path / "r" / "train" / "d_first_word.jsonl"
+    _write(path, [_row("d", "first_word", "q1")])
+    path.write_bytes(path.read_bytes() + b'{"original_question": "\xff"}\n')
+    with pytest.raises(DatasetError, match=r"d_first_word.jsonl:2: not UTF-8"):
+        import_release(tmp_path / "r", tmp_path / "out")
+
+
+def test_a_failure_in_a_later_dataset_writes_nothing(release, tmp_path):
+    """The datasets are staged and moved into place only when every one imported."""
+    _write(release / "test" / "zz_first_word.jsonl",
+           [{**_row("zz", "first_word", "q"), "object_level_prompt": "not messages"}])
+    out = tmp_path / "data_raw"
+    out.mkdir()
+    with pytest.raises(DatasetError, match="chat messages"):
+        import_release(release, out)
+    assert list(out.iterdir()) == []
+
+
+def test_an_existing_dataset_is_replaced_only_when_forced(release, tmp_path):
+    out = tmp_path / "data_raw"
+    import_release(release, out)
+    before = (out / "li_hues" / "items.jsonl").read_bytes()
+    (out / "li_hues" / "items.jsonl").write_bytes(b"kept\n")
+    with pytest.raises(DatasetError, match=r"2 dataset\(s\) already in .*li_hues, li_shutdown.*--force"):
+        import_release(release, out)
+    assert (out / "li_hues" / "items.jsonl").read_bytes() == b"kept\n"  # untouched
+    import_release(release, out, force=True)
+    assert (out / "li_hues" / "items.jsonl").read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["li_hues", "li_shutdown"]  # no staging folder left
+
+
+def test_the_project_datasets_cannot_be_overwritten_by_an_import_without_force(tmp_path):
+    """`--prefix ""` with the default --out would have replaced power_seeking and the others."""
+    root = tmp_path / "release"
+    _write(root / "train" / "power_seeking_ethical_stance.jsonl",
+           [_row("power_seeking", "ethical_stance", "Take power?", stance="A")])
+    with pytest.raises(DatasetError, match="power_seeking"):
+        import_release(root, REPO_ROOT / "data_raw", prefix="")
+
+
+def test_an_imported_card_describes_the_import(release, tmp_path):
+    out = tmp_path / "data_raw"
+    import_release(release, out)
+    card = (out / "li_hues" / "README.md").read_text()
+    assert "Imported from the dataset release of Binder et al. (2024)" in card and "MIT" in card
+    assert "`identity` (3 rows)" in card and "Synthetic" not in card and "seed" not in card
+    assert "u2029_please" in (out / "li_shutdown" / "README.md").read_text()
 
 
 def test_missing_release_folder(tmp_path):
