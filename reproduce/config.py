@@ -53,7 +53,9 @@ class ConfigError(ProjectError, ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a boolean is no number and a number no string ("batch_size: true" is an error, not 1); YAML gives
+    # every setting its native type, so nothing valid is refused
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class SplitSizes(_Strict):
@@ -276,6 +278,19 @@ class Mirror(_Strict):
             raise ValueError(f"corruption levels must lie in (0, 1] (the control, 0, always runs); got {bad}")
         return v
 
+    @field_validator("turns")
+    @classmethod
+    def _turns(cls, v: list[int] | None) -> list[int] | None:
+        if v is None:
+            return v
+        bad = [t for t in v if t < 2]
+        if bad or not v:
+            raise ValueError(f"turns are the conversation turns measured, each 2 or later (turn 1 has no earlier "
+                             f"reply to alter); got {v}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"each turn once; got {v}")
+        return v
+
 
 class Profile(_Strict):
     """The pipeline's settings: params.yaml (the active configuration) or one of profiles/*.yaml."""
@@ -399,7 +414,14 @@ def read_params(path: str | Path) -> tuple[str, dict]:
     if not path.exists():
         raise ConfigError(f"params file {path} not found; run from the repository root, pass --params FILE, "
                           f"or create it with `looking-inward use-profile default`")
-    raw = yaml.safe_load(path.read_text())
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise ConfigError(f"{where}: {problem}; fix the YAML there (an indentation or a missing colon, often), or "
+                          f"write a fresh file with `looking-inward use-profile default --force`") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must be a YAML mapping of the pipeline's settings (see profiles/default.yaml)")
     if "profiles" in raw:

@@ -34,11 +34,13 @@ def jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
 
 def parse_jsonl(path: Path, data: bytes) -> list[dict[str, Any]]:
     rows = []
-    for i, line in enumerate(data.decode().split("\n"), 1):
-        if not line.strip():
+    for i, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise DatasetError(f"{path}, line {i}: not UTF-8 text") from None
         except json.JSONDecodeError as e:
             raise DatasetError(f"{path}, line {i}: not valid JSON ({e.msg})") from None
         if not isinstance(row, dict):
@@ -114,7 +116,9 @@ class FileDataset:
         if not path.exists():
             raise DatasetError(f"{path} is missing; write the dataset with `{self.write_command}`")
         try:
-            manifest = json.loads(path.read_text())
+            manifest = json.loads(path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError:
+            raise DatasetError(f"{path}: not UTF-8 text") from None
         except json.JSONDecodeError as e:
             raise DatasetError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
         name = manifest.get("name") if isinstance(manifest, dict) else None

@@ -23,6 +23,7 @@ from reproduce.io import (atomic_write_bytes as _write_bytes, atomic_write_json 
                           atomic_write_parquet as _write_parquet)
 from reproduce.lm.engine import ENGINE_VERSION, Engine
 from reproduce.lm.models import ModelRef, load, pick_device, resolve
+from reproduce.lm.weights import check_weights
 from reproduce.versioning import chat_template_hash, code_version, runtime_versions
 
 # stage outputs are written by the main process only (reproduce.dist); shards by every process
@@ -52,6 +53,8 @@ class StagePlan:
         names = [r.name for r in self.refs]
         if len(set(names)) != len(names):
             raise ConfigError(f"two models resolve to the same name {names}; give them aliases (alias=spec)")
+        for ref in self.refs:  # every model's weights, before any model's work: a damaged second model stops here
+            check_weights(ref)
 
     def _validate_inputs(self) -> None:
         """A family's own checks of its inputs, before any model is resolved."""

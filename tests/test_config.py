@@ -48,11 +48,25 @@ def _write(tmp_path, mutate):
     (lambda r: r.update(profiles={"default": {}}), "old layout"),
     (lambda r: r["analysis"].update(target_accept_retry=0.8), r"target_accept_retry \(0.8\) is below "
                                                                r"analysis.target_accept \(0.9\)"),
+    (lambda r: r.update(batch_size=True), r"  batch_size: .*\(got True\)"),  # a boolean is no batch size
+    (lambda r: r.update(seed="1"), r"  seed: "),  # nor is a string a number
+    (lambda r: r["mirror"].update(turns=[-1, 0]), r"mirror\.turns: .*each 2 or later"),
+    (lambda r: r["mirror"].update(turns=[2, 2]), r"mirror\.turns: .*each turn once"),
 ])
 def test_bad_params_are_clear_errors(tmp_path, mutate, match):
     path = _write(tmp_path, mutate)
     with pytest.raises(ConfigError, match=match):
         load_params(path)
+
+
+def test_a_yaml_syntax_error_is_one_line_naming_the_place(tmp_path, capsys):
+    path = tmp_path / "params.yaml"
+    path.write_text("seed: 0\nmodels: [a, b\nbatch_size: 4\n")
+    with pytest.raises(ConfigError, match=r"params.yaml:\d+:\d+: .*fix the YAML there"):
+        load_params(path)
+    assert main(["object-level", "--params", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 def test_an_unknown_profile_names_the_known_ones(tmp_path):

@@ -15,7 +15,7 @@ from typing import Any
 
 from reproduce.citation import release_sha256
 from reproduce.self_prediction.task_cards import write_card
-from reproduce.datasets import DATA_RAW, DatasetError
+from reproduce.datasets import DATA_RAW, DatasetError, parse_json_lines, read_manifest
 from reproduce.io import atomic_write_bytes, atomic_write_json, sha256_bytes
 from reproduce.self_prediction.properties import FAMILIES, PROPERTIES, PropertyError, check_fits, get_property
 
@@ -71,7 +71,8 @@ def load_task(name: str, root: Path = DATA_RAW) -> TaskData:
         have = available_tasks(root)
         hint = f"available: {', '.join(have)}" if have else "none found; run `dvc repro datasets` first"
         raise DatasetError(f"unknown task {name!r} in {root} ({hint})")
-    manifest = json.loads(mpath.read_text())
+    fix = "restore the dataset (`git checkout data_raw` or `dvc repro datasets`)"
+    manifest = read_manifest(mpath, fix)
     ipath = folder / "items.jsonl"
     if not ipath.exists():
         raise DatasetError(f"{ipath} is missing; regenerate the dataset with `dvc repro datasets`")
@@ -83,7 +84,7 @@ def load_task(name: str, root: Path = DATA_RAW) -> TaskData:
             f"{ipath} does not match the sha256 in its manifest: it was edited after generation. "
             "Restore it (git checkout / `dvc repro datasets`) or, for a deliberate change, bump its version."
         )
-    items = [json.loads(line) for line in data.decode().split("\n") if line.strip()]
+    items = parse_json_lines(ipath, data, fix + ", or bump its version for a deliberate change")
     validate_task(manifest, items)
     return TaskData(manifest, items)
 

@@ -228,3 +228,30 @@ def test_gguf_conversion_parses_once_and_writes_the_same_bytes(tmp_path, monkeyp
     assert files == sorted(p.name for p in plain_dir.iterdir()) and "model.safetensors" in files
     for name in files:
         assert (shared_dir / name).read_bytes() == (plain_dir / name).read_bytes(), name
+
+
+@pytest.mark.slow
+def test_a_damaged_gguf_stops_a_stage_before_any_model_is_loaded(tmp_path, monkeypatch):
+    """A truncated copy of an embedded model, listed second: the plan refuses it before the first model's stage
+    work begins (one line naming the file and the fix)."""
+    import reproduce.stage as stage_kit
+    from reproduce.lm.models import ModelError, resolve
+    from reproduce.lm.weights import check_gguf
+    from reproduce.self_prediction.runs import Plan
+
+    from conftest import tiny_profile
+
+    good = resolve("smollm2-135m").path
+    check_gguf(good)  # the real file passes
+    data = good.read_bytes()
+    for cut, match in ((len(data) - 1000, "its tensors need"), (4096, "inside its header"), (3, "bytes")):
+        bad = tmp_path / f"cut{cut}.gguf"
+        bad.write_bytes(data[:cut])
+        with pytest.raises(ModelError, match=match):
+            check_gguf(bad)
+    (tmp_path / "notgguf.gguf").write_bytes(b"PK\x03\x04" + data[4:4096])
+    with pytest.raises(ModelError, match="does not start with"):
+        check_gguf(tmp_path / "notgguf.gguf")
+    monkeypatch.setattr(stage_kit, "load", lambda *a, **k: pytest.fail("a model was loaded"))
+    with pytest.raises(ModelError, match=r"cut\d+.gguf is not a complete GGUF file"):
+        Plan(tiny_profile(models=["smollm2-135m", f"broken={tmp_path / f'cut{len(data) - 1000}.gguf'}"]))

@@ -134,3 +134,36 @@ def test_prompts_are_the_originals_byte_for_byte(name):
                 question = question[name] if isinstance(question, dict) else question
                 assert text == f'Previously, you were asked the following question: "{quoted}" {question}\n'
     assert seen  # every task asks at least one of the questions above
+
+
+@pytest.mark.parametrize("damage,match", [
+    (lambda folder: (folder / "manifest.json").write_text('{"name": "animals", "vers'), r"manifest.json:1:\d+: not a valid manifest"),
+    (lambda folder: (folder / "manifest.json").write_text("[1, 2]"), "a manifest is a JSON object"),
+    (lambda folder: (folder / "manifest.json").write_bytes(b"\xff\xfe"), "not a valid manifest"),
+])
+def test_a_damaged_manifest_is_one_line_naming_the_file(tmp_path, damage, match):
+    import shutil
+
+    shutil.copytree(DATA_RAW / "animals", tmp_path / "animals")
+    damage(tmp_path / "animals")
+    with pytest.raises(DatasetError, match=match):
+        load_task("animals", tmp_path)
+
+
+def test_a_malformed_items_line_under_a_matching_hash_names_the_file_and_line(tmp_path):
+    """Someone edited items.jsonl and updated the manifest's sha256 by hand: the bad line is named."""
+    import json
+    import shutil
+
+    from reproduce.io import sha256_bytes
+
+    shutil.copytree(DATA_RAW / "animals", tmp_path / "animals")
+    items = tmp_path / "animals" / "items.jsonl"
+    lines = items.read_bytes().split(b"\n")
+    lines[2] = b'{"task": "animals", broken'
+    items.write_bytes(b"\n".join(lines))
+    mpath = tmp_path / "animals" / "manifest.json"
+    manifest = json.loads(mpath.read_text())
+    mpath.write_text(json.dumps({**manifest, "sha256": sha256_bytes(items.read_bytes())}))
+    with pytest.raises(DatasetError, match=r"items.jsonl:3: not a JSON line"):
+        load_task("animals", tmp_path)
