@@ -2,12 +2,13 @@
 
 bfloat16 halves memory traffic, but on a CPU it is fast only where the instruction set has it (avx512_bf16,
 AMX). Elsewhere (AVX2-only CPUs, most laptops) PyTorch emulates it, and a bf16 matrix product ran about
-40x slower than float32 on one such machine. So ``dtype: auto`` and ``mixed_precision: auto`` time a short
-matrix product in both dtypes, at the thread count the stage runs with, and choose bf16 only where it is
-clearly faster. On CUDA, bf16 is chosen where the device supports it.
-
-The measurement takes under a second. It is done once per machine (CPU model, flags, thread count, torch
-version) and kept in the package cache, so that the stages of one run, each its own process, agree.
+40x slower than float32 on one such machine. So ``dtype: auto`` and ``mixed_precision: auto`` choose bf16 on a
+CPU whose flags have it (avx512_bf16 or amx_bf16) and whose kernels use it (PyTorch dispatching AVX-512 kernels,
+oneDNN not capped below them): a decision from facts of the machine, the same on every run, whatever else the
+machine is doing. A timed matrix product, which another process can slow by several times, decides only where
+the flags cannot be read (not Linux on x86): it is repeated until its readings agree, and kept per machine
+(CPU model, flags, thread count, torch version) in the package cache. On CUDA, bf16 is chosen where the device
+supports it.
 """
 
 from __future__ import annotations
@@ -143,6 +144,28 @@ def measure_bf16(device: str = "cpu", rounds: int = 5) -> tuple[float, float]:
     return fp32, bf16
 
 
+#: the timed probe is repeated until this many of its readings agree on the decision (at most PROBE_TRIES)
+PROBE_AGREE, PROBE_TRIES = 3, 9
+
+
+def stable_bf16(device: str = "cpu", measure: Callable | None = None) -> tuple[float, float]:
+    """(float32, bfloat16) GFLOP/s from repeated probes: measured until :data:`PROBE_AGREE` readings in a row
+    agree on whether bf16 clears :data:`BF16_MIN_SPEEDUP` (at most :data:`PROBE_TRIES`; then the majority), and
+    the median of the readings that agree with the decision."""
+    measure = measure or measure_bf16
+    readings: list[tuple[float, float]] = []
+    for _ in range(PROBE_TRIES):
+        readings.append(measure(device))
+        votes = [b >= BF16_MIN_SPEEDUP * f for f, b in readings]
+        if len(votes) >= PROBE_AGREE and len(set(votes[-PROBE_AGREE:])) == 1:
+            decision = votes[-1]
+            break
+    else:
+        decision = sum(votes) * 2 > len(votes)
+    kept = sorted((r for r, v in zip(readings, votes) if v == decision), key=lambda r: r[1] / r[0])
+    return kept[len(kept) // 2]
+
+
 def _probe_key(device: str) -> str:
     return (f"{device}|{cpu_model()}|{','.join(cpu_flags())}|{cpu_dispatch()}|threads={torch.get_num_threads()}"
             f"|torch={torch.__version__}")
@@ -157,7 +180,7 @@ def _probe(key: str, device: str) -> tuple[float, float]:
         known = {}
     if key in known:
         return known[key]["fp32_gflops"], known[key]["bf16_gflops"]
-    fp32, bf16 = measure_bf16(device)
+    fp32, bf16 = stable_bf16(device)
     known[key] = {"fp32_gflops": round(fp32, 1), "bf16_gflops": round(bf16, 1),
                   "measured": time.strftime("%Y-%m-%dT%H:%M:%S")}
     try:
@@ -180,10 +203,32 @@ def forget_probe() -> None:
     (cache_base() / "hardware.json").unlink(missing_ok=True)
 
 
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def native_bf16() -> tuple[bool | None, str]:
+    """Whether this CPU multiplies bf16 natively, from its flags and the kernels' dispatch, and why: None where
+    the flags cannot be read (then a timed probe decides)."""
+    flags = cpu_flags()
+    if not flags:
+        return None, "CPU flags unknown"
+    have = [f for f in BF16_FLAGS if f in flags]
+    if not have:
+        return False, "no avx512_bf16 or amx_bf16 among the CPU flags"
+    dispatch = cpu_dispatch()
+    isa = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    if "AVX512" not in dispatch.split(",")[0].upper():
+        return False, f"the CPU has {', '.join(have)} but PyTorch dispatches {dispatch} kernels"
+    if isa and not any(k in isa for k in ("BF16", "AMX", "ALL", "AVX10")):
+        return False, f"the CPU has {', '.join(have)} but oneDNN is capped at {isa}"
+    return True, f"{', '.join(have)} in the CPU flags, {dispatch} kernels"
+
+
 def resolve_dtype(requested: str, device: torch.device | str) -> DtypeChoice:
-    """The dtype to run at. ``auto``: bf16 on a CUDA device that supports it, and on a CPU whose measured
-    bf16 matmul rate is at least :data:`BF16_MIN_SPEEDUP` times float32's; float32 everywhere else.
-    An explicit dtype is kept; an explicit bf16 on a CPU where it is slow warns with the measured slowdown."""
+    """The dtype to run at. ``auto``: bf16 on a CUDA device that supports it, and on a CPU with native bf16
+    (:func:`native_bf16`: its flags, never a timing, where they can be read; elsewhere a repeated timed probe, bf16
+    at least :data:`BF16_MIN_SPEEDUP` times float32's rate); float32 everywhere else. An explicit dtype is kept;
+    an explicit bf16 on a CPU without native bf16 warns with the measured slowdown."""
     dev = torch.device(device).type
     if dev == "cuda":
         ok = _cuda_bf16()
@@ -193,12 +238,19 @@ def resolve_dtype(requested: str, device: torch.device | str) -> DtypeChoice:
         return DtypeChoice(requested, requested, dev, "set in params.yaml")
     if requested not in ("auto", "bfloat16"):
         return DtypeChoice(requested, requested, dev, "set in params.yaml")
+    native, why = native_bf16()
+    if requested == "auto" and native is not None:
+        return DtypeChoice(requested, "bfloat16" if native else "float32", dev,
+                           ("native bf16: " if native else "bf16 not native: ") + why)
+    if requested == "bfloat16" and native:
+        return DtypeChoice(requested, "bfloat16", dev, "set in params.yaml; native bf16: " + why)
     fp32, bf16 = probe_bf16(dev)
     fast = bf16 >= BF16_MIN_SPEEDUP * fp32
     measured = f"bf16 {bf16:.0f} vs float32 {fp32:.0f} GFLOP/s on this CPU ({torch.get_num_threads()} threads)"
     if requested == "auto":
         return DtypeChoice(requested, "bfloat16" if fast else "float32", dev,
-                           ("native bf16: " if fast else "bf16 not faster: ") + measured, fp32, bf16)
+                           ("native bf16 (flags unknown; timed): " if fast else "bf16 not faster (flags unknown; "
+                            "timed): ") + measured, fp32, bf16)
     if not fast:
         warnings.warn(f"dtype bfloat16 was asked for, but this CPU has no fast bf16: {measured} "
                       f"({fp32 / bf16:.1f}x slower). Set dtype: auto (or float32) in params.yaml.", stacklevel=2)

@@ -138,6 +138,7 @@ def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
               stages={s: {"seconds": v["seconds"] / 2} for s, v in ref["stages"].items()})
     monkeypatch.setattr(estimate_module, "load_references", lambda: [ref, bf])
     profile = profile.model_copy(update={"dtype": "float32"})
+    monkeypatch.setattr(hardware, "native_bf16", lambda: (None, "flags unknown"))  # the timed probe decides
     monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (50.0, 1.0))  # half as fast
     text = estimate_module.time_estimate_text(profile, "cpu")
     assert "scaled from the reference run: profile default" in text

@@ -10,10 +10,53 @@ import reproduce.hardware as hardware
 
 @pytest.fixture
 def measured(monkeypatch):
-    """Pretend the matmul probe measured (float32, bfloat16) GFLOP/s."""
+    """Pretend the CPU's flags cannot be read and the matmul probe measured (float32, bfloat16) GFLOP/s."""
     def set_rates(fp32: float, bf16: float) -> None:
+        monkeypatch.setattr(hardware, "native_bf16", lambda: (None, "CPU flags unknown"))
         monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": (fp32, bf16))
     return set_rates
+
+
+@pytest.mark.parametrize("flags,dispatch,isa,native", [
+    (["avx2", "avx512f", "avx512_bf16"], "AVX512", None, True),
+    (["avx2", "avx512f", "amx_bf16", "amx_tile"], "AVX512", None, True),
+    (["avx2", "avx512f", "avx512_bf16"], "AVX512", "AVX512_CORE_BF16", True),
+    (["avx2", "avx512f", "avx512_bf16"], "AVX2", None, False),  # kernels lowered (ATEN_CPU_CAPABILITY=avx2)
+    (["avx2", "avx512f", "avx512_bf16"], "AVX512", "AVX2", False),  # oneDNN capped
+    (["avx2", "avx512f"], "AVX512", None, False),  # AVX-512 without bf16
+    (["avx2", "fma"], "AVX2", None, False),  # a laptop
+    ([], "DEFAULT", None, None),  # flags unknown: the timed probe decides
+])
+def test_native_bf16_is_read_from_the_flags_and_the_kernels(monkeypatch, flags, dispatch, isa, native):
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: flags)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: dispatch)
+    if isa:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
+    else:
+        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert hardware.native_bf16()[0] is native
+
+
+def test_auto_follows_the_flags_and_never_a_timing_where_they_are_known(monkeypatch):
+    """A busy machine made a timed probe read bf16 11 against float32 13 GFLOP/s on a CPU with AMX, and that one
+    reading chose float32 for every later run. The flags decide now: the same dtype on every run, loaded or not."""
+    monkeypatch.setattr(hardware, "probe_bf16", lambda device="cpu": pytest.fail("timed"))
+    for native in (True, False):
+        monkeypatch.setattr(hardware, "native_bf16", lambda n=native: (n, "flags"))
+        c = hardware.resolve_dtype("auto", "cpu")
+        assert c.dtype == ("bfloat16" if native else "float32") and c.fp32_gflops is None
+        assert hardware.resolve_mixed_precision("auto", "cpu") == ("bf16" if native else "no")
+
+
+def test_the_timed_probe_is_repeated_until_its_readings_agree():
+    """Where the flags are unknown: noisy readings (another process holding a core) do not decide alone."""
+    readings = iter([(13.0, 11.0), (150.0, 880.0), (140.0, 860.0), (12.0, 80.0), (153.0, 883.0), (90.0, 95.0)])
+    calls = []
+    fp32, bf16 = hardware.stable_bf16("cpu", measure=lambda device: calls.append(1) or next(readings))
+    assert (fp32, bf16) == (140.0, 860.0) and len(calls) == 4  # three agreeing readings in a row: their median
+    always_noisy = iter([(10.0, 20.0), (10.0, 5.0)] * 10)
+    fp32, bf16 = hardware.stable_bf16("cpu", measure=lambda device: next(always_noisy))
+    assert (fp32, bf16) == (10.0, 20.0)  # nine readings, the majority (bf16 faster in five) decides
 
 
 def test_auto_picks_float32_where_bf16_is_emulated(measured):
@@ -83,11 +126,11 @@ def test_the_measurement_is_kept_per_machine_so_every_stage_agrees(tmp_path, mon
     moment cannot make two stages of one run resolve ``auto`` differently."""
     monkeypatch.setenv("LOOKING_INWARD_CACHE", str(tmp_path))
     calls = []
-    monkeypatch.setattr(hardware, "measure_bf16", lambda device="cpu": calls.append(device) or (40.0, 145.0))
+    monkeypatch.setattr(hardware, "stable_bf16", lambda device="cpu": calls.append(device) or (40.0, 145.0))
     hardware._probe.cache_clear()
     assert hardware.probe_bf16("cpu") == (40.0, 145.0)
     hardware._probe.cache_clear()  # a new process
-    monkeypatch.setattr(hardware, "measure_bf16", lambda device="cpu": (60.0, 2.0))
+    monkeypatch.setattr(hardware, "stable_bf16", lambda device="cpu": (60.0, 2.0))
     assert hardware.probe_bf16("cpu") == (40.0, 145.0) and calls == ["cpu"]
     hardware.forget_probe()  # `looking-inward hardware --measure`
     assert hardware.probe_bf16("cpu") == (60.0, 2.0)
