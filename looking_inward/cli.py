@@ -208,9 +208,12 @@ def cmd_figures(args) -> None:
 
 
 def cmd_report(args) -> None:
+    import figures.injection.plots as injection_figures
+    import figures.mirror.plots as mirror_figures
+    import figures.self_prediction.plots as self_prediction_figures
     from reproduce.config import edits
-    from report import run_report
     from report.provenance import write_page
+    from report.stage import run_report
 
     name, profile = load_params(args.params, args.profile)
     if args.profile is None:  # a configuration edited since it was written from its profile says so
@@ -220,7 +223,7 @@ def cmd_report(args) -> None:
     for kind, path in run_report(profile, name, Path(args.analysis), Path(args.figures), out=Path(args.out),
                                  engine=args.engine).items():
         print(f"{kind}: {path}")
-    print(f"figure provenance: {write_page()}")
+    print(f"figure provenance: {write_page((self_prediction_figures, injection_figures, mirror_figures))}")
 
 
 def cmd_release(args) -> None:

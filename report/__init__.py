@@ -13,18 +13,26 @@
 
 :func:`screenshot` (the ``screenshot`` command) opens the HTML in headless Chromium and saves a PNG.
 
-Modules: :mod:`.formatting`, :mod:`.numbers`, :mod:`.tables`, :mod:`.render`, :mod:`.checks`, :mod:`.stage`;
-:mod:`.injection` and :mod:`.mirror` write the concept-injection and mirror-test sections.
+Modules: :mod:`.formatting`, :mod:`.render`, :mod:`.checks`, :mod:`.stage` (the stage, which assembles every
+family's section), :mod:`.provenance` (``docs/figures.md``); one folder per family: :mod:`.self_prediction`
+(numbers, sentences, tables), :mod:`.injection` and :mod:`.mirror` (their sections).
 """
 
-from report.checks import blank_fraction, check_html, embedded_images, find_chromium, screenshot
-from report.formatting import ANALYSIS, FIGURES, MINUS, PAPER, REPORT, ReportError, fig_id, fmt, fmt_prob, format_key
-from report.self_prediction.numbers import HEADLINES, build_numbers
-from report.render import pandoc_path, render, render_pandoc, render_quarto
-from report.stage import prepare, run_report
-from report.self_prediction.tables import build_tables
+import importlib
 
-__all__ = ["ANALYSIS", "FIGURES", "HEADLINES", "MINUS", "PAPER", "REPORT", "ReportError", "blank_fraction",
-           "build_numbers", "build_tables", "check_html", "embedded_images", "fig_id", "find_chromium", "fmt",
-           "fmt_prob", "format_key", "pandoc_path", "prepare", "render", "render_pandoc", "render_quarto",
-           "run_report", "screenshot"]
+_WHERE = {"blank_fraction": "checks", "check_html": "checks", "embedded_images": "checks", "find_chromium": "checks",
+          "screenshot": "checks", "ANALYSIS": "formatting", "FIGURES": "formatting", "MINUS": "formatting",
+          "PAPER": "formatting", "REPORT": "formatting", "ReportError": "formatting", "fig_id": "formatting",
+          "fmt": "formatting", "fmt_prob": "formatting", "format_key": "formatting",
+          "HEADLINES": "self_prediction.numbers", "build_numbers": "self_prediction.numbers",
+          "pandoc_path": "render", "render": "render", "render_pandoc": "render", "render_quarto": "render",
+          "prepare": "stage", "run_report": "stage", "build_tables": "self_prediction.tables"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    """The names above, imported when first asked for: importing one of this package's modules loads no other."""
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)

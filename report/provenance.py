@@ -18,13 +18,8 @@ import yaml
 from reproduce.config import REPO_ROOT
 
 PAGE = REPO_ROOT / "docs" / "figures.md"
-#: each family's figures: (figures module, the analysis outputs its READS are relative to, the manuscript
-#: section that shows them: the main text, or the generated section of a side experiment)
-FAMILIES = (
-    ("figures.self_prediction.plots", "data/analysis", "paper/index.qmd"),
-    ("figures.injection.plots", "data/injection/analysis", "report/injection/section.py"),
-    ("figures.mirror.plots", "data/mirror/analysis", "report/mirror/section.py"),
-)
+#: where each family's READS are relative to (its analysis outputs), by the figures module's family
+BASES = {"self_prediction": "data/analysis", "injection": "data/injection/analysis", "mirror": "data/mirror/analysis"}
 #: where the manuscript includes each side experiment's generated section
 INCLUDES = {"_generated/injection.md": "report/injection/section.py", "_generated/mirror.md": "report/mirror/section.py"}
 LABEL = re.compile(r"\{#(fig-[a-z0-9-]+)\}")
@@ -104,55 +99,68 @@ def manuscript_order(root: Path) -> list[str]:
     return order
 
 
-def rows(root: Path = REPO_ROOT) -> list[dict]:
-    """One dict per figure of every family, in manuscript order."""
-    import importlib
+def drawn_in(name: str, root: Path) -> str | None:
+    """The stage that draws the figure ``name``: the writer of its entry in dvc.yaml's ``plots:``."""
+    raw = yaml.safe_load((root / "dvc.yaml").read_text())
+    stages = raw["stages"]
+    for entry in _paths(raw.get("plots")):
+        if Path(entry).stem == name:
+            return writer(entry, stages)
+    return None
 
+
+def rows(modules, root: Path = REPO_ROOT) -> list[dict]:
+    """One dict per figure of every family's figures module in ``modules`` (each with ``FIGURES`` and ``READS``),
+    in manuscript order."""
     from report.formatting import fig_id
 
     stages = _stages(root)
     order = manuscript_order(root)
     out = []
-    for module, base, _section in FAMILIES:
-        mod = importlib.import_module(module)
+    for mod in modules:
+        base = BASES[mod.__name__.split(".")[1]]
         for name, draw in mod.FIGURES.items():
             reads = [f"{base}/{r}" for r in mod.READS[name]]
             writers = sorted({w for r in reads if (w := writer(r, stages))})
             chain = [s for s in stages if any(s in upstream(w, stages) for w in writers)]
             label = fig_id(name)
             out.append({"number": order.index(label) + 1 if label in order else None, "label": label,
-                        "function": f"{module}.{draw.__name__}", "reads": reads, "stages": writers,
+                        "function": f"{mod.__name__}.{draw.__name__}", "drawn_in": drawn_in(name, root),
+                        "reads": reads, "stages": writers,
                         "settings": settings(chain, stages), "datasets": datasets(chain, stages, root),
                         "upstream": chain})
     return sorted(out, key=lambda r: (r["number"] is None, r["number"] or 0, r["label"]))
 
 
-def page(root: Path = REPO_ROOT) -> str:
-    """``docs/figures.md`` as text."""
+def page(modules, root: Path = REPO_ROOT) -> str:
+    """``docs/figures.md`` as text, for the figures modules ``modules``."""
     lines = [
         "# Where each figure comes from",
         "",
         "<!-- written by the report stage (report/provenance.py) from the code, dvc.yaml and the dataset manifests;",
         "     do not edit by hand: tests/manuscript/test_provenance.py fails when it is out of date -->",
         "",
-        "One row per figure of the manuscript (`data/report/index.html`), in its order. *Reads* are the files the",
-        "figure function draws from; *written by* is the dvc.yaml stage that writes them; *settings* are the",
+        "One row per figure of the manuscript (`data/report/index.html`), in its order. *Drawn by* is the function",
+        "and the dvc.yaml stage that draw it; *reads* are the files the function draws from; *written by* is the",
+        "stage that writes them; *settings* are the",
         "top-level keys of `params.yaml` that this stage and every stage before it read (change one and",
         "`dvc repro` redraws the figure); *datasets* are the versions under `data_raw/` those stages start from.",
         "",
         "| figure | label | drawn by | reads | written by | settings | datasets |",
         "|---|---|---|---|---|---|---|",
     ]
-    for r in rows(root):
+    table = rows(modules, root)
+    for r in table:
         settings_text = "every setting" if r["settings"] is None else ", ".join(f"`{k}`" for k in r["settings"])
         lines.append(
-            f"| {r['number'] if r['number'] else '(not shown)'} | `@{r['label']}` | `{r['function']}` | "
+            f"| {r['number'] if r['number'] else '(not shown)'} | `@{r['label']}` | `{r['function']}` "
+            f"(stage `{r['drawn_in']}`) | "
             + "<br>".join(f"`{p}`" for p in r["reads"]) + " | "
             + ", ".join(f"`{s}`" for s in r["stages"]) + f" | {settings_text or '(none)'} | "
             + (", ".join(r["datasets"]) or "(none)") + " |")
     lines += ["", "The stages before each writer, from the datasets on:", ""]
     seen = set()
-    for r in rows(root):
+    for r in table:
         key = tuple(r["stages"])
         if key in seen:
             continue
@@ -162,9 +170,9 @@ def page(root: Path = REPO_ROOT) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_page(root: Path = REPO_ROOT, path: Path | None = None) -> Path:
+def write_page(modules, root: Path = REPO_ROOT, path: Path | None = None) -> Path:
     from reproduce.io import atomic_write_bytes
 
     path = Path(path) if path is not None else root / "docs" / "figures.md"
-    atomic_write_bytes(path, page(root).encode())
+    atomic_write_bytes(path, page(modules, root).encode())
     return path

@@ -40,7 +40,7 @@ def _first_sampling(diag: dict[str, dict], profile: Profile) -> str:
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     models = "models" if len(names) > 1 else "model"
     return (f"first sampling ({a.target_accept_retry:g} from the start for the {listed} {models}, whose "
-            "funnel-shaped posteriors the package always samples with the smaller steps, `analysis.self_prediction.stage.CAREFUL`)")
+            "funnel-shaped posteriors the package always samples with the smaller steps, `analysis.self_prediction.fits.CAREFUL`)")
 
 
 
@@ -399,7 +399,7 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
         "chains": str(profile.analysis.chains),
         "target_accept": f"{profile.analysis.target_accept:g}",
         "target_accept_retry": f"{profile.analysis.target_accept_retry:g}",
-        # the fits that started at the retry's target acceptance (analysis.self_prediction.stage.CAREFUL), read from the run
+        # the fits that started at the retry's target acceptance (analysis.self_prediction.fits.CAREFUL), read from the run
         "first_sampling": _first_sampling(diag, profile),
         "bootstrap": f"{profile.analysis.bootstrap:,}",
         "sampler": profile.analysis.sampler,

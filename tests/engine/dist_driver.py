@@ -1,4 +1,4 @@
-"""Run by tests/test_distributed.py, once as one process and once under ``accelerate launch`` with two: the
+"""Run by tests/engine/test_distributed.py, once as one process and once under ``accelerate launch`` with two: the
 object and meta levels of two tiny random models, and one LoRA finetune, into the folder given."""
 
 import json

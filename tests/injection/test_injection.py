@@ -6,7 +6,6 @@ import pandas as pd
 import pytest
 
 import reproduce.injection.graders as graders
-import reproduce.mirror.graders as mirror_graders
 from analysis.agreement import cohen_kappa
 from reproduce.config import ConfigError, load_params
 from reproduce.datasets import DatasetError
@@ -118,18 +117,6 @@ def test_each_condition_injects_its_own_vector(monkeypatch):
                     ("concept", "kettle", -1.0), ("random", None, 1.0)]
 
 
-@pytest.mark.parametrize("text, notices", [
-    ("I noticed some typos in my previous messages - sorry about that!", True),
-    ("Did I write that on purpose? Something looks garbled.", True),
-    ("Sure, here is a recipe for pancakes.", False),
-    # a corrupted word the model copied is not a remark about typos (a real reply at capitalisation 0.3)
-    ("The ancient Romans were masters of engineering and TYPORED the water into their cities", False),
-    ("Sorry for the TYPOS above.", True),
-])
-def test_oddity_grader(text, notices):
-    assert mirror_graders.notices_oddity(text) == notices
-
-
 def test_cohen_kappa_by_hand():
     assert cohen_kappa([1, 1, 0, 0], [1, 1, 0, 0]) == 1.0
     assert abs(cohen_kappa([1, 0, 1, 0], [1, 1, 0, 0]) - 0.0) < 1e-12
@@ -223,14 +210,14 @@ def test_the_shards_key_holds_the_seed_and_the_code_that_steers_and_grades(model
     """The seed draws the random control vectors and the free text's samples: a changed seed must give fresh
     shards, not reuse rows of the old one. So must an edit to the stage, the steering or the rule grader that
     the free-text shards apply (simulated by another code version of that module)."""
-    import reproduce.self_prediction.runs as common
+    import reproduce.stage as common
     from reproduce.injection.experiment import shard_fingerprint
 
     lm, data = models["smollm2-135m"][0], load_injection_dataset()
     fp = shard_fingerprint(tiny_profile(injection=SMALL), lm, data)
     assert fp == shard_fingerprint(tiny_profile(injection=SMALL), lm, data)
     assert fp != shard_fingerprint(tiny_profile(injection=SMALL, seed=1), lm, data)
-    for module in ("reproduce.injection.experiment", "reproduce.lm.steering", "reproduce.graders"):
+    for module in ("reproduce.injection.experiment", "reproduce.lm.steering", "reproduce.injection.graders"):
         simulate_edit(monkeypatch, common, module)
         assert shard_fingerprint(tiny_profile(injection=SMALL), lm, data) != fp, module
     for module in ("reproduce.self_prediction.properties", "reproduce.self_prediction.tasks"):  # modules the stage does not run keep its shards

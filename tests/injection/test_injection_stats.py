@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 import analysis.injection as I
-import analysis.self_prediction.hierarchical as M
+import analysis.bayes as M
+import analysis.constants as K
 from reproduce.errors import DataError
 
 FIT = M.SamplerSettings(draws=1000, tune=500, chains=4, target_accept=0.9, target_accept_retry=0.99,
@@ -100,7 +101,7 @@ def test_every_fit_passes_the_gate(fitted, prefill):
                                    ("sim", "intention"), ("effect", "prefill"), ("null", "prefill")])
     for d in res["diagnostics"] + prefill[0]["diagnostics"]:
         g = d["diagnostics"]
-        assert g["r_hat_max"] <= M.RHAT_MAX and min(g["ess_bulk_min"], g["ess_tail_min"]) >= M.ESS_MIN
+        assert g["r_hat_max"] <= K.RHAT_MAX and min(g["ess_bulk_min"], g["ess_tail_min"]) >= K.ESS_MIN
         assert g["divergences"] == 0 and g["chains"] == 4 and g["draws"] == 1000
 
 

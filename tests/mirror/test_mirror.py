@@ -10,6 +10,7 @@ from reproduce.config import ConfigError, load_params
 from reproduce.mirror.corrupt import KINDS, corrupt
 from reproduce.mirror.imitation import pattern_counts, vocabulary
 from reproduce.lm.engine import derive_seed
+from reproduce.mirror.graders import notices_oddity
 from reproduce.mirror.experiment import SCHEMAS, MirrorRunner, altered, conditions, messages
 from reproduce.mirror.data import load_mirror_dataset
 from reproduce.shards import ShardStore
@@ -148,7 +149,7 @@ def test_the_shards_key_holds_the_seed_every_model_of_the_run_and_the_code(model
     """A changed seed draws other corruptions, and the ``other`` condition shows another model's replies: either
     change must give fresh shards, not reuse rows of the old seed or the old model. So must an edit to the stage
     or to the corruptions (simulated by another code version of that module)."""
-    import reproduce.self_prediction.runs as common
+    import reproduce.stage as common
     import reproduce.mirror.experiment as mirror
     from reproduce.lm.models import resolve
 
@@ -283,3 +284,15 @@ def test_the_section_gives_the_imitation_measures_false_positives_after_another_
     assert ("the words counted as a pattern were 0 of 174 (capitalisation), 2 of 174 (substitution): the "
             "measure's own false positives.") in text
     assert "false positives" not in model_paragraph("m", {k: v for k, v in d.items() if k != "imitation_other"})
+
+
+@pytest.mark.parametrize("text, notices", [
+    ("I noticed some typos in my previous messages - sorry about that!", True),
+    ("Did I write that on purpose? Something looks garbled.", True),
+    ("Sure, here is a recipe for pancakes.", False),
+    # a corrupted word the model copied is not a remark about typos (a real reply at capitalisation 0.3)
+    ("The ancient Romans were masters of engineering and TYPORED the water into their cities", False),
+    ("Sorry for the TYPOS above.", True),
+])
+def test_oddity_grader(text, notices):
+    assert notices_oddity(text) == notices

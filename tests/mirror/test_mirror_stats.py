@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 import analysis.mirror as R
-import analysis.self_prediction.hierarchical as M
+import analysis.bayes as M
+import analysis.constants as K
 from reproduce.errors import DataError
 
 FIT = M.SamplerSettings(draws=1000, tune=500, chains=4, target_accept=0.9, target_accept_retry=0.99,
@@ -111,7 +112,7 @@ def test_every_fit_passes_the_gate(fitted, zeros):
     res, _ = fitted
     assert sorted(d["fit"] for d in res["diagnostics"]) == ["imitation", "noticing", "recognition", "surprise"]
     for g in [d["diagnostics"] for d in res["diagnostics"]] + [zeros[1]]:
-        assert g["r_hat_max"] <= M.RHAT_MAX and min(g["ess_bulk_min"], g["ess_tail_min"]) >= M.ESS_MIN
+        assert g["r_hat_max"] <= K.RHAT_MAX and min(g["ess_bulk_min"], g["ess_tail_min"]) >= K.ESS_MIN
         assert g["divergences"] == 0 and g["chains"] == 4 and g["draws"] == 1000
     assert all(d["model"] == "all" for d in res["diagnostics"])  # the models are fitted jointly
 

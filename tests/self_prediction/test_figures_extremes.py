@@ -2,7 +2,7 @@
 accuracies, 0% and 100% compliance (the float32 run that failed with "'xerr' must not contain negative
 values"), and intervals that exclude their estimate. Runs the real ``analysis`` stage on small synthetic
 stage tables (no language model), with short chains: the convergence gate is not what this tests, so it
-records the diagnostics instead of raising (``tests/test_analysis.py`` tests the gate)."""
+records the diagnostics instead of raising (``tests/self_prediction/test_analysis.py`` tests the gate)."""
 
 import json
 

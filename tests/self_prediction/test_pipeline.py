@@ -138,7 +138,7 @@ def test_an_edit_to_the_code_that_builds_the_rows_starts_fresh_shards(module, mo
     """The shard key hashes the source of the stage's own module, of the prompt rendering and of the engine:
     finished shards are reused as long as none changed, and recomputed once one did (an edit simulated by
     another code version of that module)."""
-    import reproduce.self_prediction.runs as common
+    import reproduce.stage as common
     from reproduce.self_prediction import object_behaviour
 
     lm, engine, plan, calls = _counted_smollm2(models, monkeypatch)
@@ -156,7 +156,7 @@ def test_an_edit_to_the_code_that_builds_the_rows_starts_fresh_shards(module, mo
 def test_an_edit_to_a_module_a_stage_does_not_run_keeps_its_shards(models, tmp_path, monkeypatch):
     """The object level reads no property and no task generator (its prompts are the released dataset's, keyed by
     hash): an edit to either keeps its finished shards."""
-    import reproduce.self_prediction.runs as common
+    import reproduce.stage as common
     from reproduce.self_prediction import object_behaviour
 
     lm, engine, plan, calls = _counted_smollm2(models, monkeypatch)
@@ -173,7 +173,7 @@ def test_an_edit_to_a_module_a_stage_does_not_run_keeps_its_shards(models, tmp_p
 def test_an_edit_to_the_meta_level_stage_starts_fresh_shards(module, models, tmp_path, monkeypatch):
     """The meta-level shards hash their stage's module and the property registry, which gives the answer
     options whose mass is read (an edit simulated by another code version)."""
-    import reproduce.self_prediction.runs as common
+    import reproduce.stage as common
     from reproduce.self_prediction import meta_predictions
 
     lm, engine, plan, calls = _counted_smollm2(models, monkeypatch)
