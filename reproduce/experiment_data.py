@@ -20,7 +20,7 @@ from typing import Any
 
 from reproduce import __version__
 from reproduce.citation import AUTHORS, SOFTWARE_TITLE, release_sha256
-from reproduce.datasets import DATA_RAW, DatasetError
+from reproduce.datasets import DATA_RAW, DatasetError, parse_json_lines
 from reproduce.io import atomic_write_bytes, atomic_write_json, sha256_bytes
 
 #: manifest fields computed from the files (everything else is kept on a rehash)
@@ -33,20 +33,17 @@ def jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
 
 
 def parse_jsonl(path: Path, data: bytes) -> list[dict[str, Any]]:
-    rows = []
-    for i, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise DatasetError(f"{path}, line {i}: not UTF-8 text") from None
-        except json.JSONDecodeError as e:
-            raise DatasetError(f"{path}, line {i}: not valid JSON ({e.msg})") from None
-        if not isinstance(row, dict):
-            raise DatasetError(f"{path}, line {i}: expected a JSON object, got {type(row).__name__}")
-        rows.append(row)
-    return rows
+    """The rows of a dataset file; a bad line is one error naming ``path:line``."""
+    return parse_json_lines(path, data, "restore the dataset (`git checkout data_raw`) or rehash a deliberate edit")
+
+
+def changes_text(manifest: dict[str, Any], changes: dict[str, str]) -> str:
+    """A card's list of what each version up to the manifest's changed (``changes``: version -> what changed)."""
+    def key(v: str) -> tuple:
+        return tuple(int(x) if x.isdigit() else -1 for x in str(v).split("."))
+
+    lines = [f"- {v}: {text}" for v, text in changes.items() if key(v) <= key(manifest["version"])]
+    return "\n\n**Changes.**\n" + "\n".join(lines) if lines else ""
 
 
 def citation(manifest: dict[str, Any]) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 import reproduce.injection.content as content
 from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
-from reproduce.experiment_data import FileDataset, citation, jsonl, parse_jsonl
+from reproduce.experiment_data import FileDataset, changes_text, citation, jsonl, parse_jsonl
 
 NAME = "concept_injection"
 LICENCE = "CC-BY-4.0"
@@ -112,11 +112,7 @@ def content_prompts() -> dict[str, Any]:
 
 def changes(manifest: dict[str, Any]) -> str:
     """The card's list of what each version up to the manifest's changed (:data:`content.CHANGES`)."""
-    def key(v: str) -> tuple:
-        return tuple(int(x) if x.isdigit() else -1 for x in str(v).split("."))
-
-    lines = [f"- {v}: {text}" for v, text in content.CHANGES.items() if key(v) <= key(manifest["version"])]
-    return "\n\n**Changes.**\n" + "\n".join(lines) if lines else ""
+    return changes_text(manifest, content.CHANGES)
 
 
 def generator_string() -> str:
