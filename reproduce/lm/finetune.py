@@ -291,12 +291,16 @@ def portable_adapter(folder: Path, spec: str) -> None:
     """peft writes the local folder of the base model's weights (this machine's model cache) into a saved
     adapter's ``adapter_config.json`` and model card; name the model's spec there instead (``smollm2-135m``,
     an HF id, a path as given), so that an adapter's bytes, and the run's ``dvc.lock``, do not depend on where
-    the cache is. Nothing reads that field back: adapters are applied to a base loaded from its own spec."""
+    the cache is. Nothing reads that field back: adapters are applied to a base loaded from its own spec.
+    peft writes ``target_modules`` (a set to it) in the order of the process's string hashing, which changes from
+    run to run: it is sorted here, so that the same training gives the same bytes."""
     folder = Path(folder)
     cfg_file, card = folder / "adapter_config.json", folder / "README.md"
     cfg = json.loads(cfg_file.read_text())
     local = {cfg.get("base_model_name_or_path")}
     cfg["base_model_name_or_path"] = spec
+    if isinstance(cfg.get("target_modules"), list):
+        cfg["target_modules"] = sorted(cfg["target_modules"])
     atomic_write_json(cfg_file, cfg)
     if card.exists():  # the front matter names the folder twice: "base_model: <folder>", "base_model:adapter:<folder>"
         text = card.read_text()

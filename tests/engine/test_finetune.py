@@ -276,3 +276,37 @@ def test_the_shared_prefix_step_computes_the_loss_and_gradient_of_each_row_alone
         assert loss_and_grad([plain])[0] == pytest.approx(alone_loss, rel=1e-5)
     finally:
         model.unload()
+
+
+TRAIN_TWICE = """
+import sys
+import pandas as pd
+import reproduce.lm.finetune as ft
+from reproduce.config import Finetune
+from reproduce.lm.models import load
+
+examples = pd.DataFrame({"target": "m", "task": "t", "item_id": [f"i{k}" for k in range(8)], "property": "p",
+                         "prompt": [f"Say the number {k}." for k in range(8)], "answer": [str(k) for k in range(8)]})
+cfg = Finetune(lora_rank=4, lora_alpha=8, learning_rate=2e-3, epochs=1, batch_size=4, mixed_precision="no",
+               checkpoint_every=1, max_length=64)
+ft.finetune(load("random:tiny", dtype="float32", device="cpu"), examples, cfg, sys.argv[1], seed=0)
+"""
+
+
+@pytest.mark.slow
+def test_training_twice_gives_byte_identical_adapter_folders(tmp_path):
+    """Two processes with different string hashing (peft keeps target_modules as a set): the same finetune writes
+    the same bytes, every file of the run folder."""
+    import os
+    import subprocess
+    import sys
+
+    folders = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"run{seed}"
+        env = {**os.environ, "PYTHONHASHSEED": seed, "OMP_NUM_THREADS": "1"}
+        subprocess.run([sys.executable, "-c", TRAIN_TWICE, str(out)], env=env, check=True, capture_output=True,
+                       timeout=600)
+        folders.append({p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
+    assert folders[0].keys() == folders[1].keys() and any(k.endswith("adapter_config.json") for k in folders[0])
+    assert [k for k in folders[0] if folders[0][k] != folders[1][k]] == []
