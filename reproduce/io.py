@@ -90,8 +90,22 @@ def exclusive(path: str | Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def strict_json(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, infinity) as None: JSON has no NaN, and a file holding a bare
+    ``NaN`` is not JSON to most readers (a missing number is ``null``)."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode())
+    """``obj`` as strict JSON (no NaN: :func:`strict_json`), indented, keys in their given order."""
+    text = json.dumps(strict_json(obj), indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False)
+    atomic_write_bytes(path, (text + "\n").encode())
 
 
 def atomic_write_parquet(path: str | Path, df: pd.DataFrame, schema: Schema | None = None) -> None:

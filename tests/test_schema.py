@@ -122,3 +122,17 @@ def test_exclusive_lets_one_process_at_a_time_build_a_shared_file(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", code, str(counter)]) for _ in range(3)]
     assert [p.wait(timeout=60) for p in procs] == [0, 0, 0]
     assert counter.read_text() == "15"
+
+
+def test_json_outputs_are_strict_json(tmp_path):
+    """A NaN (power.json's minimum detectable effect when no simulated size reaches the power) is written as null."""
+    import json
+
+    from reproduce.io import atomic_write_json
+
+    path = tmp_path / "out.json"
+    atomic_write_json(path, {"mda": float("nan"), "curve": [1.0, float("inf"), {"x": -float("inf")}], "n": 3})
+    text = path.read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c))) == {
+        "mda": None, "curve": [1.0, None, {"x": None}], "n": 3}

@@ -303,13 +303,17 @@ def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_re
     return {**result, "curve": curve, "by_size": by_size}
 
 
+def _points(v) -> str:
+    return f"{v:.1f} points" if v is not None and v == v else "more than the largest advantage simulated"
+
+
 def power_text(r: dict) -> str:
     """What ``looking-inward power`` prints: the design, the minimum detectable advantages, power by size."""
     d = r["design"]
     lines = [f"design: {d['tasks']} held-out tasks, {d['items']} scored items per task and target, "
              f"{d['properties']} properties per task; heterogeneity: {r['heterogeneity_source']}",
              f"minimum advantage detected with 80% power (interval above +/- {r['rope']:g} points): "
-             f"{r['mda_observed_tasks']:.1f} points on the observed tasks, {r['mda_new_tasks']:.1f} points for new tasks",
+             f"{_points(r['mda_observed_tasks'])} on the observed tasks, {_points(r['mda_new_tasks'])} for new tasks",
              r["by_size"].to_string(index=False, float_format=lambda x: f"{x:.2f}")]
     if "validation" in r:
         v = r["validation"]

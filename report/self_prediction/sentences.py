@@ -366,7 +366,7 @@ def _power_text(power: dict | None) -> str:
     d = power["design"]
 
     def mda(v):
-        return f"{fmt(v)} points" if v == v else "more than the largest advantage simulated"
+        return f"{fmt(v)} points" if known(v) else "more than the largest advantage simulated"
 
     seeds = d.get("seeds", 1)
     per = power["items_unit"] + (f" ({seeds} finetuning seeds)" if seeds >= 2 else "")
