@@ -284,7 +284,8 @@ def cmd_timings(args) -> None:
     path = Path(args.file)
     if not path.exists():
         raise MissingInput(f"{path} does not exist yet; it is written by each stage of `dvc repro`")
-    print(f"wrote {save_reference(path, Path(args.save_reference))}" if args.save_reference else timings_text(path))
+    print(f"wrote {save_reference(path, Path(args.save_reference))}" if args.save_reference
+          else timings_text(path, every_run=args.all))
 
 
 def cmd_plan(args) -> None:
@@ -529,10 +530,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--load", action="store_true", help="also load each model and report its prompt format")
     s.set_defaults(func=cmd_models)
 
-    s = sub.add_parser("timings", help="the wall time of each pipeline stage's last run, and the hardware it ran on")
+    s = sub.add_parser("timings", help="the wall time of each pipeline stage in the last complete run, and the hardware it ran on")
     from reproduce.timings import TIMINGS
 
     s.add_argument("--file", default=str(TIMINGS), help="timings file (default: %(default)s)")
+    s.add_argument("--all", action="store_true", help="list every recorded run first (complete or partial)")
     s.add_argument("--save-reference", metavar="JSON", default=None,
                    help="after a whole `dvc repro`, write the run (stage times, settings, this machine's matmul rate "
                         "and workload probe) "

@@ -1,5 +1,11 @@
 """Each pipeline stage's wall time, and the hardware it ran on, in ``data/timings.json``: written by every stage
-command as it ends, read by ``looking-inward timings`` and by the time estimate's reference runs."""
+command as it ends, read by ``looking-inward timings`` and by the time estimate's reference runs.
+
+The file keeps every run: a run is the stages recorded one after another until a stage comes round again, and
+it is *complete* when it holds every stage that a fresh clone's ``dvc repro`` runs. ``stages`` is the latest
+time of each stage; ``runs`` lists the runs, so that a quick rerun (every shard reused) does not replace the
+time of the whole run before it.
+"""
 
 from __future__ import annotations
 
@@ -27,17 +33,53 @@ def record_timing(stage: str, seconds: float, path: Path = TIMINGS, processes: i
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         entry["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     data.setdefault("stages", {})[stage] = entry
+    runs = data.setdefault("runs", [])
+    if not runs or stage in runs[-1]["stages"]:
+        runs.append({"started": entry["finished"], "stages": {}})
+    runs[-1]["stages"][stage] = entry
     atomic_write_json(path, data)
 
 
-def timings_text(path: Path) -> str:
-    """The wall time of each stage's last run in ``path``, the hardware it ran on, and the total."""
+def pipeline_stages() -> set[str]:
+    """The stages a fresh clone's ``dvc repro`` runs, as the commands name them (``object-level``)."""
+    from reproduce.time_estimate import NOT_RUN, stage_params
+
+    return {s.replace("_", "-") for s in stage_params() if s not in NOT_RUN}
+
+
+def complete_runs(data: dict, needed: set[str] | None = None) -> list[dict]:
+    """The runs of a timings file that hold every stage of ``needed`` (default: :func:`pipeline_stages`)."""
+    needed = pipeline_stages() if needed is None else needed
+    return [r for r in data.get("runs", []) if needed <= set(r["stages"])]
+
+
+def _total(stages: dict) -> float:
+    return sum(t["seconds"] for t in stages.values())
+
+
+def timings_text(path: Path, every_run: bool = False) -> str:
+    """The wall time of each stage of the last complete run in ``path`` (else each stage's latest time, said so),
+    the hardware it ran on, and the total; ``every_run``: one line per recorded run first."""
     if not path.exists():
         raise MissingInput(f"{path} does not exist yet; it is written by each stage of `dvc repro`")
-    stages = json.loads(path.read_text()).get("stages", {})
+    data = json.loads(path.read_text())
+    complete = complete_runs(data)
+    head = []
+    if every_run:
+        for i, r in enumerate(data.get("runs", []), 1):
+            mark = "complete" if r in complete else "partial"
+            head.append(f"run {i:<3} started {r['started']}  {len(r['stages']):>2} stages  "
+                        f"{_total(r['stages']) / 60:6.1f} min  {mark}")
+        head.append("")
+    if complete:
+        stages = complete[-1]["stages"]
+        head.append(f"the last complete run, started {complete[-1]['started']}:")
+    else:
+        stages = data.get("stages", {})
+        head.append("no complete run recorded: each stage's latest time")
     order = ["datasets", "object-level", "meta-untrained", "finetune-self", "object-level-trained", "finetune-cross",
              "meta-trained", "calibration", "behaviour-change", "analysis", "figures", "report"]
-    total, lines = 0.0, []
+    total, lines = 0.0, head
     for name in sorted(stages, key=lambda n: (order.index(n) if n in order else len(order), n)):
         t = stages[name]
         total += t["seconds"]

@@ -130,10 +130,33 @@ def test_each_stage_records_its_wall_time_and_hardware(tmp_path, capsys):
     stages = json.loads(path.read_text())["stages"]
     assert set(stages) == {"object-level", "analysis"} and stages["object-level"]["seconds"] == 100.0
     assert "CPU" in stages["analysis"]["hardware"] or "GPU" in stages["analysis"]["hardware"]
-    cmd_timings(type("Args", (), {"file": str(path), "save_reference": None}))
+    cmd_timings(type("Args", (), {"file": str(path), "save_reference": None, "all": False}))
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("object-level") and out[1].startswith("analysis")  # pipeline order
+    assert out[0] == "no complete run recorded: each stage's latest time"
+    assert out[1].startswith("object-level") and out[2].startswith("analysis")  # pipeline order
     assert out[-1].split()[:2] == ["total", "2.7"]  # 160 s in minutes
+
+
+def test_a_quick_rerun_does_not_replace_the_last_complete_runs_time(tmp_path, monkeypatch):
+    """A whole run, then every stage again in seconds (its shards reused): both runs are kept, and `timings`
+    shows the last complete one; `--all` lists them."""
+    import json
+
+    import reproduce.timings as timings
+
+    path = tmp_path / "timings.json"
+    monkeypatch.setattr(timings, "pipeline_stages", lambda: {"object-level", "analysis"})
+    timings.record_timing("object-level", 600.0, path)
+    timings.record_timing("analysis", 120.0, path)  # a whole run: 12 minutes
+    timings.record_timing("object-level", 6.0, path)  # a rerun of one stage, all reused
+    data = json.loads(path.read_text())
+    assert [len(r["stages"]) for r in data["runs"]] == [2, 1] and data["stages"]["object-level"]["seconds"] == 6.0
+    text = timings.timings_text(path)
+    assert "the last complete run" in text and text.splitlines()[-1].split()[:2] == ["total", "12.0"]
+    timings.record_timing("analysis", 3.0, path)  # the rerun completes: now it is the last complete run
+    assert timings.timings_text(path).splitlines()[-1].split()[:2] == ["total", "0.1"]
+    listed = timings.timings_text(path, every_run=True).splitlines()
+    assert listed[0].startswith("run 1") and "12.0 min  complete" in listed[0] and "complete" in listed[1]
 
 
 def test_timings_without_a_run_is_a_clear_error(tmp_path):
