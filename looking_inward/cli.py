@@ -46,6 +46,12 @@ def _print_manifests(manifests: list[dict]) -> None:
         print(f"{m['name']:<18} {m['version']:<6} {size}  release sha256 {m['release_sha256'][:12]}")
 
 
+def cmd_check(args) -> None:
+    from reproduce.config import check_params
+
+    print(f"{args.params}: valid ({check_params(Path(args.params))})")
+
+
 def cmd_datasets(args) -> None:
     from reproduce.self_prediction.task_datasets import run_datasets
 
@@ -376,6 +382,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--profile", default=None, help=PROFILE_HELP)
         sp.set_defaults(func=func, timed=name)
 
+    s = sub.add_parser("check", help="check params.yaml: every setting known and in range, every setting a stage "
+                                     "reads present (the pipeline's first stage)")
+    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
+    s.set_defaults(func=cmd_check, timed="check")
     for name, func, what in (("datasets", cmd_datasets, "the task datasets of experiments 1-3"),
                              ("injection-datasets", cmd_injection_datasets, "the concept-injection dataset"),
                              ("mirror-datasets", cmd_mirror_datasets, "the mirror-test dataset")):

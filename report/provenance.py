@@ -4,7 +4,8 @@ One row per figure, in the manuscript's order: its number and label, the functio
 reads (each family's ``READS``), the dvc.yaml stage that wrote them, every setting of params.yaml that stage and
 the stages before it read (followed through dvc.yaml's deps and outs), and the versions of the datasets they
 start from. Everything is read from the code, ``dvc.yaml``, ``paper/`` and the dataset manifests, none of it
-from a run's outputs, so ``tests/manuscript/test_provenance.py`` can check the committed page against the code.
+from a run's outputs, so ``tests/manuscript/test_provenance.py`` can check the committed page against the code
+(DVC cannot make ``dvc.yaml`` itself a stage's dependency: an edit there that changes a row is caught by that test).
 """
 
 from __future__ import annotations

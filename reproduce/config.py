@@ -536,3 +536,34 @@ def _note_read(name: str) -> None:
 
 
 _FIELDS = frozenset(Profile.model_fields)
+
+
+CHECKED = REPO_ROOT / "data" / "params.checked"
+
+
+def check_params(path: Path = DEFAULT_PARAMS, dvc_yaml: Path | None = None) -> Path:
+    """The ``check`` stage, at the head of the pipeline: ``path`` is valid (every key known, every value in
+    range) and holds every setting a stage of dvc.yaml declares, else one error naming the key and the fix.
+    DVC runs this stage before any stage that reads the settings, so a misspelt key stops ``dvc repro`` (or
+    ``dvc exp run``) here, with the package's message, before DVC removes any stage's outputs. Writes
+    :data:`CHECKED`, whose content never changes, so a valid edit re-runs only the stages that read it."""
+    import yaml as _yaml
+
+    from reproduce.io import atomic_write_bytes
+
+    _name, profile = load_params(path)
+    dvc_yaml = Path(dvc_yaml) if dvc_yaml is not None else Path(path).with_name("dvc.yaml")
+    if dvc_yaml.exists():
+        raw = read_params(path)[1]
+        declared: dict[str, list[str]] = {}
+        for stage, spec in (_yaml.safe_load(dvc_yaml.read_text()).get("stages") or {}).items():
+            for key in spec.get("params") or []:
+                if isinstance(key, str):
+                    declared.setdefault(key.split(".")[0], []).append(stage)
+        missing = {k: v for k, v in declared.items() if k not in raw}
+        if missing:
+            k, stages = next(iter(sorted(missing.items())))
+            raise ConfigError(f"{path} has no `{k}:` section, which the stage(s) {', '.join(stages)} read; copy "
+                              f"it from profiles/default.yaml (or `looking-inward use-profile default --force`)")
+    atomic_write_bytes(CHECKED, b"params.yaml: valid\n")
+    return CHECKED

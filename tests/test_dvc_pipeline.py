@@ -167,13 +167,13 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
     raw["analysis"]["bootstrap"] = 500
     params.write_text(yaml.safe_dump(raw))
     # the report and the behaviour cards quote the whole configuration, so they follow every setting
-    assert _stale(run) == {"analysis", "power", "mirror_analysis", "injection_analysis", "report", "release"}
+    assert _stale(run) == {"check", "analysis", "power", "mirror_analysis", "injection_analysis", "report", "release"}
 
     raw = yaml.safe_load(original)
     raw["finetune"]["lora_rank"] = 32
     params.write_text(yaml.safe_dump(raw))
-    assert _stale(run) == {"finetune_self", "object_level_trained", "finetune_cross", "meta_trained", "calibration",
-                           "behaviour_change", "report", "release"}
+    assert _stale(run) == {"check", "finetune_self", "object_level_trained", "finetune_cross", "meta_trained",
+                           "calibration", "behaviour_change", "report", "release"}
 
     params.write_text(original)
     cli = tmp_path / "looking_inward" / "cli.py"
@@ -193,8 +193,8 @@ FAMILY_STAGES = {
     "injection": {"injection_datasets", "concept_injection", "injection_analysis", "injection_figures"},
     "mirror": {"mirror_datasets", "mirror", "mirror_analysis", "mirror_figures"},
 }
-#: the stages that assemble every family: the citation record and the manuscript
-COMMON_STAGES = {"citation", "report"}
+#: the stages every family shares: the settings' check, the citation record and the manuscript
+COMMON_STAGES = {"check", "citation", "report"}
 #: one module of each family in each phase
 FAMILY_MODULES = {
     "self_prediction": ["reproduce/self_prediction/tasks.py", "reproduce/self_prediction/meta_level.py",
@@ -227,6 +227,30 @@ def test_an_edit_to_one_familys_module_leaves_every_other_familys_stages_up_to_d
             assert stale, rel  # the edit is seen
             assert stale <= FAMILY_STAGES[family] | COMMON_STAGES, (rel, stale - FAMILY_STAGES[family])
     assert _stale(run) == set()
+
+
+@pytest.mark.slow
+def test_a_misspelt_setting_stops_dvc_repro_before_any_output_is_removed(tmp_path):
+    """`dvc repro object_level` with `items_per_task` misspelt: the check stage (first in the DAG) fails with the
+    package's own line, and object_level's outputs are still there."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _project_copy(tmp_path)
+    params = tmp_path / "params.yaml"
+    params.write_text(params.read_text().replace("items_per_task:", "items_per_tsk:"))
+    outputs = [tmp_path / "data" / "object_level" / "placeholder", tmp_path / "data" / "object_samples" / "placeholder"]
+    assert all(p.exists() for p in outputs)
+    import os
+
+    exe = Path(sys.executable).with_name("dvc")
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    out = subprocess.run([str(exe) if exe.exists() else "dvc", "repro", "object_level"], cwd=tmp_path,
+                         capture_output=True, text=True, env=env)
+    assert out.returncode != 0
+    assert "did you mean items_per_task?" in out.stderr + out.stdout
+    assert all(p.exists() for p in outputs)  # nothing removed
 
 
 @pytest.mark.slowest
