@@ -76,12 +76,24 @@ def cmd_citation(args) -> None:
     print(f"wrote {write_citation(read_manifests(Path(args.data_raw), 'all'), Path(args.out))}")
 
 
+def _only_these(written: dict, folders: tuple[str, ...]) -> None:
+    """Each folder of ``folders`` (under data/) keeps exactly the tables this run wrote (one per written name)."""
+    from reproduce.io import keep_only
+    from reproduce.stage import DATA
+
+    for folder in folders:
+        for gone in keep_only(DATA / folder, {f"{name}.parquet" for name in written}):
+            print(f"removed {folder}/{gone}: not a model of these settings")
+
+
 def cmd_object_level(args) -> None:
     from reproduce.self_prediction.runs import Plan
     from reproduce.self_prediction.object_level import run_object_level
 
-    for name, path in run_object_level(Plan(_profile(args))).items():
+    written = run_object_level(Plan(_profile(args)))
+    for name, path in written.items():
         print(f"{name}: {path}")
+    _only_these(written, ("object_level", "object_samples"))
 
 
 def cmd_meta_untrained(args) -> None:
@@ -108,8 +120,10 @@ def cmd_object_level_trained(args) -> None:
     from reproduce.self_prediction.runs import Plan
     from reproduce.self_prediction.object_level import run_object_level_trained
 
-    for name, path in run_object_level_trained(Plan(_profile(args))).items():
+    written = run_object_level_trained(Plan(_profile(args)))
+    for name, path in written.items():
         print(f"{name}: {path}")
+    _only_these(written, ("object_level_trained", "object_samples_trained"))
 
 
 def cmd_finetune_cross(args) -> None:

@@ -235,3 +235,15 @@ def read_stage_table(path: str | Path, stage: str, schema: Schema | None = None)
         raise SchemaError(f"{path} does not have the columns this version of the package writes ("
                           + "; ".join(problems) + f"); re-run the {stage} stage (`dvc repro {stage}`)")
     return df
+
+
+def keep_only(folder: str | Path, keep: set[str], pattern: str = "*.parquet") -> list[str]:
+    """Remove the files matching ``pattern`` in ``folder`` that are not named in ``keep``: after a stage has written
+    its tables, its folder holds exactly the current settings' outputs (a model removed from ``models`` leaves no
+    table behind for a later stage to read). Returns the names removed."""
+    removed = []
+    for path in sorted(Path(folder).glob(pattern)):
+        if path.name not in keep:
+            path.unlink()
+            removed.append(path.name)
+    return removed

@@ -136,3 +136,20 @@ def test_json_outputs_are_strict_json(tmp_path):
     assert "NaN" not in text and "Infinity" not in text
     assert json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c))) == {
         "mda": None, "curve": [1.0, None, {"x": None}], "n": 3}
+
+
+def test_a_stage_folder_keeps_exactly_the_tables_of_the_current_models(tmp_path, monkeypatch, capsys):
+    """A model removed from `models`: its old table is removed when the stage runs again through the command
+    line, so neither the analysis nor the release card reads it."""
+    import looking_inward.cli as cli
+    import reproduce.stage as stage_kit
+
+    monkeypatch.setattr(stage_kit, "DATA", tmp_path)
+    for folder in ("object_level", "object_samples"):
+        (tmp_path / folder).mkdir()
+        for name in ("kept.parquet", "removed-model.parquet", "notes.txt"):
+            (tmp_path / folder / name).write_text("x")
+    cli._only_these({"kept": tmp_path / "object_level" / "kept.parquet"}, ("object_level", "object_samples"))
+    for folder in ("object_level", "object_samples"):
+        assert sorted(p.name for p in (tmp_path / folder).iterdir()) == ["kept.parquet", "notes.txt"]
+    assert "removed object_level/removed-model.parquet" in capsys.readouterr().out
