@@ -17,7 +17,7 @@ TASKS = ("animals", "years", "categories", "myopic_reward", "survival_instinct")
 
 @pytest.fixture(scope="module")
 def extreme_outputs(tmp_path_factory):
-    import analysis.self_prediction.hierarchical as M
+    import analysis.bayes as M
     from analysis.self_prediction.simulate import simulate_stage_tables, write_stage_tables
     from analysis.self_prediction.stage import run_analysis
     from reproduce.config import Analysis
