@@ -19,6 +19,9 @@ import yaml
 from reproduce.config import REPO_ROOT
 
 PAGE = REPO_ROOT / "docs" / "figures.md"
+#: stages that validate what every stage reads and write the same output for every valid input: no figure depends
+#: on a setting through them (``check`` reads every setting to validate it)
+VALIDATION_STAGES = ("check",)
 #: where each family's READS are relative to (its analysis outputs), by the figures module's family
 BASES = {"self_prediction": "data/analysis", "injection": "data/injection/analysis", "mirror": "data/mirror/analysis"}
 #: where the manuscript includes each side experiment's generated section
@@ -123,7 +126,8 @@ def rows(modules, root: Path = REPO_ROOT) -> list[dict]:
         for name, draw in mod.FIGURES.items():
             reads = [f"{base}/{r}" for r in mod.READS[name]]
             writers = sorted({w for r in reads if (w := writer(r, stages))})
-            chain = [s for s in stages if any(s in upstream(w, stages) for w in writers)]
+            chain = [s for s in stages if any(s in upstream(w, stages) for w in writers)
+                     and s not in VALIDATION_STAGES]
             label = fig_id(name)
             out.append({"number": order.index(label) + 1 if label in order else None, "label": label,
                         "function": f"{mod.__name__}.{draw.__name__}", "drawn_in": drawn_in(name, root),

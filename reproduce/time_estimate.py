@@ -168,6 +168,17 @@ def stage_params(dvc_yaml: Path = CODE_ROOT / "dvc.yaml") -> dict[str, list[str]
     return out
 
 
+def pipeline_stages() -> set[str]:
+    """The stages a fresh clone's ``dvc repro`` runs, as the commands name them (``object-level``)."""
+    return {s.replace("_", "-") for s in stage_params() if s not in NOT_RUN}
+
+
+def complete_runs(data: dict, needed: set[str] | None = None) -> list[dict]:
+    """The runs of a timings file that hold every stage of ``needed`` (default: :func:`pipeline_stages`)."""
+    needed = pipeline_stages() if needed is None else needed
+    return [r for r in data.get("runs", []) if needed <= set(r["stages"])]
+
+
 def is_model_stage(params: list[str]) -> bool:
     return "dtype" in params
 
@@ -322,8 +333,6 @@ def save_reference(timings: Path, out: Path) -> Path:
     from reproduce.io import atomic_write_json
 
     label, profile = load_params(DEFAULT_PARAMS)
-    from reproduce.timings import complete_runs
-
     data = json.loads(timings.read_text())
     complete = complete_runs(data)
     if complete:  # the last whole run, not a quicker rerun of some stages after it

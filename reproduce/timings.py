@@ -14,6 +14,7 @@ from pathlib import Path
 
 from reproduce.config import REPO_ROOT
 from reproduce.errors import MissingInput
+from reproduce.time_estimate import complete_runs
 
 TIMINGS = REPO_ROOT / "data" / "timings.json"
 
@@ -38,19 +39,6 @@ def record_timing(stage: str, seconds: float, path: Path = TIMINGS, processes: i
         runs.append({"started": entry["finished"], "stages": {}})
     runs[-1]["stages"][stage] = entry
     atomic_write_json(path, data)
-
-
-def pipeline_stages() -> set[str]:
-    """The stages a fresh clone's ``dvc repro`` runs, as the commands name them (``object-level``)."""
-    from reproduce.time_estimate import NOT_RUN, stage_params
-
-    return {s.replace("_", "-") for s in stage_params() if s not in NOT_RUN}
-
-
-def complete_runs(data: dict, needed: set[str] | None = None) -> list[dict]:
-    """The runs of a timings file that hold every stage of ``needed`` (default: :func:`pipeline_stages`)."""
-    needed = pipeline_stages() if needed is None else needed
-    return [r for r in data.get("runs", []) if needed <= set(r["stages"])]
 
 
 def _total(stages: dict) -> float:

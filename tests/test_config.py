@@ -142,10 +142,11 @@ def test_a_quick_rerun_does_not_replace_the_last_complete_runs_time(tmp_path, mo
     shows the last complete one; `--all` lists them."""
     import json
 
+    import reproduce.time_estimate as time_estimate
     import reproduce.timings as timings
 
     path = tmp_path / "timings.json"
-    monkeypatch.setattr(timings, "pipeline_stages", lambda: {"object-level", "analysis"})
+    monkeypatch.setattr(time_estimate, "pipeline_stages", lambda: {"object-level", "analysis"})
     timings.record_timing("object-level", 600.0, path)
     timings.record_timing("analysis", 120.0, path)  # a whole run: 12 minutes
     timings.record_timing("object-level", 6.0, path)  # a rerun of one stage, all reused
