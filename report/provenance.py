@@ -29,10 +29,6 @@ INCLUDES = {"_generated/injection.md": "report/injection/section.py", "_generate
 LABEL = re.compile(r"\{#(fig-[a-z0-9-]+)\}")
 
 
-def _stages(root: Path) -> dict:
-    return yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
-
-
 def _paths(entries) -> list[str]:
     out = []
     for e in entries or []:
@@ -103,9 +99,8 @@ def manuscript_order(root: Path) -> list[str]:
     return order
 
 
-def drawn_in(name: str, root: Path) -> str | None:
-    """The stage that draws the figure ``name``: the writer of its entry in dvc.yaml's ``plots:``."""
-    raw = yaml.safe_load((root / "dvc.yaml").read_text())
+def drawn_in(name: str, raw: dict) -> str | None:
+    """The stage that draws the figure ``name``: the writer of its entry in dvc.yaml's ``plots:`` (``raw``: dvc.yaml)."""
     stages = raw["stages"]
     for entry in _paths(raw.get("plots")):
         if Path(entry).stem == name:
@@ -118,19 +113,22 @@ def rows(modules, root: Path = REPO_ROOT) -> list[dict]:
     in manuscript order."""
     from report.formatting import fig_id
 
-    stages = _stages(root)
+    raw = yaml.safe_load((root / "dvc.yaml").read_text())
+    stages = raw["stages"]
     order = manuscript_order(root)
+    before = {}  # each writer's upstream stages, computed once
     out = []
     for mod in modules:
         base = BASES[mod.__name__.split(".")[1]]
         for name, draw in mod.FIGURES.items():
             reads = [f"{base}/{r}" for r in mod.READS[name]]
             writers = sorted({w for r in reads if (w := writer(r, stages))})
-            chain = [s for s in stages if any(s in upstream(w, stages) for w in writers)
-                     and s not in VALIDATION_STAGES]
+            for w in writers:
+                before.setdefault(w, set(upstream(w, stages)))
+            chain = [s for s in stages if any(s in before[w] for w in writers) and s not in VALIDATION_STAGES]
             label = fig_id(name)
             out.append({"number": order.index(label) + 1 if label in order else None, "label": label,
-                        "function": f"{mod.__name__}.{draw.__name__}", "drawn_in": drawn_in(name, root),
+                        "function": f"{mod.__name__}.{draw.__name__}", "drawn_in": drawn_in(name, raw),
                         "reads": reads, "stages": writers,
                         "settings": settings(chain, stages), "datasets": datasets(chain, stages, root),
                         "upstream": chain})

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from reproduce.citation import dataset_citation, generator_name
+from reproduce.experiment_data import changes_text
 from reproduce.io import atomic_write_bytes
 
 #: what each version of the task generator (reproduce.self_prediction.tasks.GENERATOR_VERSION) changed
@@ -38,12 +39,6 @@ LIMITATIONS = {
 }
 
 
-def _key(version: str) -> tuple:
-    """A version as a sortable tuple (``"1.10.0"`` after ``"1.9.0"``); a non-numeric one (an import) first."""
-    parts = version.split(".")
-    return tuple(int(x) for x in parts) if all(x.isdigit() for x in parts) else ()
-
-
 def dataset_card(manifest: dict[str, Any]) -> str:
     """The dataset card (markdown) written beside the items: the package's own generated data, or (a manifest with
     a ``source``) data imported from elsewhere."""
@@ -53,9 +48,7 @@ def dataset_card(manifest: dict[str, Any]) -> str:
     family = m["family"]
     props = ", ".join(f"`{p}`" for p in m["properties"])
     stance = f"\n- **Stance question:** {m['stance_question']}" if m.get("stance_question") else ""
-    changes = "".join(f"\n- {v}: {text}" for v, text in CHANGES.items()
-                      if m.get("generator", "").startswith(generator_name("tasks", "")) and _key(v) <= _key(m["version"]))
-    changes = f"\n\n**Changes.**{changes}" if changes else ""
+    changes = changes_text(m, CHANGES) if m.get("generator", "").startswith(generator_name("tasks", "")) else ""
     fixes = (f"\n- **Repairs applied on import:** {', '.join(m['fixes_applied'])}" if m.get("fixes_applied") else "")
     return f"""# Dataset card: {m['name']} (version {m['version']})
 
