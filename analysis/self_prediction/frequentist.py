@@ -235,7 +235,10 @@ def permutation_null(out: pd.DataFrame, n_perm: int = N_BOOT, seed: int = 0,
 
     The shuffle keeps what a predictor without item-level knowledge keeps: how often it predicts each value in
     each cell (so a predictor that merely drifted towards the value most items moved to scores the same on
-    every shuffle), and breaks only which item gets which prediction. ``out``: the rows of
+    every shuffle), and breaks only which item gets which prediction. It moves items, not rows: each shuffle
+    draws one random key per item (``unit``) that all of the item's properties share, and each cell hands its
+    predictions out in the order of those keys, so two cells with the same changed items are shuffled alike
+    and an item's properties, which come from one answer, keep travelling together. ``out``: the rows of
     :func:`analysis.self_prediction.tidy.behaviour_outcomes`.
 
     One row per group of ``by`` and ``"pooled"``: ``statistic`` (``p_new``, ``p_old``, ``new_minus_old``),
@@ -251,16 +254,18 @@ def permutation_null(out: pd.DataFrame, n_perm: int = N_BOOT, seed: int = 0,
     is NaN rather than a p-value of 1 that would read as evidence."""
     if n_perm < 2000:
         raise ValueError(f"n_perm={n_perm}: use at least 2000 permutations")
-    d = out.sort_values(list(cell), kind="stable").reset_index(drop=True)
+    d = out.sort_values([*cell, "unit"], kind="stable").reset_index(drop=True)
     values = pd.concat([d["meta_value"], d["new_value"], d["old_value"]]).dropna().unique()
     code = {v: i for i, v in enumerate(values)}
     meta = np.array([code[v] if ok and v is not None and v == v else -1
                      for v, ok in zip(d["meta_value"], d["meta_compliant"].astype(bool))])
     new, old = d["new_value"].map(code).to_numpy(int), d["old_value"].map(code).to_numpy(int)
     groups = pd.factorize(pd.MultiIndex.from_frame(d[list(cell)]), sort=True)[0]
+    units = pd.factorize(d["unit"], sort=True)[0]
     rng = np.random.default_rng(seed)
-    # rows are sorted by cell, so sorting group code + U(0, 1) shuffles within each cell's contiguous block
-    perm = np.argsort(groups[None, :] + rng.random((n_perm, len(d))), axis=1, kind="stable")
+    # rows are sorted by cell and item, so sorting group code + an item's U(0, 1) key shuffles within each
+    # cell's contiguous block, and the cells an item shares with another item shuffle the pair alike
+    perm = np.argsort(groups[None, :] + rng.random((n_perm, units.max() + 1))[:, units], axis=1, kind="stable")
     shuffled = meta[perm]
     hit_new, hit_old = shuffled == new[None, :], shuffled == old[None, :]
     # per statistic, whether each row's cell count varied over the shuffles
@@ -306,27 +311,68 @@ def _cluster_means(out: pd.DataFrame, parts: dict[str, np.ndarray], n_boot: int,
 
 def paired_vs_mode(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, cluster: str = "unit",
                    alpha: float = 0.05) -> dict:
-    """Experiment 3's match rates against their mode baselines on the same changed items, as paired
-    differences with percentile intervals from resampling the ``cluster`` levels (the analysis: items): ``new`` = P(prediction = new) - the
-    new behaviour's mode baseline, ``old`` likewise (shares in [-1, 1])."""
-    parts = {side: (out[f"match_{side}"].astype(float) - out[f"mode_{side}_correct"].astype(float)).to_numpy()
-             for side in ("new", "old")}
-    return _cluster_means(out, parts, n_boot, seed, cluster, alpha)[0]
-
-
-def difference_in_differences(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, cluster: str = "unit",
-                              alpha: float = 0.05) -> dict:
-    """Experiment 3's difference-in-differences against the prediction before the change: how much more the
-    prediction moved towards the new behaviour than towards the old one,
-    ``[P(after = new) - P(before = new)] - [P(after = old) - P(before = old)]`` over the changed items
-    (``before`` is M1''s prediction, ``meta_old_value``; ``after`` the changed model's), with percentile
-    intervals from resampling the ``cluster`` levels (the analysis: items), ``n_boot`` times.
-
-    Returns ``estimate``/``low``/``high`` of the difference in differences and of its two parts
-    (``change_new``, ``change_old``), as shares in [-2, 2] and [-1, 1]."""
-    parts = {"change_new": (out["match_new"] - out["before_new"]).to_numpy(float),
-             "change_old": (out["match_old"] - out["before_old"]).to_numpy(float)}
-    parts["did"] = parts["change_new"] - parts["change_old"]
-    res, m = _cluster_means(out, parts, n_boot, seed, cluster, alpha)
-    res.update(n=len(out), clusters=m, n_boot=n_boot)
+    """Experiment 3's match rates against their leave-one-out mode baselines
+    (:func:`analysis.self_prediction.tidy.leave_one_out_mode`), as paired differences on the changed items that
+    have such a baseline, with percentile intervals from resampling the ``cluster`` levels (the analysis:
+    items): ``new`` = P(prediction = new) - the leave-one-out mode's P(= new), ``old`` likewise (shares in
+    [-1, 1]; ``n``: the items compared). A descriptive benchmark, not a test of tracking: a guesser that
+    knows only the other items' behaviour sits at the baseline on average, but one that knows the cell's
+    most common value better than a handful of other items reveal it can sit above it without knowing
+    anything about the item (the tracking test is :func:`permutation_excess`)."""
+    res = {}
+    for side in ("new", "old"):
+        base = out[f"loo_mode_{side}_correct"].astype(float)
+        keep = base.notna().to_numpy()
+        diff = (out[f"match_{side}"].astype(float) - base).to_numpy()[keep]
+        if not keep.any():
+            res[side] = {"estimate": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0}
+            continue
+        part, _ = _cluster_means(out[keep], {side: diff}, n_boot, seed, cluster, alpha)
+        res[side] = {**part[side], "n": int(keep.sum())}
     return res
+
+
+#: the contrasts of :func:`permutation_excess`
+EXCESS = ("excess_new", "excess_old", "excess_new_minus_old")
+
+
+def permutation_excess(out: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, cluster: str = "unit",
+                       cell: tuple[str, ...] = ("model", "task", "property"), by: str = "model",
+                       alpha: float = 0.05) -> pd.DataFrame:
+    """Experiment 3's tracking contrasts, whose expectation is 0 for a predictor unrelated to both behaviours:
+    each match rate minus its exact expectation under the permutation null of :func:`permutation_null`.
+    Under a shuffle within its ``cell``, item i's prediction is one of the cell's predictions drawn at random,
+    so it equals i's new value with probability ``e_new_i`` = the share of the cell's predictions equal to
+    it (a non-compliant prediction equals nothing); likewise ``e_old_i``. Per item, ``match_new - e_new``,
+    ``match_old - e_old`` and their difference; their means are ``excess_new``, ``excess_old`` and
+    ``excess_new_minus_old`` (= P(new) - P(old) minus that difference's permutation mean). A predictor that
+    drifted towards the value most items moved to, or that predicts its old behaviour, or the same value
+    everywhere, has every contrast 0 in expectation; only predictions that match the item's own behaviour
+    more often than the cell's other predictions do move them. Percentile intervals from resampling the
+    ``cluster`` levels (the analysis: items), the ``e`` held at their observed values.
+
+    One row per group of ``by`` and ``"pooled"`` x ``statistic`` (:data:`EXCESS`): ``estimate``, ``low``,
+    ``high``, ``observed`` (the raw rate or difference) and ``expected`` (its permutation mean), ``n``."""
+    d = out.reset_index(drop=True)
+    values = pd.concat([d["meta_value"], d["new_value"], d["old_value"]]).dropna().unique()
+    code = {v: i for i, v in enumerate(values)}
+    ok = d["meta_compliant"].astype(bool).to_numpy() & d["meta_value"].notna().to_numpy()
+    meta = np.where(ok, d["meta_value"].map(code).fillna(-1).to_numpy(), -1).astype(int)
+    new, old = d["new_value"].map(code).to_numpy(int), d["old_value"].map(code).to_numpy(int)
+    cells = pd.factorize(pd.MultiIndex.from_frame(d[list(cell)]))[0]
+    size = np.bincount(cells).astype(float)
+    predicted = np.zeros((cells.max() + 1, len(values)))
+    np.add.at(predicted, (cells[ok], meta[ok]), 1)
+    e_new, e_old = predicted[cells, new] / size[cells], predicted[cells, old] / size[cells]
+    hit_new, hit_old = (meta == new).astype(float), (meta == old).astype(float)
+    parts = {"excess_new": hit_new - e_new, "excess_old": hit_old - e_old}
+    parts["excess_new_minus_old"] = parts["excess_new"] - parts["excess_old"]
+    raw = {"excess_new": (hit_new, e_new), "excess_old": (hit_old, e_old),
+           "excess_new_minus_old": (hit_new - hit_old, e_new - e_old)}
+    rows = []
+    for name, mask in [*((g, (d[by] == g).to_numpy()) for g in sorted(d[by].unique())), ("pooled", np.ones(len(d), bool))]:
+        res, _ = _cluster_means(d[mask], {k: v[mask] for k, v in parts.items()}, n_boot, seed, cluster, alpha)
+        for stat in EXCESS:
+            rows.append({by: name, "statistic": stat, **res[stat], "observed": float(raw[stat][0][mask].mean()),
+                         "expected": float(raw[stat][1][mask].mean()), "n": int(mask.sum())})
+    return pd.DataFrame(rows)

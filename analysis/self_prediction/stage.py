@@ -10,8 +10,9 @@ Outputs under ``data/analysis/``:
   scores it: ``sensitivity_ground_truth``, per property ``sensitivity_by_property``), posterior summaries
   (advantage by group, training effect, accuracy against the mode baseline), calibration curves and MAD (per
   target and pooled, raw and renormalised meta distributions, paired self - cross difference), behaviour
-  tracking against its mode baselines with the permutation null (and as the original computes it:
-  ``behaviour_original``), posterior-predictive checks;
+  tracking beside its leave-one-out mode baselines, with the permutation null and the match rates' excess over
+  it (``behaviour_excess``; and as the original computes it: ``behaviour_original``), posterior-predictive
+  checks;
 * ``posterior/<model>.nc`` -- the posterior draws (netcdf);
 * ``metrics.json`` -- every result with its interval and diagnostics (committed with the code);
 * ``headline.json`` -- a dozen of them, flat: the DVC metrics ``dvc exp show`` and ``dvc metrics diff`` compare;
@@ -88,11 +89,11 @@ def _sensitivity(meta_u: pd.DataFrame, meta_t: pd.DataFrame, objects: pd.DataFra
 
 
 def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dict) -> tuple[dict, pd.DataFrame]:
-    """Experiment 3 on the changed items: outcome shares, P(prediction = new / old) beside their mode baselines
-    recomputed on the same items, a labelled variant computed as the original computes it (compliant predictions
-    only, modes pooled over tasks; :func:`analysis.self_prediction.tidy.behaviour_original`), the permutation null, the
-    difference in differences against the prediction before the change, and the hierarchical multinomial
-    model."""
+    """Experiment 3 on the changed items: outcome shares, P(prediction = new / old) beside their leave-one-out
+    mode baselines, a labelled variant computed as the original computes it (compliant predictions only, modes
+    recomputed on the scored items and pooled over tasks; :func:`analysis.self_prediction.tidy.behaviour_original`),
+    the permutation null, the match rates' excess over their permutation expectation (the tracking
+    contrasts, 0 for a predictor unrelated to both behaviours), and the hierarchical multinomial model."""
     n_boot, seed = profile.analysis.bootstrap, profile.seed
     out_bc = tidy.behaviour_outcomes(bc)
     counts = (out_bc.groupby(["model", "property", "outcome"]).size().unstack("outcome")
@@ -116,11 +117,13 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
     p = perm.pivot(index="model", columns="statistic", values="p_value")
     track = track.assign(p_value_new=track["model"].map(p["p_new"]), p_value_old=track["model"].map(p["p_old"]),
                          p_value_new_minus_old=track["model"].map(p["new_minus_old"]))
-    tables["behaviour_tracking"], tables["behaviour_permutation"] = track, perm
     items = tidy.with_item(out_bc)  # the bootstraps below resample items
-    did = freq.difference_in_differences(items, n_boot=n_boot, seed=seed, cluster="item")
-    b["tracking"] = {r["model"]: {"p_new": 100 * r["p_new"], "baseline_new": 100 * r["baseline_new"],
-                                  "p_old": 100 * r["p_old"], "baseline_old": 100 * r["baseline_old"],
+    excess = freq.permutation_excess(items, n_boot=n_boot, seed=seed, cluster="item")
+    tables["behaviour_tracking"], tables["behaviour_permutation"], tables["behaviour_excess"] = track, perm, excess
+    b["tracking"] = {r["model"]: {"p_new": 100 * r["p_new"], "loo_mode_new": 100 * r["loo_mode_new"],
+                                  "n_loo_new": int(r["n_loo_new"]),
+                                  "p_old": 100 * r["p_old"], "loo_mode_old": 100 * r["loo_mode_old"],
+                                  "n_loo_old": int(r["n_loo_old"]),
                                   "before_new": 100 * r["before_new"], "before_old": 100 * r["before_old"],
                                   "compliant": 100 * r["compliant"], "compliant_before": 100 * r["compliant_before"],
                                   "p_new_if_compliant": 100 * r["p_new_if_compliant"],
@@ -137,10 +140,16 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
                                                      "null_low": 100 * r.null_low, "null_high": 100 * r.null_high,
                                                      "p_value": r.p_value, "n_informative": r.n_informative}
                         for r in perm.itertuples()}
-    b["vs_mode"] = {k: {kk: 100 * vv for kk, vv in v.items()}
-                    for k, v in freq.paired_vs_mode(items, n_boot=n_boot, seed=seed, cluster="item").items()}
-    b["did"] = {k: {kk: 100 * vv for kk, vv in v.items()} for k, v in did.items() if isinstance(v, dict)}
-    b["did"]["n_boot"] = did["n_boot"]
+    b["vs_loo_mode"] = {k: {kk: vv if kk == "n" else 100 * vv for kk, vv in v.items()}
+                        for k, v in freq.paired_vs_mode(items, n_boot=n_boot, seed=seed, cluster="item").items()}
+    pools = {side: out_bc[f"loo_mode_{side}_pool"].value_counts() for side in ("new", "old")}
+    b["loo_mode_pool"] = {f"{side}_{k}_n": int(pools[side].get(k, 0)) for side in ("new", "old")
+                          for k in ("cell", "tasks", "none")}
+    # the tracking contrasts: each match rate minus its expectation under the permutation null
+    b["excess"] = {f"{r.model}_{r.statistic}": {"estimate": 100 * r.estimate, "low": 100 * r.low,
+                                                 "high": 100 * r.high, "observed": 100 * r.observed,
+                                                 "expected": 100 * r.expected, "n": int(r.n)}
+                   for r in excess.itertuples()}
     # where the matches with the new behaviour lie: one property can carry most of them
     hits = out_bc.loc[out_bc["match_new"] == 1, "property"].value_counts()
     b["new_matches_by_property"] = {str(k): int(v) for k, v in sorted(hits.items())}
@@ -363,7 +372,8 @@ def headline_numbers(metrics: dict) -> dict:
         "mad_self_minus_cross": (("calibration", "mad_difference", "pooled"), ("difference", "low", "high")),
         "log_score_self_minus_cross": (("calibration", "log_score", "self_minus_cross"), ("mean", "low", "high")),
         "behaviour_share_new": (("behaviour", "share_new"), ("share",)),
-        "behaviour_new_vs_mode": (("behaviour", "vs_mode", "new"), ("estimate",)),
+        "behaviour_excess_new_minus_old": (("behaviour", "excess", "pooled_excess_new_minus_old"),
+                                           ("estimate", "low", "high")),
     }
     out: dict = {}
     for name, (path, keys) in sources.items():

@@ -314,16 +314,19 @@ def behaviour_outcomes(bc: pd.DataFrame) -> pd.DataFrame:
 
     * ``outcome``: ``new`` (the changed model's prediction matches its new behaviour), ``old`` (it matches
       the old one) or ``neither`` (another value, or a non-compliant prediction);
-    * the mode baselines recomputed on these shifted items, separately for old and new, as the original does
-      (``evals/analysis/james/james_analysis.py``, ``calculate_evidence_1`` with ``shifting="only_shifted"``
-      and ``recalculate_mode``): ``mode_new`` / ``mode_old``, the most common new / old value among the
-      changed items of the item's model x task x property (ties by sort order), and ``mode_new_correct`` /
-      ``mode_old_correct`` whether the item's new / old value equals it. Two differences from the original,
-      whose own computation :func:`behaviour_original` keeps as a labelled variant: the original recomputes
-      the mode per response property pooled over tasks (per task and property, as experiment 1's baseline, is
-      at least as high, so the comparison is the stricter one), and it drops the items whose prediction is
-      non-compliant, where here such an item stays and matches neither behaviour (so the rates do not
-      condition on the changed model complying);
+    * the leave-one-out mode baselines of the new and of the old behaviour (:func:`leave_one_out_mode`):
+      ``loo_mode_new`` / ``loo_mode_old``, the most common new / old value among the *other* changed items of
+      the item's model x task x property (ties by sort order), or, where the item is alone in that cell, among
+      the changed items of the same model and property in the other tasks (``loo_mode_new_pool`` /
+      ``loo_mode_old_pool``: ``cell``, ``tasks`` or ``none``), and ``loo_mode_new_correct`` /
+      ``loo_mode_old_correct`` (1/0, NaN without a baseline) whether the item's new / old value equals it.
+      The original recomputes the mode on the changed items themselves (``evals/analysis/james/
+      james_analysis.py``, ``calculate_evidence_1`` with ``shifting="only_shifted"`` and
+      ``recalculate_mode``); with a couple of changed items per cell such a mode is fitted to the very items
+      it scores and is right on most of them by construction, so it is kept only in the labelled variant
+      :func:`behaviour_original`. The original also drops the items whose prediction is non-compliant,
+      where here such an item stays and matches neither behaviour (so the rates do not condition on the
+      changed model complying);
     * ``unit`` (``model/task/item_id``: an item's properties share one answer) and ``match_new``,
       ``match_old``, ``before_new``, ``before_old`` (0/1: the prediction after / before the change equals
       the new / old value; a non-compliant prediction matches nothing), ``compliant_after`` and
@@ -339,11 +342,37 @@ def behaviour_outcomes(bc: pd.DataFrame) -> pd.DataFrame:
     ch["before_old"] = (ok_before & (ch["meta_old_value"] == ch["old_value"])).astype(int)
     ch["compliant_after"], ch["compliant_before"] = ok.astype(int), ok_before.astype(int)
     ch["unit"] = ch["model"] + "/" + ch["task"] + "/" + ch["item_id"]
+    ch = ch.reset_index(drop=True)
     for side in ("new", "old"):
-        modes = ch.groupby(BEHAVIOUR_CELL, sort=True)[f"{side}_value"].agg(lambda v: _mode(v)[0]).rename(f"mode_{side}")
-        ch = ch.merge(modes.reset_index(), on=BEHAVIOUR_CELL, how="left", validate="many_to_one")
-        ch[f"mode_{side}_correct"] = (ch[f"{side}_value"] == ch[f"mode_{side}"]).astype(int)
-    return ch.reset_index(drop=True)
+        ch[f"loo_mode_{side}"], ch[f"loo_mode_{side}_pool"] = leave_one_out_mode(ch, f"{side}_value")
+        hit = (ch[f"{side}_value"] == ch[f"loo_mode_{side}"]).astype(float)
+        ch[f"loo_mode_{side}_correct"] = hit.where(ch[f"loo_mode_{side}"].notna())
+    return ch
+
+
+def leave_one_out_mode(d: pd.DataFrame, column: str, cell: list[str] = BEHAVIOUR_CELL,
+                       coarse: tuple[str, ...] = ("model", "property")) -> tuple[pd.Series, pd.Series]:
+    """Per row, the most common value of ``column`` among the other rows of its ``cell`` (ties by sort
+    order), so that the guess never sees the value it is scored on; where the row is alone in its cell, the
+    most common value among the rows of the same ``coarse`` group in the other cells (for experiment 3: the
+    same model and property in the other tasks, the level at which the original pools its modes); where
+    there is none, NaN. Returns the modes and the pool each came from (``cell``, ``tasks``, ``none``)."""
+    values = sorted(d[column].unique())
+    code = d[column].map({v: i for i, v in enumerate(values)}).to_numpy(int)
+    cells = pd.factorize(pd.MultiIndex.from_frame(d[list(cell)]))[0]
+    pools = pd.factorize(pd.MultiIndex.from_frame(d[list(coarse)]))[0]
+    in_cell = np.zeros((cells.max() + 1, len(values)))
+    np.add.at(in_cell, (cells, code), 1)
+    in_pool = np.zeros((pools.max() + 1, len(values)))
+    np.add.at(in_pool, (pools, code), 1)
+    others = in_cell[cells]
+    others[np.arange(len(d)), code] -= 1
+    use_cell = others.sum(axis=1) > 0
+    counts = np.where(use_cell[:, None], others, in_pool[pools] - in_cell[cells])
+    has = counts.sum(axis=1) > 0
+    mode = pd.Series(np.asarray(values, dtype=object)[counts.argmax(axis=1)], index=d.index).where(has)
+    pool = pd.Series(np.select([use_cell, has], ["cell", "tasks"], default="none"), index=d.index)
+    return mode, pool
 
 
 def behaviour_original(out: pd.DataFrame) -> pd.DataFrame:
@@ -393,18 +422,20 @@ def behaviour_original(out: pd.DataFrame) -> pd.DataFrame:
 
 def behaviour_tracking(out: pd.DataFrame) -> pd.DataFrame:
     """Per model and pooled (``model = "pooled"``): P(prediction = new) and P(prediction = old) on the
-    changed items, each beside its mode baseline recomputed on the same items, and the prediction before the
-    change. A non-compliant prediction matches neither, so beside them: the share of compliant predictions
+    changed items, each beside its leave-one-out mode baseline (the mean over the items that have one; ``n_loo_new``
+    / ``n_loo_old`` count them), and the prediction before the change. A non-compliant prediction matches neither, so beside them: the share of compliant predictions
     after and before the change (``compliant``, ``compliant_before``) and the match rates among the compliant
     predictions only (``p_new_if_compliant``, ``p_old_if_compliant``; NaN when none is). Columns: ``model, n,
-    p_new, baseline_new, p_old, baseline_old, before_new, before_old, compliant, compliant_before,
-    p_new_if_compliant, p_old_if_compliant``."""
+    p_new, loo_mode_new, n_loo_new, p_old, loo_mode_old, n_loo_old, before_new, before_old, compliant,
+    compliant_before, p_new_if_compliant, p_old_if_compliant``."""
     rows = []
     for model, g in [*out.groupby("model", sort=True), ("pooled", out)]:
         ok = g["compliant_after"].astype(bool)
         rows.append({"model": model, "n": len(g), "p_new": g["match_new"].mean(),
-                     "baseline_new": g["mode_new_correct"].mean(), "p_old": g["match_old"].mean(),
-                     "baseline_old": g["mode_old_correct"].mean(), "before_new": g["before_new"].mean(),
+                     "loo_mode_new": g["loo_mode_new_correct"].mean(),
+                     "n_loo_new": int(g["loo_mode_new_correct"].notna().sum()), "p_old": g["match_old"].mean(),
+                     "loo_mode_old": g["loo_mode_old_correct"].mean(),
+                     "n_loo_old": int(g["loo_mode_old_correct"].notna().sum()), "before_new": g["before_new"].mean(),
                      "before_old": g["before_old"].mean(), "compliant": ok.mean(),
                      "compliant_before": g["compliant_before"].mean(),
                      "p_new_if_compliant": g.loc[ok, "match_new"].mean() if ok.any() else float("nan"),

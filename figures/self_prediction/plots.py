@@ -201,8 +201,9 @@ def calibration(o: Outputs):
 def behaviour_change(o: Outputs):
     """Experiment 3: on items whose behaviour changed, the share of the changed model's predictions that
     match the new behaviour, the old one, or neither, per model and pooled over models (raw shares, Wilson
-    95%), each match rate beside its mode baseline recomputed on the same changed items (short dashes) and
-    the 95% range of the permutation null (predictions shuffled within model x task x property; bands)."""
+    95%), each match rate beside its leave-one-out mode baseline (the most common value among the other
+    changed items of the cell; short dashes) and the 95% range of the permutation null (predictions shuffled
+    among the items of each model x task x property; bands)."""
     from analysis.intervals import wilson
 
     counts = o.table("behaviour_counts")
@@ -226,8 +227,8 @@ def behaviour_change(o: Outputs):
         if outcome == "neither" or track.empty:
             continue
         for i, g in enumerate(groups):
-            ax.hlines(100 * track.loc[g, f"baseline_{outcome}"], i + dx - 0.1, i + dx + 0.1, colors=COLOURS[outcome],
-                      linestyles="--", lw=1.2, label=f"mode baseline ({outcome})" if i == 0 else None)
+            ax.hlines(100 * track.loc[g, f"loo_mode_{outcome}"], i + dx - 0.1, i + dx + 0.1, colors=COLOURS[outcome],
+                      linestyles="--", lw=1.2, label=f"leave-one-out mode baseline ({outcome})" if i == 0 else None)
             if not perm.empty:
                 r = perm[(perm["model"] == g) & (perm["statistic"] == f"p_{outcome}")].iloc[0]
                 ax.fill_between([i + dx - 0.1, i + dx + 0.1], 100 * r["null_low"], 100 * r["null_high"],
@@ -236,7 +237,7 @@ def behaviour_change(o: Outputs):
     ax.set_xticks(x, [f"{g}\n(n={int(v)})" for g, v in zip(groups, n)])
     ax.set_ylim(0, 100)
     ax.set_ylabel("share of changed items (%)")
-    ax.set_title("After behaviour change: does the prediction track the new behaviour?\n(Wilson 95% intervals)")
+    ax.set_title("After behaviour change: how often the prediction matches each behaviour\n(Wilson 95% intervals)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     return fig
 

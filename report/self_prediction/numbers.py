@@ -184,8 +184,9 @@ def _seed_text(metrics: dict) -> dict:
 
 
 def _behaviour_text(behaviour: dict, rope: float) -> dict:
-    """Experiment 3's verdicts against the baselines: the pooled match rates beside their mode baselines and
-    the permutation null, and the difference in differences."""
+    """Experiment 3's verdicts: the tracking contrast (the pooled new - old match rate beyond its permutation
+    expectation, whose null is 0), and each match rate beside its leave-one-out mode baseline (descriptive)
+    and its permutation null."""
     out = {}
     pooled = behaviour.get("tracking", {}).get("pooled")
     perm = behaviour.get("permutation", {})
@@ -193,10 +194,13 @@ def _behaviour_text(behaviour: dict, rope: float) -> dict:
         for side in ("new", "old"):
             r = perm.get(f"pooled_p_{side}", {})
             p, n_inf = r.get("p_value"), r.get("n_informative")
-            d = behaviour.get("vs_mode", {}).get(side)
-            against = _verdict(d["low"], d["high"], rope, "above its mode baseline", "below its mode baseline",
-                               "practically at its mode baseline",
-                               "not distinguishable from its mode baseline") if d else "not compared with its mode baseline"
+            d = behaviour.get("vs_loo_mode", {}).get(side)
+            known = d and d.get("low") is not None and d["low"] == d["low"]
+            against = _verdict(d["low"], d["high"], rope, "above its leave-one-out mode baseline",
+                               "below its leave-one-out mode baseline",
+                               "practically at its leave-one-out mode baseline",
+                               "not distinguishable from its leave-one-out mode baseline") if known else \
+                "not compared with a leave-one-out mode baseline (no changed item has another in its pool)"
             if p is None or p != p:  # a one-point null: no shuffle within any cell changes the count
                 null = ("the permutation null cannot test it: no shuffle of the predictions within a model x task "
                         f"x property cell changes how many equal the {side} behaviour (as where every changed item "
@@ -216,13 +220,13 @@ def _behaviour_text(behaviour: dict, rope: float) -> dict:
             f"({len(by)} {'property has' if len(by) == 1 else 'properties have'} any)")
     else:
         out["behaviour_new_concentration"] = "No prediction equals the new behaviour"
-    d = behaviour.get("did", {}).get("did")
+    d = behaviour.get("excess", {}).get("pooled_excess_new_minus_old")
     if d:
-        out["behaviour_did_verdict"] = _verdict(
-            d["low"], d["high"], rope, "moved towards the new behaviour more than towards the old",
-            "moved towards the old behaviour more than towards the new",
-            "moved towards the new and the old behaviour practically equally",
-            "moved towards the new and the old behaviour by amounts the data cannot tell apart")
+        out["behaviour_tracking_verdict"] = _verdict(
+            d["low"], d["high"], rope, "track the new behaviour more than the old",
+            "track the old behaviour more than the new",
+            "track neither behaviour more than the other (practically zero)",
+            "track the new and the old behaviour by amounts the data cannot tell apart")
     return out
 
 

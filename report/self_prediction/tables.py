@@ -235,21 +235,33 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         perm = t("behaviour_permutation")
         n_perm = int(perm["n_perm"].iloc[0])
         inf = {(r.model, r.statistic): r.n_informative for r in perm.itertuples()}
+        ex_path = Path(analysis) / "tables" / "behaviour_excess.parquet"
+        ex = ({(r.model, r.statistic): r for r in pd.read_parquet(ex_path).itertuples()} if ex_path.exists() else {})
+
+        def excess(model: str) -> str:
+            r = ex.get((model, "excess_new_minus_old"))
+            return ci_text(r.estimate, r.low, r.high, scale=100) if r is not None else "n/a"
+
         out["behaviour"] = md_table(pd.DataFrame([{
             "model": r.model, "changed items": count_text(r.n),
-            "P(pred = new) %": fmt(100 * r.p_new), "mode baseline (new) %": fmt(100 * r.baseline_new),
+            "P(pred = new) %": fmt(100 * r.p_new), "leave-one-out mode (new) %": fmt(100 * r.loo_mode_new),
             "p (new)": fmt_prob(r.p_value_new),
-            "P(pred = old) %": fmt(100 * r.p_old), "mode baseline (old) %": fmt(100 * r.baseline_old),
+            "P(pred = old) %": fmt(100 * r.p_old), "leave-one-out mode (old) %": fmt(100 * r.loo_mode_old),
             "p (old)": fmt_prob(r.p_value_old),
+            "new - old beyond the null, points [95%]": excess(r.model),
             "items the null can test (new / old)": f"{count_text(inf.get((r.model, 'p_new'), 0))} / "
                                                    f"{count_text(inf.get((r.model, 'p_old'), 0))}",
             "compliant after / before %": f"{fmt(100 * r.compliant)} / {fmt(100 * r.compliant_before)}",
             "before: new / old %": f"{fmt(100 * r.before_new)} / {fmt(100 * r.before_old)}"}
             for r in tr.itertuples()]),
             "Behaviour change, on the items whose property changed (old and new answers compliant and different): "
-            "how often the changed model's prediction equals its new and its old behaviour, each beside the mode "
-            "baseline recomputed on the same items, and the permutation p-value (predictions shuffled within "
-            f"model x task x property, {n_perm:,} shuffles; one-sided). A shuffle can change the count only in "
+            "how often the changed model's prediction equals its new and its old behaviour, each beside its "
+            "leave-one-out mode baseline (the most common value among the other changed items of the model x task "
+            "x property, or, for an item alone there, of the same model and property in the other tasks), and the "
+            "permutation p-value (predictions shuffled among the items of each model x task x property, an item's "
+            f"properties together, {n_perm:,} shuffles; one-sided). 'Beyond the null': P(new) - P(old) minus its "
+            "mean over the shuffles, 0 in expectation for predictions unrelated to both behaviours (95% item "
+            "bootstrap). A shuffle can change the count only in "
             "a cell whose changed items hold different behaviour values and different predictions; the items in "
             "such cells are counted, and with none the p-value is n/a (the null is one point). A non-compliant "
             "prediction matches neither behaviour; 'compliant' is the share of compliant predictions after and "
@@ -396,8 +408,11 @@ def _comparison(acc: pd.DataFrame, metrics: dict, ref: dict) -> pd.DataFrame:
         share = {side: ci_text(v["share"], v["low"], v["high"], 100)
                  for side, v in ((s, metrics["behaviour"][f"share_{s}"]) for s in ("new", "old"))}
         ours["behaviour"] = (f"new {share['new']}% vs old {share['old']}% of changed items "
-                             f"(mode baselines on the same items: new {fmt(pooled['baseline_new'])}%, "
-                             f"old {fmt(pooled['baseline_old'])}%)")
+                             f"(leave-one-out mode baselines: new {fmt(pooled['loo_mode_new'])}%, "
+                             f"old {fmt(pooled['loo_mode_old'])}%)")
+        ex = metrics["behaviour"].get("excess", {}).get("pooled_excess_new_minus_old")
+        if ex:
+            ours["behaviour"] += f"; new minus old beyond the permutation null {interval_text(ex, 'estimate')} points"
         if b:
             ours["behaviour"] += f"; difference new minus old {interval_text(b['new_minus_old'])} points (model)"
     rows = [{"quantity": r["quantity"], "original study": r["paper"], "this run": ours.get(key, "not run")}

@@ -571,11 +571,13 @@ def test_headline_numbers_are_flat_and_leave_out_what_a_run_did_not_produce():
     full = {"advantage": {"overall": {"mean": 9.6, "low": 5.8, "high": 13.5, "verdict": "positive"},
                           "gamma": {"mean": 25.1}, "p_every_direction": 0.08},
             "calibration": {"mad_difference": {"pooled": {"difference": 0.8, "low": -0.9, "high": 2.6}}},
-            "behaviour": {"share_new": {"share": 0.43}, "vs_mode": {"new": {"estimate": -54.5}}}}
+            "behaviour": {"share_new": {"share": 0.43},
+                          "excess": {"pooled_excess_new_minus_old": {"estimate": 5.1, "low": 1.2, "high": 9.0}}}}
     h = headline_numbers(full)
     assert h == {"delta": 9.6, "delta_low": 5.8, "delta_high": 13.5, "gamma": 25.1, "mad_self_minus_cross": 0.8,
                  "mad_self_minus_cross_low": -0.9, "mad_self_minus_cross_high": 2.6, "behaviour_share_new": 0.43,
-                 "behaviour_new_vs_mode": -54.5, "p_every_direction": 0.08}
+                 "behaviour_excess_new_minus_old": 5.1, "behaviour_excess_new_minus_old_low": 1.2,
+                 "behaviour_excess_new_minus_old_high": 9.0, "p_every_direction": 0.08}
     assert headline_numbers({"advantage": {"overall": None}, "calibration": {"mad_difference": None},
                              "behaviour": None}) == {}
 

@@ -1,7 +1,8 @@
-"""Experiment 3 against its baselines, on constructed data whose answer is known: the mode baselines
-recomputed on the changed items (separately for old and new, as the original's ``recalculate_mode`` on
-``shifting="only_shifted"``), the permutation null (predictions shuffled within model x task x property)
-and the difference in differences against the prediction before the change."""
+"""Experiment 3 against its baselines, on constructed data whose answer is known: the leave-one-out mode
+baselines (separately for old and new, each item's guess from the other changed items of its cell), the
+permutation null (predictions shuffled within model x task x property) and the tracking contrasts, the match
+rates beyond their permutation mean. Their behaviour on simulated predictors is in
+``test_behaviour_tracking_null.py``."""
 
 import numpy as np
 import pandas as pd
@@ -34,14 +35,15 @@ OLD = ["a"] * 30 + ["b"] * 10
 NEW = ["b"] * 30 + ["a"] * 10
 
 
-def test_the_mode_baselines_are_recomputed_on_the_changed_items_only():
+def test_the_leave_one_out_mode_baselines_use_the_other_changed_items_only():
     unchanged = _bc(["a"] * 20, ["a"] * 20, ["a"] * 20, task="k")  # same property, not changed: left out
     unchanged["item_id"] = [f"k-u{i}" for i in range(20)]
     bc = pd.concat([_bc(NEW, OLD, NEW), unchanged], ignore_index=True)
     out = tidy.behaviour_outcomes(bc)
-    assert len(out) == 40 and set(out["mode_new"]) == {"b"} and set(out["mode_old"]) == {"a"}
+    assert len(out) == 40 and set(out["loo_mode_new"]) == {"b"} and set(out["loo_mode_old"]) == {"a"}
+    assert set(out["loo_mode_new_pool"]) == {"cell"}
     t = tidy.behaviour_tracking(out).set_index("model")
-    assert t.loc["m", "baseline_new"] == pytest.approx(0.75) and t.loc["m", "baseline_old"] == pytest.approx(0.75)
+    assert t.loc["m", "loo_mode_new"] == pytest.approx(0.75) and t.loc["m", "loo_mode_old"] == pytest.approx(0.75)
     assert t.loc["m", "p_new"] == 1.0 and t.loc["m", "p_old"] == 0.0
     assert t.loc["pooled", "n"] == 40
 
@@ -52,8 +54,8 @@ def test_a_predictor_that_merely_drifts_to_the_majority_new_value_does_not_beat_
     so the permutation test has nothing to say (p-value NaN, no informative rows), not p = 1."""
     out = tidy.behaviour_outcomes(_bc(["b"] * 40, OLD, NEW))
     t = tidy.behaviour_tracking(out).set_index("model").loc["pooled"]
-    assert t["p_new"] == pytest.approx(0.75) == t["baseline_new"]
-    assert t["p_old"] == pytest.approx(0.25) and t["p_old"] < t["baseline_old"]
+    assert t["p_new"] == pytest.approx(0.75) == t["loo_mode_new"]
+    assert t["p_old"] == pytest.approx(0.25) and t["p_old"] < t["loo_mode_old"]
     perm = freq.permutation_null(out, n_perm=2000, seed=0).set_index(["model", "statistic"])
     for stat in ("p_new", "p_old", "new_minus_old"):
         r = perm.loc[("pooled", stat)]
@@ -117,21 +119,43 @@ def test_tracking_reports_compliance_and_the_match_rates_among_compliant_predict
     assert none.loc["pooled", "compliant"] == 0 and np.isnan(none.loc["pooled", "p_new_if_compliant"])
 
 
-def test_difference_in_differences_by_hand():
-    # before the change M1' predicted its old behaviour on every item (before_old = 1, before_new = 0); after,
-    # the changed model predicts the new value on 30 items and the old one on 10:
-    # [P(after = new) - P(before = new)] - [P(after = old) - P(before = old)] = (0.75 - 0) - (0.25 - 1) = 1.5
-    meta = ["b"] * 30 + ["b"] * 10  # items 30-39 moved b -> a; predicting "b" there is the old value
-    out = tidy.behaviour_outcomes(_bc(meta, OLD, NEW))
-    d = freq.difference_in_differences(out, n_boot=2000, seed=0)
-    assert d["change_new"]["estimate"] == pytest.approx(0.75)
-    assert d["change_old"]["estimate"] == pytest.approx(-0.75)
-    assert d["did"]["estimate"] == pytest.approx(1.5)
-    assert d["did"]["low"] <= 1.5 <= d["did"]["high"]
-    # a prediction that did not move at all: every part is exactly zero in every resample
-    same = tidy.behaviour_outcomes(_bc(list(OLD), OLD, NEW))
-    z = freq.difference_in_differences(same, n_boot=2000, seed=0)
-    assert z["did"] == {"estimate": 0.0, "low": 0.0, "high": 0.0}
+def test_the_tracking_contrasts_by_hand():
+    """A predictor that knows each new answer: P(new) = 1, P(old) = 0. A shuffled prediction is "b" with
+    probability 30/40, so it equals a "b" item's new value with probability 0.75 and an "a" item's with 0.25:
+    E[P(new)] = (30 x 0.75 + 10 x 0.25) / 40 = 0.625, and likewise E[P(old)] = (30 x 0.25 + 10 x 0.75) / 40 =
+    0.375. So excess_new = 0.375, excess_old = -0.375, excess_new_minus_old = 0.75. The expectation is the
+    permutation null's mean, computed exactly."""
+    out = tidy.behaviour_outcomes(_bc(list(NEW), OLD, NEW))
+    ex = freq.permutation_excess(out, n_boot=2000, seed=0).set_index(["model", "statistic"])
+    assert ex.loc[("pooled", "excess_new"), "expected"] == pytest.approx(0.625)
+    assert ex.loc[("pooled", "excess_new"), "estimate"] == pytest.approx(0.375)
+    assert ex.loc[("pooled", "excess_old"), "estimate"] == pytest.approx(-0.375)
+    r = ex.loc[("pooled", "excess_new_minus_old")]
+    assert (r["observed"], r["expected"], r["estimate"]) == pytest.approx((1.0, 0.25, 0.75))
+    assert 0 < r["low"] <= 0.75 <= r["high"]
+    perm = freq.permutation_null(out, n_perm=2000, seed=0).set_index(["model", "statistic"])
+    assert perm.loc[("pooled", "new_minus_old"), "null_mean"] == pytest.approx(0.25, abs=0.01)
+    # one value everywhere: P(new) = 0.75, yet every contrast is 0 in every resample
+    z = freq.permutation_excess(tidy.behaviour_outcomes(_bc(["b"] * 40, OLD, NEW)), n_boot=2000, seed=0)
+    assert np.allclose(z[["estimate", "low", "high"]].to_numpy(), 0.0)
+    # each item's old answer: it tracks the old behaviour, by the same amount the first one tracked the new
+    z = freq.permutation_excess(tidy.behaviour_outcomes(_bc(list(OLD), OLD, NEW)), n_boot=2000, seed=0)
+    assert z.set_index(["model", "statistic"]).loc[("pooled", "excess_new_minus_old"), "estimate"] == pytest.approx(-0.75)
+
+
+def test_an_item_alone_in_its_cell_takes_the_mode_of_the_other_tasks_or_none():
+    """Task k2 has one changed item: its guess comes from the same model and property in task k1 (all "b",
+    so right for a "b" item); model m2's only item has no pool and no baseline, and is left out of the paired
+    comparison."""
+    k1 = _bc(["b"] * 3, ["a"] * 3, ["b"] * 3, task="k1")
+    k2 = _bc(["b"], ["a"], ["b"], task="k2")
+    m2 = _bc(["y"], ["x"], ["y"], model="m2")
+    out = tidy.behaviour_outcomes(pd.concat([k1, k2, m2], ignore_index=True)).set_index(["model", "task"])
+    assert out.loc[("m", "k2"), "loo_mode_new_pool"] == "tasks" and out.loc[("m", "k2"), "loo_mode_new"] == "b"
+    assert out.loc[("m2", "k"), "loo_mode_new_pool"] == "none" and np.isnan(out.loc[("m2", "k"), "loo_mode_new_correct"])
+    t = tidy.behaviour_tracking(out.reset_index()).set_index("model")
+    assert t.loc["pooled", "n_loo_new"] == 4 and t.loc["pooled", "loo_mode_new"] == 1.0
+    assert freq.paired_vs_mode(out.reset_index(), n_boot=2000, seed=0)["new"]["n"] == 4
 
 
 def test_a_non_compliant_prediction_matches_neither_behaviour():
@@ -171,11 +195,16 @@ def test_the_manuscript_says_when_the_null_cannot_test_and_where_the_matches_lie
         "tracking": {"pooled": {"n": 158}},
         "permutation": {"pooled_p_new": {"p_value": None, "n_informative": 0},
                         "pooled_p_old": {"p_value": 0.0045, "n_informative": 28}},
-        "vs_mode": {"new": {"low": -60.0, "high": -50.0}, "old": {"low": -70.0, "high": -60.0}},
+        "vs_loo_mode": {"new": {"low": -60.0, "high": -50.0}, "old": {"low": -70.0, "high": -60.0}},
         "new_matches_by_property": {"first_character": 5, "first_word": 58, "is_even": 4},
+        "excess": {"pooled_excess_new_minus_old": {"estimate": 5.0, "low": 1.0, "high": 9.0}},
     }
     text = _behaviour_text(behaviour, rope=2.0)
-    assert "below its mode baseline" in text["behaviour_new_verdict"]
+    assert "below its leave-one-out mode baseline" in text["behaviour_new_verdict"]
+    assert text["behaviour_tracking_verdict"] == ("track the new and the old behaviour by amounts the data cannot "
+                                                  "tell apart")
+    behaviour["excess"]["pooled_excess_new_minus_old"].update(low=3.0)
+    assert _behaviour_text(behaviour, rope=2.0)["behaviour_tracking_verdict"] == "track the new behaviour more than the old"
     assert "the permutation null cannot test it" in text["behaviour_new_verdict"]
     assert "beyond the permutation null" in text["behaviour_old_verdict"]
     assert "only 28 of the 158 changed item x property pairs" in text["behaviour_old_verdict"]
@@ -205,7 +234,7 @@ def test_the_originals_computation_drops_non_compliant_predictions_and_pools_the
     assert m["baseline_new"] == pytest.approx(11 / 16) and m["baseline_old"] == pytest.approx(11 / 16)
     assert m["low_new"] < m["p_new"] < m["high_new"]
     main = tidy.behaviour_tracking(out).set_index("model").loc["m"]
-    assert main["p_new"] == pytest.approx(15 / 20) and main["baseline_new"] == pytest.approx(15 / 20)
+    assert main["p_new"] == pytest.approx(15 / 20) and main["loo_mode_new"] == pytest.approx(15 / 20)
     assert o.loc["m2", "baseline_new"] == 1.0 and o.loc["m2", "p_new"] == 1.0
     assert o.loc["m3", "n"] == 0 and np.isnan(o.loc["m3", "p_new"]) and np.isnan(o.loc["m3", "baseline_old"])
     pooled = o.loc["pooled"]
@@ -226,7 +255,7 @@ def test_the_originals_computation_pools_the_two_among_properties_into_one_mode(
     m = tidy.behaviour_original(out).set_index("model").loc["m"]
     assert m["n"] == 10
     assert m["baseline_new"] == pytest.approx(7 / 10) and m["baseline_old"] == pytest.approx(7 / 10)
-    assert tidy.behaviour_tracking(out).set_index("model").loc["m", "baseline_new"] == pytest.approx(9 / 10)
+    assert tidy.behaviour_tracking(out).set_index("model").loc["m", "loo_mode_new"] == pytest.approx(9 / 10)
     # the paper figure's pooled bar: one mode over all the model's values, "false" new (7 of 10) and "true" old
     assert m["micro_baseline_new"] == pytest.approx(7 / 10) and m["micro_baseline_old"] == pytest.approx(7 / 10)
 
