@@ -3,6 +3,8 @@ self-prediction advantage, the mode-baseline arms, the run scale, prior sensitiv
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -182,19 +184,35 @@ def _run_scale(idata, priors: M.Priors) -> dict:
     return out
 
 
+#: the factors of :func:`_prior_sensitivity`'s refits of one variance component at a time
+COMPONENT_FACTORS = (0.5, 2.0)
+
+
+def _headline_new(groups: list[str]) -> tuple[str, ...]:
+    """The new levels of the headline estimand: a new held-out task, and a new finetuning run where the model
+    has a factor for the run."""
+    return ("task", "cell", "object_model") if "object_model" in groups else ("task", "cell")
+
+
 def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]:
-    """The advantage model refitted with every prior scale multiplied by each factor of
-    ``analysis.prior_sensitivity`` (gated like the main fit): delta, the new-task advantage, gamma (two models),
-    P(every direction) and the verdicts per factor, the main fit as factor 1; with several finetune seeds also
-    the new-run advantage, whose interval rests on the run factor's scales and so on their priors."""
-    from dataclasses import replace
-
+    """The advantage model refitted (each gated like the main fit) with every prior scale multiplied by each
+    factor of ``analysis.prior_sensitivity`` (component ``all``), and with one variance component's scale
+    (:data:`analysis.self_prediction.priors.VARIANCE_COMPONENTS`: intercept scales ``sigma``, self-slope scales
+    ``tau``, the answer unit's ``unit`` and the unit x arm ``pair``) halved and doubled with the others at their
+    defaults (:data:`COMPONENT_FACTORS`): per refit delta, the new-task advantage, the headline estimand (a new
+    task, and a new finetuning run with several finetune seeds), gamma (two models), P(every direction) and the
+    verdicts; the main fit as factor 1. With several finetune seeds also the new-run advantage, whose interval
+    rests on the run factor's scales and so on their priors. ``len(factors) + 2 * 4`` refits."""
     rope = profile.analysis.rope
+    new = _headline_new(adv["data"].groups)
 
-    def row(factor, delta, new, p_every, gamma, diag):
-        r = {"prior_scale": factor, **{f"delta_{k}": delta[k] for k in ("mean", "low", "high", "p_positive")},
-             **{f"new_task_{k}": new[k] for k in ("mean", "low", "high", "p_positive")},
+    def row(component, factor, delta, new_task, head, p_every, gamma, diag):
+        r = {"component": component, "prior_scale": factor,
+             **{f"delta_{k}": delta[k] for k in ("mean", "low", "high", "p_positive")},
+             **{f"new_task_{k}": new_task[k] for k in ("mean", "low", "high", "p_positive")},
+             **{f"headline_{k}": head[k] for k in ("mean", "low", "high", "p_positive")},
              "p_every_direction": p_every, "verdict": verdict(delta["low"], delta["high"], rope),
+             "headline_verdict": verdict(head["low"], head["high"], rope),
              "r_hat_max": diag["r_hat_max"], "divergences": diag["divergences"], "draws": diag["draws"],
              "sampled_twice": "refit" in diag, "target_accept": diag["target_accept"],
              "diverged": "diverged" in diag}
@@ -204,28 +222,51 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
 
     a = adv["metrics"]  # the main fit, summarised once by _advantage
     runs = "new_run" in a
-    rows = [row(1.0, a["overall"], a["new_task"], a["p_every_direction"], a.get("gamma"), adv["diagnostics"])]
+    head = M.summarise_draws(M.new_task_delta(adv["idata"], adv["data"], new=new, seed=profile.seed))
+    rows = [row("all", 1.0, a["overall"], a["new_task"], head, a["p_every_direction"], a.get("gamma"),
+                adv["diagnostics"])]
     new_run = {1.0: a["new_run"]} if runs else {}
-    for i, factor in enumerate(profile.analysis.prior_sensitivity):
-        data = replace(adv["data"], priors=adv["data"].priors.scaled(factor))
+    refits = [("all", f, adv["data"].priors.scaled(f)) for f in profile.analysis.prior_sensitivity]
+    refits += [(c, f, adv["data"].priors.scaled_component(c, f)) for c in M.VARIANCE_COMPONENTS
+               for f in COMPONENT_FACTORS if c != "pair" or adv["data"].pair]
+    for i, (component, factor, priors) in enumerate(refits):
+        data = replace(adv["data"], priors=priors)
+        label = "priors" if component == "all" else f"{component} prior"
         idata, diag = M.sample_gated(M.advantage_model(data), _settings(profile, 10 + i),
-                                     f"self-prediction advantage (priors x {factor:g})")
+                                     f"self-prediction advantage ({label} x {factor:g})")
         q = M.advantage_quantities(idata, data)
-        rows.append(row(factor, M.summarise_draws(q["delta"]),
+        rows.append(row(component, factor, M.summarise_draws(q["delta"]),
                         M.summarise_draws(M.new_task_delta(idata, data, seed=profile.seed)),
+                        M.summarise_draws(M.new_task_delta(idata, data, new=new, seed=profile.seed)),
                         float(np.all(np.stack(list(q["directions"].values())) > 0, axis=0).mean()),
                         M.summarise_draws(q["gamma"]) if "gamma" in q else None, diag))
-        if runs:
+        if runs and component == "all":
             nr = M.summarise_draws(M.new_task_delta(idata, data, new=("object_model",), seed=profile.seed))
             new_run[float(factor)] = {**nr, "verdict": verdict(nr["low"], nr["high"], rope)}
-    table = pd.DataFrame(rows).sort_values("prior_scale").reset_index(drop=True)
-    spread = float(table["delta_mean"].max() - table["delta_mean"].min())
+    table = pd.DataFrame(rows)
+    table = table.assign(_main=table["component"] != "all").sort_values(["_main", "component", "prior_scale"]) \
+        .drop(columns="_main").reset_index(drop=True)
+    every = table[table["component"] == "all"]
+    spread = float(every["delta_mean"].max() - every["delta_mean"].min())
     by_factor = {f"{r.prior_scale:g}": {"delta": r.delta_mean, "low": r.delta_low, "high": r.delta_high,
-                                        "verdict": r.verdict} for r in table.itertuples()}
+                                        "verdict": r.verdict} for r in every.itertuples()}
     for f, nr in new_run.items():
         by_factor[f"{f:g}"]["new_run"] = {k: nr[k] for k in ("mean", "low", "high", "verdict")}
-    return table, {"factors": [float(f) for f in table["prior_scale"]], "delta_spread": spread,
-                   "verdicts_agree": bool(table["verdict"].nunique() == 1), "by_factor": by_factor}
+    by_component = {}
+    for r in table[table["component"] != "all"].itertuples():
+        by_component.setdefault(r.component, {})[f"{r.prior_scale:g}"] = {
+            "delta": {"mean": r.delta_mean, "low": r.delta_low, "high": r.delta_high, "verdict": r.verdict},
+            "headline": {"mean": r.headline_mean, "low": r.headline_low, "high": r.headline_high,
+                         "verdict": r.headline_verdict}}
+    main = table.iloc[0]
+    return table, {"factors": [float(f) for f in every["prior_scale"]], "delta_spread": spread,
+                   "verdicts_agree": bool(every["verdict"].nunique() == 1), "by_factor": by_factor,
+                   "component_factors": list(COMPONENT_FACTORS), "by_component": by_component,
+                   "headline_new": list(new),
+                   "headline": {"mean": main.headline_mean, "low": main.headline_low, "high": main.headline_high,
+                                "verdict": main.headline_verdict},
+                   "headline_verdicts_agree": bool(table["headline_verdict"].nunique() == 1),
+                   "refits": len(refits)}
 
 
 def _compliance(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:

@@ -11,8 +11,8 @@ accuracies between a few percent and ~95%:
   grouping factors (target model, task, property, and in the stage their target x task x property cell);
   intercepts and slopes are uncorrelated;
 * an intercept per answer unit (``sigma_unit ~ HalfNormal(1)``) for item-level dependence: one target
-  answer to one item defines several properties, and the self- and cross-predictor are scored on the same
-  answers.
+  answers; the advantage model adds one per answer unit x arm (``sigma_pair``, one scale per arm), and has
+  its own scales (:data:`analysis.self_prediction.priors.ADVANTAGE_PRIORS`).
 
 Derived quantities are *average marginal effects* in accuracy points: for every posterior draw, the mean
 over the observed design (cells weighted by their trials) of ``P(correct | contrast = 1) - P(correct |
@@ -34,42 +34,19 @@ from analysis.bayes import (ConvergenceError, SamplerSettings, binomial_logit as
                             summarise_draws)  # (re-exported for the self-prediction modules)
 from analysis.constants import (BFMI_MIN, ESS_MIN, INTERVAL, PRIOR_CELL_EXTREME, Q_HIGH, Q_LOW,  # noqa: F401
                                 RHAT_MAX)  # (re-exported)
+from analysis.self_prediction.priors import (ADVANTAGE_PRIORS, VARIANCE_COMPONENTS, Priors,  # noqa: F401 (re-exported)
+                                             scale_prior)
 
 
 # ------------------------------------------------------------------------------- the contrast model
-@dataclass(frozen=True)
-class Priors:
-    """Prior scales (logit): ``alpha ~ Normal(0, alpha)``, ``beta ~ Normal(0, beta)``, ``sigma_g ~
-    HalfNormal(sigma)``, ``tau_g ~ HalfNormal(tau)``, ``sigma_unit ~ HalfNormal(unit)``, each fixed effect
-    ``~ Normal(0, fixed)``, each fixed slope deviation ``~ Normal(0, gamma)`` (wide: a slope deviation enters a
-    cell's log-odds times 1/4, and a tight prior on it would pull the directions' difference towards zero
-    and, where one target has more trials, delta towards that target's direction). :meth:`scaled` multiplies every scale (the prior-sensitivity refits)."""
-
-    alpha: float = 1.5
-    beta: float = 1.0
-    sigma: float = 1.0
-    tau: float = 0.5
-    unit: float = 1.0
-    fixed: float = 1.0
-    gamma: float = 2.5
-
-    def scaled(self, factor: float) -> "Priors":
-        return Priors(*(factor * getattr(self, f) for f in ("alpha", "beta", "sigma", "tau", "unit", "fixed", "gamma")))
-
-
-#: the advantage model's priors: with the contrast coded -1/2, +1/2 and these scales, a cell's prior log-odds
-#: has a standard deviation near 1.4 (about the largest for which the implied accuracy is not U-shaped;
-#: :func:`prior_cell_accuracy`), where the scales of the module docstring gave about 2.7
-ADVANTAGE_PRIORS = Priors(alpha=0.75, beta=1.5, sigma=0.35, tau=0.5, unit=0.35, fixed=1.0, gamma=2.5)
-
-
 @dataclass
 class ContrastData:
     """Binomial cells: ``k`` successes of ``n`` trials, one row per distinct (groups, fixed, unit, x).
 
     ``fixed``: factors with a fixed effect per level (treatment-coded: the first level is the reference),
     e.g. target and predictor in the advantage model. ``centered``: the contrast enters the linear predictor
-    as ``x - 1/2`` (so both arms get the same prior variance), else as ``x``."""
+    as ``x - 1/2`` (so both arms get the same prior variance), else as ``x``. ``pair``: an intercept per answer
+    unit x arm (``sigma_pair``) beside the unit's shared one (the advantage model)."""
 
     cells: pd.DataFrame
     x: str
@@ -79,6 +56,7 @@ class ContrastData:
     centered: bool = False
     priors: Priors = Priors()
     slope_by: str | None = None  # a factor whose levels get fixed contrast-slope deviations (sum to zero)
+    pair: bool = False
 
 
 def _fixed_factors(fixed: list[str], slope_by: str | None) -> list[str]:
@@ -97,7 +75,8 @@ def slope_contrasts(levels: int) -> np.ndarray:
 
 def to_cells(rows: pd.DataFrame, x: str, groups: list[str], unit: str | None = None, y: str = "correct",
              aggregate: bool = True, fixed: list[str] | None = None, centered: bool = False,
-             priors: Priors = Priors(), slope_by: str | None = None, keep: list[str] | None = None) -> ContrastData:
+             priors: Priors = Priors(), slope_by: str | None = None, keep: list[str] | None = None,
+             pair: bool = False) -> ContrastData:
     """Aggregate 0/1 observations to binomial counts per distinct linear predictor (``aggregate=False``
     keeps one Bernoulli cell per observation: the same model, slower; for the benchmark). ``keep``: columns
     carried into the cells that the linear predictor does not use (each a function of the other keys)."""
@@ -108,7 +87,9 @@ def to_cells(rows: pd.DataFrame, x: str, groups: list[str], unit: str | None = N
         cells = rows[keys].assign(k=rows[y].astype(int).to_numpy(), n=1).reset_index(drop=True)
     else:
         cells = rows.groupby(keys, sort=True, observed=True)[y].agg(k="sum", n="size").reset_index()
-    return ContrastData(cells, x, groups, unit, fixed, centered, priors, slope_by)
+    if pair and not unit:
+        raise ValueError("an answer unit x arm intercept (pair) needs answer units")
+    return ContrastData(cells, x, groups, unit, fixed, centered, priors, slope_by, pair)
 
 
 def _coords(frame: pd.DataFrame, groups: list[str], unit: str | None, fixed: list[str] = ()) -> dict[str, list]:
@@ -153,9 +134,9 @@ def _design_matrix(frame: pd.DataFrame, x: str, groups: list[str], coords: dict,
 
 def _linear_predictor(frame: pd.DataFrame, x: str, groups: list[str], unit: str | None, coords: dict,
                       fixed: list[str] = (), centered: bool = False, priors: Priors = Priors(),
-                      slope_by: str | None = None):
+                      slope_by: str | None = None, pair: bool = False):
     """``alpha + beta * x`` plus, per grouping factor, a random intercept and a random ``x`` slope, an
-    intercept per unit, and a fixed effect per non-reference level of each ``fixed`` factor (``f``, with
+    intercept per unit (and with ``pair`` one per unit and level of ``x``, :func:`_pair_index`), and a fixed effect per non-reference level of each ``fixed`` factor (``f``, with
     ``f_<factor>`` deterministics that hold 0 for the reference); created inside the caller's model, with
     ``priors`` (the defaults are the scales of the module docstring).
 
@@ -174,7 +155,8 @@ def _linear_predictor(frame: pd.DataFrame, x: str, groups: list[str], unit: str 
     owner = np.repeat(np.arange(len(groups)), [len(coords[g]) for g in groups])
     bounds = np.cumsum([0] + [len(coords[g]) for g in groups])
     alpha, beta = pm.Normal("alpha", 0.0, priors.alpha), pm.Normal("beta", 0.0, priors.beta)
-    sigma, tau = pm.HalfNormal("sigma", priors.sigma, dims="factor"), pm.HalfNormal("tau", priors.tau, dims="factor")
+    sigma = scale_prior("sigma", priors.sigma, priors.nu, dims="factor")
+    tau = scale_prior("tau", priors.tau, priors.nu, dims="factor")
     a = sigma[owner] * pm.Normal("z", 0.0, 1.0, dims="level")
     b = tau[owner] * pm.Normal("w", 0.0, 1.0, dims="level")
     for j, g in enumerate(groups):
@@ -200,9 +182,25 @@ def _linear_predictor(frame: pd.DataFrame, x: str, groups: list[str], unit: str 
     eta = pt.dot(X, pt.concatenate(parts))[combo]
     if unit:
         idx = pd.Categorical(frame[unit], categories=coords["unit"]).codes
-        sigma_u = pm.HalfNormal("sigma_unit", priors.unit)
+        sigma_u = scale_prior("sigma_unit", priors.unit, priors.nu)
         eta = eta + sigma_u * pm.Normal("z_unit", 0.0, 1.0, dims="unit")[idx]
+        if pair:
+            model.add_coord("arm", [0, 1])
+            z_pair = pm.Normal("z_pair", 0.0, 1.0, dims=("unit", "arm"))
+            arm = frame[x].to_numpy().astype(int)
+            eta = eta + (scale_prior("sigma_pair", priors.pair, priors.nu, dims="arm")[None, :] * z_pair)[idx, arm]
     return eta
+
+
+def _pair_draws(idata, data: ContrastData, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The fitted answer unit x arm intercepts of ``frame``'s units, at ``x = 0`` and ``x = 1``: arrays (rows,
+    samples), ``sigma_pair * z_pair``. The advantage model's self and cross predictions of one answer share
+    the unit intercept, and each predictor's properties of that answer share one more, its arm's: the data
+    show both (the answer-level posterior-predictive check, :func:`analysis.self_prediction.predictive.unit_level_check`)."""
+    levels = list(idata.posterior["z_pair"].coords["unit"].to_numpy())
+    zz = _draws(idata, "z_pair")[pd.Categorical(frame[data.unit], categories=levels).codes]  # (rows, arm, samples)
+    s = _draws(idata, "sigma_pair")  # (arm, samples)
+    return zz[:, 0] * s[0], zz[:, 1] * s[1]
 
 
 def contrast_model(data: ContrastData):
@@ -215,7 +213,7 @@ def contrast_model(data: ContrastData):
     coords = _coords(c, data.groups, data.unit, _fixed_factors(data.fixed, data.slope_by))
     with pm.Model(coords=coords) as model:
         eta = _linear_predictor(c, data.x, data.groups, data.unit, coords, data.fixed, data.centered, data.priors,
-                                data.slope_by)
+                                data.slope_by, data.pair)
         _binomial_logit("y", c["n"].to_numpy(), eta, c["k"].to_numpy())
     return model
 
@@ -224,7 +222,8 @@ def _linear_draws(idata, data: ContrastData, frame: pd.DataFrame) -> tuple[np.nd
     """Posterior draws of the linear predictor of every row of ``frame`` (its groups, the fixed factors it
     has columns for [+ unit]) at contrast 0 (``x = 0``, whatever the coding), and of its contrast slope:
     arrays (rows, samples), from the posterior's ``alpha, beta, a_<g>, b_<g>, f_<fixed>, z_unit,
-    sigma_unit``."""
+    sigma_unit`` (and with ``data.pair`` the unit's arm intercepts: the one at ``x = 0`` in the linear predictor,
+    the difference between the two in the slope, so that ``eta + x * slope`` is either arm's log-odds)."""
     alpha = _draws(idata, "alpha")
     eta = np.broadcast_to(alpha, (len(frame), alpha.shape[-1])).copy()
     slope = np.broadcast_to(_draws(idata, "beta"), eta.shape).copy()
@@ -240,6 +239,10 @@ def _linear_draws(idata, data: ContrastData, frame: pd.DataFrame) -> tuple[np.nd
         eta += _level_draws(idata, "z_unit", "unit", frame[data.unit]) * _draws(idata, "sigma_unit")
     if data.centered:
         eta -= 0.5 * slope
+    if data.pair:  # each arm's unit intercept: in eta at x = 0, their difference in the slope
+        p0, p1 = _pair_draws(idata, data, frame)
+        eta += p0
+        slope += p1 - p0
     return eta, slope
 
 
@@ -300,16 +303,19 @@ def marginal_effects(idata, data: ContrastData, by: list[str] | None = None, pro
     return pd.DataFrame(rows)
 
 
-def advantage_data(rows: pd.DataFrame, groups: list[str], unit: str | None = "unit", y: str = "correct") -> ContrastData:
+def advantage_data(rows: pd.DataFrame, groups: list[str], unit: str | None = "unit", y: str = "correct",
+                   pair: bool = True) -> ContrastData:
     """The cells of :func:`advantage_model`: fixed target effects and fixed per-target self-slope deviations
     (``slope_by="target"``), plus fixed predictor effects when there are three or more models (with two
     they are the same parameter as the slope deviation), the self contrast coded -1/2, +1/2, and
-    :data:`ADVANTAGE_PRIORS`. ``y``: the 0/1 outcome (``meta_compliant`` for the compliance part of the
-    non-compliance sensitivity)."""
+    :data:`ADVANTAGE_PRIORS`, and (``pair``, with units) an intercept per answer unit x arm beside the unit's
+    shared one: the self- and cross-predictor score the same answers, and each predictor's properties of one
+    answer go together more than the shared intercept carries. ``y``: the 0/1 outcome (``meta_compliant`` for
+    the compliance part of the non-compliance sensitivity)."""
     models = sorted(set(rows["target"]) | set(rows["predictor"]))
     fixed = ["target"] + (["predictor"] if len(models) >= 3 else [])
     return to_cells(rows, "self", groups, unit, y=y, fixed=fixed, centered=True, priors=ADVANTAGE_PRIORS,
-                    slope_by="target", keep=["predictor"])
+                    slope_by="target", keep=["predictor"], pair=pair and unit is not None)
 
 
 def advantage_model(data: ContrastData):
@@ -339,6 +345,8 @@ def advantage_quantities(idata, data: ContrastData) -> dict:
 
     * ``probs``: (P(correct) of the self-predictor, of the cross-predictor(s) averaged, design) per design row
       (groups + target + unit), the triple :func:`marginal_effects` takes (trial-weighted, observed design);
+      each arm at its fitted unit x arm intercept where the model has them (conditional on the observed
+      answers, as on every other fitted effect);
     * ``directions``: per (target, cross-predictor) the advantage in points, self minus that cross-predictor,
       on the target's design rows (trial-weighted);
     * ``delta``: the advantage without the fixed per-target slope deviations and, with three or more models,
@@ -401,6 +409,8 @@ def new_task_delta(idata, data: ContrastData, new: tuple[str, ...] = ("task", "c
     ``tau_g * w``), together with new answer units (``sigma_unit``); the factors not in ``new`` (property,
     and the self-trained model with several seeds) keep their observed levels, each equally weighted, as do
     the targets (whose fixed effects are averaged, the per-target slope deviations set aside, as in delta).
+    A new answer's unit x arm intercepts (``sigma_pair``, where the model has them) are drawn independently
+    per arm.
 
     Its interval carries the spread between tasks, which the average marginal effect on the observed tasks
     (``delta``) does not: it is the estimate for a claim about held-out tasks in general. With ``new`` naming
@@ -428,7 +438,19 @@ def new_task_delta(idata, data: ContrastData, new: tuple[str, ...] = ("task", "c
             slope += np.take_along_axis(b, pick, axis=0)
     if data.unit:
         eta += _draws(idata, "sigma_unit") * rng.standard_normal((samples, n_draws))
-    return (_sigmoid(eta + 0.5 * slope) - _sigmoid(eta - 0.5 * slope)).mean(axis=0)
+    e_self, e_cross = new_pair_draws(idata, data, rng, (samples, n_draws))
+    return (_sigmoid(eta + 0.5 * slope + e_self) - _sigmoid(eta - 0.5 * slope + e_cross)).mean(axis=0)
+
+
+def new_pair_draws(idata, data: ContrastData, rng: np.random.Generator, shape: tuple[int, int]
+                   ) -> tuple[np.ndarray | float, np.ndarray | float]:
+    """A new answer unit's intercepts in the self and the cross arm (``sigma_pair`` times independent standard
+    normals, ``shape`` = (samples, posterior draws)), or zeros where the model has no unit x arm term: what
+    every predictive estimand over new answers adds to each arm's log-odds beside the shared ``sigma_unit``."""
+    if not data.pair:
+        return 0.0, 0.0
+    s = _draws(idata, "sigma_pair")  # (arm, samples)
+    return s[1] * rng.standard_normal(shape), s[0] * rng.standard_normal(shape)
 
 
 def accuracy_draws(idata, data: ContrastData, level: int, by: list[str], probs: tuple | None = None

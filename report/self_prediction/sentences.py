@@ -237,8 +237,18 @@ def _prior_sensitivity_text(ps: dict | None) -> str:
     scaled = " and by ".join(fmt(f, 1) for f in ps["factors"] if f != 1.0)
     verdict = ("the verdict on delta is the same under every prior" if ps["verdicts_agree"]
                else "the verdict on delta changes with the prior")
-    return (f"Refitting the advantage model with every prior scale multiplied by {scaled} moves delta by at most "
+    text = (f"Refitting the advantage model with every prior scale multiplied by {scaled} moves delta by at most "
             f"{pts(move)} points from the main fit's (the {len(deltas)} fits span {pts(spread)} points), and {verdict}.")
+    comps = ps.get("by_component")
+    if comps:  # one variance component at a time: the headline estimand's interval under each
+        head = [v["headline"] for c in comps.values() for v in c.values()] + [ps["headline"]]
+        agree = ("its verdict is the same under each" if ps["headline_verdicts_agree"]
+                 else "its verdict changes with one of them")
+        text += (f" Halving and doubling one variance component's prior scale at a time ({', '.join(comps)}) puts "
+                 f"the headline advantage between {pts(min(h['mean'] for h in head))} and "
+                 f"{pts(max(h['mean'] for h in head))} points (the main fit's interval "
+                 f"{pts(ps['headline']['low'])} to {pts(ps['headline']['high'])}), and {agree}.")
+    return text
 
 
 def _scaling_text(metrics: dict) -> str:
@@ -308,7 +318,8 @@ def _prior_scales() -> dict[str, str]:
     out = {}
     for prefix, p in (("adv", M.ADVANTAGE_PRIORS), ("te", M.TRAINING_PRIORS), ("ls", M.LOG_SCORE_PRIORS)):
         out.update({f"prior_{prefix}_{k}": f"{getattr(p, k):g}" for k in ("alpha", "beta", "sigma", "tau", "unit",
-                                                                         "fixed", "gamma")})
+                                                                         "fixed", "gamma", "pair")})
+        out[f"prior_{prefix}_scale_family"] = "HalfNormal" if p.nu is None else f"HalfStudentT({p.nu:g})"
     out["prior_ls_residual"] = f"{M.LOG_SCORE_RESIDUAL:g}"
     out.update({f"prior_bc_{k}": f"{v:g}" for k, v in M.BEHAVIOUR_PRIORS.items()})
     return out

@@ -150,10 +150,14 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
     if len(ps) > 1:
         rows_ps = []
         for r in ps.itertuples():
-            row = {"prior scales": "x " + fmt(r.prior_scale, 1) + (" (main)" if r.prior_scale == 1.0 else ""),
+            component = getattr(r, "component", "all")  # tables of older runs scale every prior together only
+            which = "every prior scale" if component == "all" else f"{component} scale"
+            row = {"prior scales": f"{which} x " + fmt(r.prior_scale, 1) + (" (main)" if r.prior_scale == 1.0 else ""),
                    "delta (points)": ci_text(r.delta_mean, r.delta_low, r.delta_high),
                    "verdict": word[r.verdict],
                    "new task (points)": ci_text(r.new_task_mean, r.new_task_low, r.new_task_high)}
+            if "headline_mean" in ps:  # the headline estimand: a new task (and a new finetuning run)
+                row["headline (points)"] = ci_text(r.headline_mean, r.headline_low, r.headline_high)
             if "gamma_mean" in ps:
                 row["gamma (points)"] = ci_text(r.gamma_mean, r.gamma_low, r.gamma_high)
             row["P(every direction)"] = fmt_prob(r.p_every_direction)
@@ -163,8 +167,11 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                 row["target acceptance"] = _target_acceptance(r.target_accept, r.diverged)
             rows_ps.append(row)
         out["prior_sensitivity"] = md_table(pd.DataFrame(rows_ps),
-            "Prior sensitivity of the advantage model: the main fit and refits with every prior scale multiplied "
-            f"by the factor shown (posterior means and {IV}% intervals; each fit passed the same gate, at its first "
+            "Prior sensitivity of the advantage model: the main fit and refits with every prior scale, or one "
+            "variance component's scale with the others at their defaults (sigma: the random intercepts', tau: "
+            "the random self slopes', unit: the answer unit's, pair: the answer unit x arm's), multiplied by the "
+            "factor shown; headline: the advantage on a new held-out task (from a new finetuning run where the "
+            f"run has several) (posterior means and {IV}% intervals; each fit passed the same gate, at its first "
             "sampling or, where 'sampled twice', at one with twice the draws, and where 'after divergences', at "
             "a higher target acceptance after divergent transitions at a lower one).",
             "tbl-prior-sensitivity")

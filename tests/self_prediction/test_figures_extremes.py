@@ -104,6 +104,13 @@ def test_intervals_that_exclude_their_estimate_are_drawn_as_they_are(extreme_out
 @pytest.mark.slowest
 def test_the_prior_sensitivity_rows_record_each_fits_sampler_settings(extreme_outputs):
     ps = pd.read_parquet(extreme_outputs["out"] / "tables" / "prior_sensitivity.parquet")
-    assert list(ps["prior_scale"]) == [1.0, 2.0]
+    every = ps[ps["component"] == "all"]
+    assert list(every["prior_scale"]) == [1.0, 2.0]
+    # and each variance component's scale halved and doubled, the others at their defaults
+    one = ps[ps["component"] != "all"]
+    assert set(one["component"]) == {"sigma", "tau", "unit", "pair"}
+    assert all(
+        sorted(g) == [0.5, 2.0] for _, g in one.groupby("component")["prior_scale"])
+    assert one["headline_low"].lt(one["headline_high"]).all()
     # the profile's first target acceptance (0.9, the default), no retry: the gate is bypassed here
-    assert list(ps["target_accept"]) == [0.9, 0.9] and not ps["diverged"].any() and not ps["sampled_twice"].any()
+    assert (ps["target_accept"] == 0.9).all() and not ps["diverged"].any() and not ps["sampled_twice"].any()
