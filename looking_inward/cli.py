@@ -220,6 +220,22 @@ def cmd_power(args) -> None:
                                validate_reps=args.validate, use_prior=args.prior)))
 
 
+def cmd_null_simulation(args) -> None:
+    from tqdm.auto import tqdm
+
+    from analysis.self_prediction.null import null_text, run_null
+
+    bar = tqdm(desc="null replicates", unit="fit")
+
+    def progress(done, total):
+        bar.total = total
+        bar.update(done - bar.n)
+
+    result = run_null(Path(args.analysis), _profile(args), reps=args.reps, progress=progress)
+    bar.close()
+    print(null_text(result))
+
+
 def cmd_figures(args) -> None:
     from figures.self_prediction.stage import run_figures
 
@@ -499,6 +515,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Bayesian fits to compare with the approximation (about 7 s each; default %(default)s)")
     s.add_argument("--prior", action="store_true", help="heterogeneity from the priors, not the fitted run")
     s.set_defaults(func=cmd_power, timed="power")
+
+    s = sub.add_parser(
+        "null-simulation",
+        help="false-positive rates of experiment 1's verdict rules, by simulation from the run's fitted heterogeneity",
+        description="Draws the run's design again from the fitted advantage model (posterior medians: intercept, "
+                    "target effects, the directions' skill gap and every scale) with no population advantage "
+                    "(and, for the every-direction rule, with the weakest direction at none), fits each replicate "
+                    "with the Bayesian model and applies the verdict rules as the analysis does. Writes "
+                    "data/analysis/null/ (null.json, replicates.parquet); replicates are resumable shards under "
+                    "data/.work/null.")
+    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
+    s.add_argument("--profile", default=None, help=PROFILE_HELP)
+    s.add_argument("--analysis", default=str(REPO_ROOT / "data/analysis"),
+                   help="analysis outputs (default: %(default)s)")
+    s.add_argument("--reps", type=int, default=None,
+                   help="replicates per null world (default: the profile's analysis.null_reps)")
+    s.set_defaults(func=cmd_null_simulation, timed="null-simulation")
 
     s = sub.add_parser("figures", help="draw every figure from the analysis outputs (PNG and SVG)")
     s.add_argument("--analysis", default=str(REPO_ROOT / "data/analysis"),

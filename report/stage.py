@@ -34,12 +34,13 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     reference = yaml.safe_load((Path(paper) / "reference_results.yml").read_text())
     gen = Path(paper) / "_generated"
     power = read_json(Path(analysis) / "power" / "power.json", "power")
+    null = read_json(Path(analysis) / "null" / "null.json", "null_simulation")
     experiments = read_manifests(data_raw, "experiment")
     counts = {m["name"]: m.get("counts", {}) for m in experiments}
     # the experiment datasets the run's stages read (a profile without a section skips its stage)
     ran = {"concept_injection": profile.injection is not None, "mirror_test": profile.mirror is not None}
     experiments = [m for m in experiments if ran.get(m["name"], False)]
-    meta = build_numbers(numbers, metrics, profile, profile_name, power, counts)
+    meta = build_numbers(numbers, metrics, profile, profile_name, power, counts, null)
     # pandoc reads numbers.yml as metadata, where citeproc would take "@tbl-x" for an unknown citation
     crossrefs = sorted(f"{part}.{k}" for part, d in meta.items() if isinstance(d, dict) for k, v in d.items()
                        if isinstance(v, str) and re.search(r"@(tbl|fig|sec)-", v))

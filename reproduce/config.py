@@ -183,6 +183,12 @@ class Analysis(_Strict):
         "interval lies above it, 'practically null' inside it, 'inconclusive' otherwise"))
     rope_log_score: float = Field(default=0.05, ge=0, description=(
         "region of practical equivalence for the calibration log-score difference, +/- nats per sample"))
+    null_reps: int = Field(default=40, ge=0, description=(
+        "replicates per null world of the false-positive simulation of experiment 1's verdict rules (the null "
+        "stage; each is one Bayesian fit at null_draws draws and 2 chains); 0 measures nothing, and the headline "
+        "then carries no verdict word"))
+    null_draws: int = Field(default=500, ge=100, description=(
+        "kept draws per chain of each null-simulation fit (2 chains, the profile's tuning steps)"))
     prior_sensitivity: list[float] = Field(default=[0.5, 2.0], description=(
         "refit the advantage model with every prior scale multiplied by each of these factors and report delta, "
         "gamma and the verdicts beside the main fit ([] skips it; each refit costs about as much as the main one)"))

@@ -167,7 +167,8 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
     raw["analysis"]["bootstrap"] = 500
     params.write_text(yaml.safe_dump(raw))
     # the report and the behaviour cards quote the whole configuration, so they follow every setting
-    assert _stale(run) == {"check", "analysis", "power", "mirror_analysis", "injection_analysis", "report", "release"}
+    assert _stale(run) == {"check", "analysis", "power", "null_simulation", "mirror_analysis", "injection_analysis",
+                           "report", "release"}
 
     raw = yaml.safe_load(original)
     raw["finetune"]["lora_rank"] = 32
@@ -189,7 +190,7 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
 FAMILY_STAGES = {
     "self_prediction": {"datasets", "object_level", "meta_untrained", "finetune_self", "object_level_trained",
                         "finetune_cross", "meta_trained", "calibration", "behaviour_change", "analysis", "power",
-                        "figures", "release"},
+                        "null_simulation", "figures", "release"},
     "injection": {"injection_datasets", "concept_injection", "injection_analysis", "injection_figures"},
     "mirror": {"mirror_datasets", "mirror", "mirror_analysis", "mirror_figures"},
 }

@@ -13,6 +13,8 @@ from reproduce.config import Profile
 import analysis.self_prediction.baseline as B
 import analysis.self_prediction.compliance as C
 import analysis.self_prediction.hierarchical as M
+import analysis.self_prediction.population as population
+from analysis.self_prediction.population import advantage_groups  # noqa: F401  (the stage reads it here)
 import analysis.self_prediction.predictive as P
 import analysis.self_prediction.tidy as tidy
 from analysis.bayes import sampler_settings
@@ -98,7 +100,6 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
         sm = M.summarise_draws(d)
         directions.append({"target": t, "cross_predictor": p, **sm,
                            "verdict": verdict(sm["low"], sm["high"], rope)})
-    d_all = np.all(np.stack(list(q["directions"].values())) > 0, axis=0)
     metrics = {
         "overall": {**delta, "verdict": verdict(delta["low"], delta["high"], rope)},
         "delta_logit": M.summarise_draws(q["delta_logit"], 1.0),
@@ -107,7 +108,7 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
         "equal_task": M.summarise_draws(np.mean(per_task, axis=0)),
         "equal_cell": M.summarise_draws(np.mean(per_cell, axis=0)),
         "directions": directions,
-        "p_every_direction": float(d_all.mean()),
+        "p_every_direction": population.p_every_direction(q["directions"], rope),
         "skill_logit": {k: M.summarise_draws(v, 1.0) for k, v in q.get("skill", {}).items()},
         "rope": rope,
     }
@@ -121,7 +122,18 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
             s = M.summarise_draws(M.new_task_delta(fit["idata"], data, new=new, seed=profile.seed))
             metrics[key] = {**s, "verdict": verdict(s["low"], s["high"], rope), "runs": runs}
         metrics["run_scale"] = _run_scale(fit["idata"], data.priors)
-    metrics["headline"] = headline(metrics["overall"]["verdict"], [d["verdict"] for d in directions])
+    # the headline: the verdicts on a new held-out task (and a new finetuning run, with several seeds), overall
+    # and in every direction; the verdicts on the observed tasks and runs are the secondary, conditional ones
+    key, new = population.headline_key(data.groups), population.headline_factors(data.groups)
+    pop_dirs = population.direction_draws(fit["idata"], data, new=new, seed=profile.seed)
+    for d in directions:
+        s = M.summarise_draws(pop_dirs[(d["target"], d["cross_predictor"])])
+        d.update({f"population_{k}": v for k, v in s.items()}, population_verdict=verdict(s["low"], s["high"], rope))
+    metrics["population"] = {**{k: metrics[key][k] for k in ("mean", "low", "high", "p_positive", "verdict")},
+                             "estimand": key, "new": list(new),
+                             "p_every_direction": population.p_every_direction(pop_dirs, rope)}
+    metrics["headline"] = headline(metrics[key]["verdict"], [d["population_verdict"] for d in directions])
+    metrics["headline_conditional"] = headline(metrics["overall"]["verdict"], [d["verdict"] for d in directions])
     return {**fit, "effects": pd.concat(effects, ignore_index=True), "metrics": metrics,
             "directions": pd.DataFrame(directions), "prior_cells": prior_table}
 
@@ -169,29 +181,24 @@ def _arms(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
 
 def _run_scale(idata, priors: M.Priors) -> dict:
     """The finetune-run factor's scales on the log-odds scale: the intercept scale ``sigma`` and the self-slope
-    scale ``tau`` of ``object_model``, each as posterior median, mean and 94% interval beside its HalfNormal
-    prior's scale and 95th percentile and the posterior share above that percentile. With two or three runs
+    scale ``tau`` of ``object_model``, each as posterior median, mean and 94% interval beside its prior's
+    (half-Student-t or half-normal) scale and 95th percentile and the posterior share above that percentile. With two or three runs
     per target the data say little about a scale, so whether the posterior sits inside the prior or in its
     tail is worth reporting next to the new-run intervals that depend on it."""
-    from scipy.stats import halfnorm
+    from analysis.self_prediction.priors import scale_quantile
 
     out = {}
     for name, scale in (("sigma", priors.sigma), ("tau", priors.tau)):
         d = idata.posterior[name].sel(factor="object_model").to_numpy().ravel()
-        q95 = float(halfnorm.ppf(0.95, scale=scale))
+        q95 = scale_quantile(0.95, scale, priors.nu)
         out[name] = {**M.summarise_draws(d, 1.0), "median": float(np.median(d)), "prior_scale": float(scale),
+                     "prior": f"HalfStudentT({priors.nu:g}, {scale:g})" if priors.nu else f"HalfNormal({scale:g})",
                      "prior_q95": q95, "p_above_prior_q95": float((d > q95).mean())}
     return out
 
 
 #: the factors of :func:`_prior_sensitivity`'s refits of one variance component at a time
 COMPONENT_FACTORS = (0.5, 2.0)
-
-
-def _headline_new(groups: list[str]) -> tuple[str, ...]:
-    """The new levels of the headline estimand: a new held-out task, and a new finetuning run where the model
-    has a factor for the run."""
-    return ("task", "cell", "object_model") if "object_model" in groups else ("task", "cell")
 
 
 def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]:
@@ -204,7 +211,7 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
     verdicts; the main fit as factor 1. With several finetune seeds also the new-run advantage, whose interval
     rests on the run factor's scales and so on their priors. ``len(factors) + 2 * 4`` refits."""
     rope = profile.analysis.rope
-    new = _headline_new(adv["data"].groups)
+    new = population.headline_factors(adv["data"].groups)
 
     def row(component, factor, delta, new_task, head, p_every, gamma, diag):
         r = {"component": component, "prior_scale": factor,
@@ -222,7 +229,7 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
 
     a = adv["metrics"]  # the main fit, summarised once by _advantage
     runs = "new_run" in a
-    head = M.summarise_draws(M.new_task_delta(adv["idata"], adv["data"], new=new, seed=profile.seed))
+    head = a[population.headline_key(adv["data"].groups)]  # (the same draws: same estimand, same seed)
     rows = [row("all", 1.0, a["overall"], a["new_task"], head, a["p_every_direction"], a.get("gamma"),
                 adv["diagnostics"])]
     new_run = {1.0: a["new_run"]} if runs else {}
@@ -238,7 +245,7 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
         rows.append(row(component, factor, M.summarise_draws(q["delta"]),
                         M.summarise_draws(M.new_task_delta(idata, data, seed=profile.seed)),
                         M.summarise_draws(M.new_task_delta(idata, data, new=new, seed=profile.seed)),
-                        float(np.all(np.stack(list(q["directions"].values())) > 0, axis=0).mean()),
+                        population.p_every_direction(q["directions"], rope),
                         M.summarise_draws(q["gamma"]) if "gamma" in q else None, diag))
         if runs and component == "all":
             nr = M.summarise_draws(M.new_task_delta(idata, data, new=("object_model",), seed=profile.seed))
@@ -271,7 +278,9 @@ def _prior_sensitivity(profile: Profile, adv: dict) -> tuple[pd.DataFrame, dict]
 
 def _compliance(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> dict:
     """:func:`analysis.self_prediction.compliance.compliance_sensitivity` with the stage's sampler settings and gate; each
-    part's diagnostics under ``diagnostics``, and a verdict (ROPE) on the advantage at equal compliance."""
+    part's diagnostics under ``diagnostics``, and a verdict (ROPE) on the identified estimand, the advantage at
+    equal predicting skill on compliant answers (``delta_compliant``); the trial-weighted advantage at equal
+    compliance mixes the models' predicting skill in and gets none."""
     diagnostics = {}
 
     def fit(data, model, name):
@@ -281,8 +290,9 @@ def _compliance(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> d
     out = C.compliance_sensitivity(trained, groups, fit)
     if diagnostics:
         out["diagnostics"] = diagnostics
-        e = out["advantage_at_equal_compliance"]
-        out["verdict"] = verdict(e["low"], e["high"], profile.analysis.rope)
+        if "delta_compliant" in out:
+            e = out["delta_compliant"]
+            out["verdict"] = verdict(e["low"], e["high"], profile.analysis.rope)
     return out
 
 
@@ -293,17 +303,6 @@ def _summary(row: pd.Series, scale: float = 100.0) -> dict:
 
 def _by_target(effects: pd.DataFrame) -> dict:
     return {r["target"]: _summary(r) for _, r in effects[effects["by"] == "target"].iterrows()}
-
-
-def advantage_groups(trained: pd.DataFrame) -> list[str]:
-    """The advantage model's random grouping factors (target and predictor are its fixed effects): task,
-    property and the target x task x property cell, plus, with two or more finetune seeds, the self-trained
-    object model (``<target>+self-s<seed>``): one finetune run of a target, whose intercept and self slope
-    carry the seed-to-seed variation of M1''s behaviour and of the advantage."""
-    groups = ["task", "property", CELL]
-    if trained["seed"].nunique() >= 2:
-        groups.append("object_model")
-    return groups
 
 
 def _seed_spread(trained: pd.DataFrame) -> tuple[pd.DataFrame, dict]:

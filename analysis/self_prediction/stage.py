@@ -366,6 +366,7 @@ def headline_numbers(metrics: dict) -> dict:
         return d
 
     sources = {
+        "advantage_population": (("advantage", "population"), ("mean", "low", "high")),
         "delta": (("advantage", "overall"), ("mean", "low", "high")),
         "gamma": (("advantage", "gamma"), ("mean",)),
         "training_effect": (("training_effect", "overall"), ("mean", "low", "high")),
@@ -412,7 +413,8 @@ def _numbers(metrics: dict, tables: dict, pred: pd.DataFrame) -> dict:
     a = metrics["advantage"]
     put("advantage", {k: v for k, v in a.items()
                       if k in ("overall", "by_target", "trial_weighted", "equal_task", "equal_cell", "gamma", "delta_logit", "new_task",
-                               "new_run", "new_task_and_run", "gamma_logit", "p_every_direction", "rope")})
+                               "new_run", "new_task_and_run", "gamma_logit", "p_every_direction", "rope",
+                               "population")})
     for d in a["directions"]:
         put(f"advantage_direction_{d['target']}_from_{d['cross_predictor']}",
             {k: d[k] for k in ("mean", "low", "high", "p_positive")})

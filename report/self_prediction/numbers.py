@@ -44,41 +44,84 @@ def _first_sampling(diag: dict[str, dict], profile: Profile) -> str:
 
 
 
+#: what each answer of the headline rule (:func:`analysis.verdicts.headline`, taken on the population estimand) says,
+#: in the results and in the conclusion; ``{on}`` is the estimand ("on a new held-out task from a new finetuning run")
 HEADLINES = {
     "advantage in every direction": (
-        "self-prediction beats cross-prediction in every direction, the original study's criterion (each "
+        "self-prediction beats cross-prediction {on} in every direction, the original study's criterion (each "
         f"direction's {IV}% interval lies above the region of practical equivalence)",
         "evidence for the self-prediction advantage the original study reports, by its own criterion"),
     "advantage on average, not in every direction": (
-        "self-prediction beats cross-prediction at equal predicting skill on average, but not in every "
+        "self-prediction beats cross-prediction {on} at equal predicting skill on average, but not in every "
         "direction",
         "evidence for a self-prediction advantage on average, short of the original study's criterion of an "
         "advantage in every direction"),
     "reverse advantage": (
-        f"cross-prediction beats self-prediction (the {IV}% interval of the advantage at equal skill lies below "
-        "the region of practical equivalence)",
+        f"cross-prediction beats self-prediction {{on}} (the {IV}% interval of the advantage at equal skill lies "
+        "below the region of practical equivalence)",
         "evidence against the self-prediction advantage the original study reports"),
     "practically null": (
-        f"the self-prediction advantage at equal skill is practically null (its {IV}% interval lies inside the "
-        "region of practical equivalence)",
+        f"the self-prediction advantage at equal skill {{on}} is practically null (its {IV}% interval lies inside "
+        "the region of practical equivalence)",
         "evidence that the self-prediction advantage the original study reports is practically absent here"),
     "inconclusive": (
-        f"the data do not decide whether self-prediction beats cross-prediction (the {IV}% interval of the "
+        f"the data do not decide whether self-prediction beats cross-prediction {{on}} (the {IV}% interval of the "
         "advantage at equal skill reaches beyond the region of practical equivalence without clearing it)",
         "no decisive evidence for or against the self-prediction advantage the original study reports"),
 }
+#: the population estimand of the headline, in words, by its key in ``metrics["advantage"]``
+ESTIMAND_WORDS = {"new_task_and_run": "on a new held-out task from a new finetuning run",
+                  "new_task": "on a new held-out task"}
+
+
+def _rate_text(r: dict) -> str:
+    """A false-positive rate as the manuscript prints it: percent, Wilson interval, positives of replicates."""
+    return (f"{fmt(100 * r['rate'])}% [{fmt(100 * r['low'])}, {fmt(100 * r['high'])}] "
+            f"({r['positives']} of {r['reps']} null worlds)")
+
+
+def headline_text(a: dict, null: dict | None) -> dict:
+    """The headline's sentences: the verdict (:data:`HEADLINES`) on the population estimand, only where the
+    rule's false-positive rate was measured on this run's null worlds and is at most the limit; else the
+    estimate without a verdict word. Beside it, the measured rates of the headline rule and of the conditional
+    verdict on delta (the observed tasks and runs), which stays a labelled secondary result."""
+    pop = a["population"]
+    on = ESTIMAND_WORDS[pop["estimand"]]
+    rates = (null or {}).get("rates", {})
+    head, cond, every = rates.get("headline"), rates.get("conditional"), rates.get("every_direction")
+    estimate = f"{interval_text(pop)} points"
+    if head and head["reps"] and head["within"]:
+        verdict_text, conclusion = (t.format(on=on) for t in HEADLINES[a["headline"]])
+    else:
+        why = ("was not measured (`analysis.null_reps` is 0)" if not head or not head["reps"] else
+               f"is {_rate_text(head)}, above the {100 * null['max_rate']:g}% limit")
+        verdict_text = (f"the self-prediction advantage at equal skill {on} is {estimate}, with no verdict: the "
+                        f"headline rule's false-positive rate on this run's null worlds {why}")
+        conclusion = "no verdict on the self-prediction advantage the original study reports"
+    fpr = ("The headline rule's false-positive rate was not measured." if not head or not head["reps"] else
+           f"Applied to null worlds simulated from this run's own fitted heterogeneity (no population advantage, "
+           f"this run's design, trials and skill gap; {head['reps']} Bayesian fits), the headline rule calls an "
+           f"advantage in {_rate_text(head)}"
+           + (f", the every-direction rule in {_rate_text(every)} of worlds where the weakest direction has none"
+              if every else "")
+           + (f"; the same verdict taken on the observed tasks and runs (delta) would call one in "
+              f"{_rate_text(cond)}, which is why it is a secondary result" if cond else "") + ".")
+    return {"advantage_verdict": verdict_text, "conclusion": conclusion, "headline_estimand": on,
+            "headline_estimate": estimate, "headline_fpr_sentence": fpr}
 
 
 def _criterion_clause(a: dict) -> str:
-    """Where the verdict on delta leaves the original study's own criterion (an advantage in every direction)
-    unstated but the data settle it: a direction in which cross-prediction is credibly better."""
+    """Where the headline leaves the original study's own criterion (an advantage in every direction) unstated
+    but the data settle it: a direction in which cross-prediction is credibly better on a new task (its
+    population interval lies below the region of practical equivalence)."""
     if a.get("headline") == "advantage in every direction":
         return ""
-    worse = [d["target"] for d in a.get("directions", []) if d.get("verdict") == "negative"]
+    worse = [d["target"] for d in a.get("directions", []) if d.get("population_verdict") == "negative"]
     if not worse:
         return ""
+    on = ESTIMAND_WORDS[a["population"]["estimand"]]
     return (f"By the original study's criterion, an advantage in every direction, self-prediction does not beat "
-            f"cross-prediction here: predicting {join_words(worse)}, cross-prediction is credibly better.")
+            f"cross-prediction {on}: predicting {join_words(worse)}, cross-prediction is credibly better.")
 
 
 def _by_model(values: dict) -> str:
@@ -98,30 +141,34 @@ def _sensitivity_text(metrics: dict) -> dict:
     if "trained" not in sens or "base" not in sens:
         return {}
     a, b = sens["trained"]["advantage"], sens["base"]["advantage"]
-    rope = metrics["advantage"].get("rope", 0.0)
-    verdict = lambda d: _verdict(d["low"], d["high"], rope, "positive", "negative", "practically null",  # noqa: E731
-                                 "inconclusive")
+    # the pooled cluster-bootstrap difference weights the directions by their trials and so mixes the two models'
+    # predicting skill into the comparison: it is described by where its interval lies, with no verdict word
+    verdict = lambda d: ("above zero" if d["low"] > 0 else "below zero" if d["high"] < 0  # noqa: E731
+                         else "across zero")
     same = verdict(a) == verdict(b)
 
     def sign_note(x: dict, y: dict) -> str:
-        """Where two estimates share a verdict but not a sign: the verdict is all they share."""
+        """Where two intervals lie on the same side but the estimates differ in sign."""
         return (", though the two point estimates have opposite signs"
                 if x["estimate"] * y["estimate"] < 0 else "")
 
     out = {"sensitivity_verdict": (
-        f"the verdict does not depend on which behaviour is the ground truth (the advantage is "
-        f"{verdict(a)} either way){sign_note(a, b)}" if same else
-        f"the conclusion depends on which behaviour is the ground truth: the advantage is {verdict(a)} against "
-        f"M1' but {verdict(b)} against the base model")}
+        f"its interval lies {verdict(a)} whichever behaviour is the ground truth{sign_note(a, b)} (a trial-weighted "
+        f"difference, which mixes the models' predicting skill into the comparison and so carries no verdict)"
+        if same else
+        f"where its interval lies depends on which behaviour is the ground truth: {verdict(a)} against M1', "
+        f"{verdict(b)} against the base model (a trial-weighted difference, which mixes the models' predicting "
+        f"skill into the comparison and so carries no verdict)")}
     main = sens["trained"]
 
     def scored(m: dict, beside: str = "") -> str:
-        """'the self-predictor is right on ...% ... (cluster bootstrap): <verdict>' for one scoring, with
-        ``beside`` after its mode baseline."""
+        """'the self-predictor is right on ...% ... (cluster bootstrap), its interval <side>' for one scoring,
+        with ``beside`` after its mode baseline."""
         o = m["advantage"]
         return (f"the self-predictor is right on {fmt(m['self'])}% and the cross-predictor on {fmt(m['cross'])}% "
-                f"against a mode baseline of {fmt(m['mode_baseline'])}%{beside}, and the advantage is "
-                f"{fmt(o['estimate'])} points [{fmt(o['low'])}, {fmt(o['high'])}] (cluster bootstrap): {verdict(o)}")
+                f"against a mode baseline of {fmt(m['mode_baseline'])}%{beside}, and the pooled self-minus-cross "
+                f"difference is {fmt(o['estimate'])} points [{fmt(o['low'])}, {fmt(o['high'])}] (cluster bootstrap, "
+                f"trial-weighted), its interval {verdict(o)}")
 
     orig = sens.get("trained_original")
     out["original_scoring_sentence"] = ""  # no object-level answers given: no such variant
@@ -134,7 +181,7 @@ def _sensitivity_text(metrics: dict) -> dict:
             + scored(orig, f" (in the main analysis {fmt(main['self'])}%, {fmt(main['cross'])}% and "
                            f"{fmt(main['mode_baseline'])}%)")
             + (f", as in the main analysis{sign_note(orig['advantage'], a)}." if verdict(orig["advantage"]) == verdict(a)
-               else f", where the main analysis's is {verdict(a)}."))
+               else f", where the main analysis's lies {verdict(a)}."))
     nums = sens.get("trained_without_numbers")
     out["without_numbers_sentence"] = ""  # no number task held out: nothing to say
     if nums:
@@ -142,7 +189,7 @@ def _sensitivity_text(metrics: dict) -> dict:
             f"Without the held-out number task, which has no counterpart in the original's experiment 1 "
             f"({nums['n']:,} of the {main['n']:,} trained observations left), " + scored(nums)
             + (f", as with it{sign_note(nums['advantage'], a)}." if verdict(nums["advantage"]) == verdict(a)
-               else f", where with it it is {verdict(a)}."))
+               else f", where with it it lies {verdict(a)}."))
     return out
 
 
@@ -152,7 +199,7 @@ def _run_scale_text(rs: dict | None, ps: dict | None, word: dict) -> str:
     if not rs:
         return ""
     parts = [f"{name} = {fmt(v['median'], 2)} [{fmt(v['low'], 2)}, {fmt(v['high'], 2)}] for the {what}, against "
-             f"a HalfNormal({fmt(v['prior_scale'], 2)}) prior whose 95th percentile is {fmt(v['prior_q95'], 2)}"
+             f"a {v['prior']} prior whose 95th percentile is {fmt(v['prior_q95'], 2)}"
              for name, what, v in (("sigma", "intercept", rs["sigma"]), ("tau", "self slope", rs["tau"]))]
     tail = [name for name in ("sigma", "tau") if rs[name]["median"] > rs[name]["prior_q95"]]
     out = (f"The run factor's scales are estimated (posterior median, {IV}% interval, log-odds) at {parts[0]}, and at "
@@ -243,19 +290,19 @@ def _target_shift(numbers: dict) -> str:
 
 
 def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: str, power: dict | None = None,
-                  counts: dict | None = None) -> dict:
+                  counts: dict | None = None, null: dict | None = None) -> dict:
     """Everything the manuscript's text quotes: ``n`` (each ``numbers.json`` entry formatted), ``run`` (the
     settings of the run that produced them) and ``text`` (qualitative statements derived from the numbers,
     so that no sentence can contradict them). ``counts``: the ``counts`` of the experiment datasets'
-    manifests, by dataset name (how many concept words and conversation scripts there are to choose from)."""
+    manifests, by dataset name (how many concept words and conversation scripts there are to choose from).
+    ``null``: the null stage's ``null.json`` (the verdict rules' false-positive rates)."""
     n = {k: format_key(k, v) for k, v in numbers.items()}
     a = metrics["advantage"]
     rope = a.get("rope", 0.0)
     tr = metrics["training_effect"]["overall"]
     text = {
-        "advantage_verdict": HEADLINES[a["headline"]][0],
+        **headline_text(a, null),
         "criterion_sentence": _criterion_clause(a),
-        "conclusion": HEADLINES[a["headline"]][1],
         "rope": fmt(rope),
         "training_verdict": _verdict(tr["low"], tr["high"], rope, "raised", "lowered", "left practically unchanged",
                                      "changed, by an uncertain amount,"),
@@ -424,6 +471,8 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     run["dtype"] = _by_model(precision.get("dtype", {}))
     run["mixed_precision"] = _by_model(precision.get("mixed_precision", {}))
     run["dtype_setting"] = profile.dtype
+    run["null_draws"] = str(profile.analysis.null_draws)
+    run["null_reps"] = str(profile.analysis.null_reps)
     run.update(_prior_scales())
     factors = [f"{f:g}" for f in profile.analysis.prior_sensitivity]
     run["prior_sensitivity_phrase"] = (

@@ -203,21 +203,26 @@ def _compliance_text(cs: dict | None, rope: float) -> str:
                 "and cross-prediction is not a difference in compliance, and the accuracy among compliant answers "
                 "(the original's other setting) is the accuracy reported above.")
     c, k, e = cs["compliance_difference"], cs["conditional_difference"], cs["advantage_at_equal_compliance"]
-    at_equal = _verdict(e["low"], e["high"], rope, "an advantage", "a disadvantage", "practically none",
-                        "inconclusive")
     s = ("Not every trained hypothetical answer was in the requested form. The self-predictor's compliance rate "
          f"minus the cross-predictor's is {interval_text(c)} points; among compliant answers the self-minus-"
          f"cross difference is {interval_text(k)} points, and the two parts together imply "
-         f"{interval_text(cs['two_part_advantage'])} points. At equal compliance the advantage would be "
-         f"{interval_text(e)} points ({at_equal})")
+         f"{interval_text(cs['two_part_advantage'])} points. At equal compliance the trial-weighted difference "
+         f"would be {interval_text(e)} points (these trial-weighted figures mix the models' predicting skill into "
+         f"the comparison and carry no verdict)")
+    dc = cs.get("delta_compliant")  # the identified estimand on compliant answers (absent from older runs)
+    if dc:
+        s += (f"; the advantage at equal predicting skill on compliant answers, the identified estimand, is "
+              f"{interval_text(dc)} points ("
+              + _verdict(dc["low"], dc["high"], rope, "positive", "negative", "practically null", "inconclusive")
+              + ", conditional on the observed tasks and runs)")
     part = cs.get("compliance_part")  # absent from the metrics of older runs
     if part is None:
         return s + "."
     # how much of the advantage is compliance: the part the different compliance makes, judged on its own
     return s + (f", and the part due to the self-predictor's different compliance rate is {interval_text(part)} points, "
                 f"so " + _verdict(
-        part["low"], part["high"], rope, "part of the self-predictor's advantage is that it complied more often",
-        "the self-predictor's lower compliance takes part of its advantage away",
+        part["low"], part["high"], rope, "part of the self-minus-cross difference is that the self-predictor complied more often",
+        "the self-predictor's lower compliance lowers the self-minus-cross difference",
         "compliance accounts for practically none of the difference",
         "the data cannot tell how much of the difference is compliance") + ".")
 

@@ -320,8 +320,8 @@ def _summary(mean, low, high):
 
 @pytest.mark.parametrize("part, says", [
     (_summary(0.2, -0.6, 1.1), "compliance accounts for practically none of the difference"),
-    (_summary(6.0, 3.0, 9.0), "part of the self-predictor's advantage is that it complied more often"),
-    (_summary(-6.0, -9.0, -3.0), "the self-predictor's lower compliance takes part of its advantage away"),
+    (_summary(6.0, 3.0, 9.0), "part of the self-minus-cross difference is that the self-predictor complied more often"),
+    (_summary(-6.0, -9.0, -3.0), "the self-predictor's lower compliance lowers the self-minus-cross difference"),
     (_summary(1.0, -1.0, 4.0), "the data cannot tell how much of the difference is compliance"),
 ])
 def test_how_much_of_the_difference_is_compliance_is_judged_on_the_part_compliance_makes(part, says):
@@ -334,7 +334,9 @@ def test_how_much_of_the_difference_is_compliance_is_judged_on_the_part_complian
     text = _compliance_text(cs, rope=2.0)
     assert text.endswith(says + ".") and text.count(says) == 1
     del cs["compliance_part"]  # older metrics: the numbers without a verdict on them
-    assert _compliance_text(cs, rope=2.0).endswith("-1.8] points (inconclusive).".replace("-", "\u2212"))
+    assert _compliance_text(cs, rope=2.0).endswith("-1.8] points (these trial-weighted figures mix the models' "
+                                                   "predicting skill into the comparison and carry no verdict)."
+                                                   .replace("-1.8", "\u22121.8"))
 
 
 def test_the_calibration_text_sets_the_mass_outside_the_options_beside_the_renormalised_mad():
@@ -449,14 +451,49 @@ def _sensitivity_metrics(base: float, main: float) -> dict:
                                          "base": {"advantage": adv(base), "n": 10}}}
 
 
-def test_the_ground_truth_sensitivity_says_when_only_the_verdict_is_shared_not_the_sign():
+def test_the_ground_truth_sensitivity_says_when_only_the_side_is_shared_not_the_sign():
     from report.self_prediction.numbers import _sensitivity_text
 
     opposite = _sensitivity_text(_sensitivity_metrics(1.9, -0.7))["sensitivity_verdict"]
-    assert "inconclusive either way" in opposite and "opposite signs" in opposite
+    assert "across zero whichever behaviour" in opposite and "opposite signs" in opposite
     assert "sign of the conclusion" not in opposite
     same = _sensitivity_text(_sensitivity_metrics(0.9, 0.2))["sensitivity_verdict"]
-    assert "inconclusive either way" in same and "opposite" not in same
+    assert "across zero whichever behaviour" in same and "opposite" not in same
+    split = _sensitivity_text(_sensitivity_metrics(-9.0, 9.0))["sensitivity_verdict"]
+    assert "above zero against M1', below zero against the base model" in split
+
+
+#: the words that state a verdict; none may stand beside a trial-weighted (skill-confounded) number
+VERDICT_WORDS = re.compile(r"\b(positive|negative|better|beats?|an advantage|a disadvantage|credibly|practically "
+                           r"(null|none|equal)|inconclusive)\b")
+
+
+def test_no_verdict_word_stands_beside_a_trial_weighted_number():
+    """The pooled bootstrap difference (ground-truth sensitivity, original scoring) and the advantage at equal
+    compliance weight the directions by their trials and so mix in predicting skill: the sentences that quote
+    them carry no verdict word, whatever the numbers (strongly positive, negative or around zero)."""
+    from report.self_prediction.numbers import _sensitivity_text
+    from report.self_prediction.sentences import _compliance_text
+
+    for base, main in ((9.0, 9.0), (-9.0, -9.0), (0.1, 9.0)):
+        m = _sensitivity_metrics(base, main)
+        m["sensitivity_ground_truth"]["trained_original"] = {**m["sensitivity_ground_truth"]["trained"], "n": 12}
+        m["sensitivity_ground_truth"]["trained_without_numbers"] = {**m["sensitivity_ground_truth"]["trained"], "n": 8}
+        for key, sentence in _sensitivity_text(m).items():
+            assert not VERDICT_WORDS.search(sentence), (key, sentence)
+
+    def d(v):
+        return {"mean": v, "low": v - 2.5, "high": v + 2.5, "p_positive": 0.9}
+    for v in (9.0, -9.0, 0.0):
+        cs = {"all_compliant": False, "compliance_difference": d(v), "conditional_difference": d(v),
+              "two_part_advantage": d(v), "advantage_at_equal_compliance": d(v)}
+        text = _compliance_text(cs, 2.0)
+        assert not VERDICT_WORDS.search(text), text  # no identified estimand given: no verdict at all
+        # with the identified estimand, its verdict is the only one, and it follows the identified number
+        ident = _compliance_text({**cs, "delta_compliant": d(-v)}, 2.0)
+        trial, identified = ident.split("the identified estimand")
+        assert not VERDICT_WORDS.search(trial), trial
+        assert ("positive" in identified) == (-v - 2.5 > 2.0) and ("negative" in identified) == (-v + 2.5 < -2.0)
 
 
 def test_the_tasks_sentence_names_the_tasks_a_direction_lacks():
@@ -669,11 +706,41 @@ def test_the_comparison_with_the_original_gives_each_accuracy_beside_its_mode_ba
 def test_the_headline_states_the_originals_criterion_where_a_direction_is_credibly_reversed():
     from report.self_prediction.numbers import _criterion_clause
 
-    dirs = [{"target": "a", "verdict": "negative"}, {"target": "b", "verdict": "inconclusive"}]
-    assert _criterion_clause({"headline": "inconclusive", "directions": dirs}).endswith(
-        "does not beat cross-prediction here: predicting a, cross-prediction is credibly better.")
-    assert _criterion_clause({"headline": "inconclusive", "directions": dirs[1:]}) == ""
-    assert _criterion_clause({"headline": "advantage in every direction", "directions": dirs}) == ""
+    # the population verdicts (a new task from a new run) decide it; the conditional ones do not
+    dirs = [{"target": "a", "verdict": "inconclusive", "population_verdict": "negative"},
+            {"target": "b", "verdict": "negative", "population_verdict": "inconclusive"}]
+    pop = {"population": {"estimand": "new_task_and_run"}}
+    assert _criterion_clause({**pop, "headline": "inconclusive", "directions": dirs}).endswith(
+        "does not beat cross-prediction on a new held-out task from a new finetuning run: predicting a, "
+        "cross-prediction is credibly better.")
+    assert _criterion_clause({**pop, "headline": "inconclusive", "directions": dirs[1:]}) == ""
+    assert _criterion_clause({**pop, "headline": "advantage in every direction", "directions": dirs}) == ""
+
+
+def _headline_metrics(low: float, high: float, rule: str) -> dict:
+    return {"headline": rule, "population": {"estimand": "new_task", "mean": (low + high) / 2, "low": low,
+                                             "high": high}}
+
+
+def _null(rate_positives: int, reps: int) -> dict:
+    from analysis.self_prediction.null import rate
+
+    hits = np.arange(reps) < rate_positives
+    return {"max_rate": 0.05, "rates": {"headline": rate(hits), "conditional": rate(np.arange(reps) < 7)}}
+
+
+def test_the_headline_carries_a_verdict_word_only_with_its_false_positive_rate_measured_and_within_the_limit():
+    from report.self_prediction.numbers import headline_text
+
+    a = _headline_metrics(3.0, 9.0, "advantage on average, not in every direction")
+    ok = headline_text(a, _null(1, 40))
+    assert ok["advantage_verdict"].startswith("self-prediction beats cross-prediction on a new held-out task")
+    assert "2.5% [" in ok["headline_fpr_sentence"] and "(1 of 40 null worlds)" in ok["headline_fpr_sentence"]
+    assert "17.5% [" in ok["headline_fpr_sentence"]  # the conditional verdict's rate, beside it
+    for null, why in ((_null(3, 40), "above the 5% limit"), (None, "was not measured")):
+        text = headline_text(a, null)
+        assert "with no verdict" in text["advantage_verdict"] and why in text["advantage_verdict"]
+        assert "beats" not in text["advantage_verdict"] and text["conclusion"].startswith("no verdict")
 
 
 def test_the_injection_paragraph_counts_negative_layers_and_says_when_the_lowest_strength_already_degenerates():

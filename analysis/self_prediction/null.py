@@ -1,0 +1,216 @@
+"""How often experiment 1's verdict rules call an advantage where there is none, measured by simulation from the
+run's own fitted heterogeneity (``looking-inward null``, the ``null`` stage).
+
+A *null world* is the run's design with the outcomes drawn again from the advantage model
+(:func:`analysis.self_prediction.hierarchical.advantage_model`) at the posterior medians of the run's fit: the
+intercept, the target effects, the per-target self-slope deviations (the two directions' difference: the run's
+skill gap) and every scale (task, property, cell, finetuning run, answer unit), with new random effects drawn
+for every replicate. The design is the run's own table of trained predictions: its held-out tasks, properties,
+answer units, finetuning seeds and unequal trials per target. Each replicate is fitted with the Bayesian model
+and the stage's sampler settings, and the verdict rules are applied as the analysis applies them.
+
+Two worlds:
+
+* ``population_null``: the population advantage at equal skill is 0 (``beta = 0``): on a new task from a new
+  finetuning run, self- and cross-prediction are equally good on average, while the directions keep the run's
+  skill gap. A positive headline here is a false positive of the paper's claim. The verdict on the observed
+  tasks and runs (``delta``, the secondary, conditional verdict) is applied too, to show its rate.
+* ``direction_null``: the least favourable world for the rule "an advantage in every direction": every
+  direction but the weakest has the run's gap as an advantage, the weakest has none (its population advantage
+  is 0). The rule's false positives are the replicates where it still calls every direction an advantage.
+
+Each rate comes with a Wilson interval (95%) and its number of replicates. The replicates are shards under
+``data/.work/null``: a stage that is stopped resumes where it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reproduce.errors import MissingInput
+
+import analysis.self_prediction.hierarchical as M
+import analysis.self_prediction.population as population
+from analysis.bayes import sigmoid
+from analysis.intervals import wilson
+from analysis.verdicts import POSITIVE, headline, verdict
+
+WORLDS = ("population_null", "direction_null")
+#: the headline's answers that claim an advantage
+ADVANTAGE = ("advantage in every direction", "advantage on average, not in every direction")
+#: the largest false-positive rate a verdict rule may have for its verdict word to be used
+MAX_RATE = 0.05
+
+
+def fitted_world(posterior, groups: list[str]) -> dict:
+    """The posterior medians of the advantage model's parameters that a null world keeps: ``alpha``,
+    ``f_target`` and ``s_target`` per target, ``f_predictor`` per predictor (three or more models), the
+    intercept and self-slope scales per grouping factor (``sigma``, ``tau``), ``sigma_unit`` and, where the
+    model has it, ``sigma_pair`` per arm."""
+    post = posterior.posterior
+    med = lambda v: float(np.median(np.asarray(v)))  # noqa: E731
+    by = lambda name, dim: {str(k): med(post[name].sel({dim: k})) for k in post[name].coords[dim].to_numpy()}  # noqa: E731
+    w = {"alpha": med(post["alpha"]), "f_target": by("f_target", "target"), "s_target": by("s_target", "target"),
+         "sigma": {g: med(post["sigma"].sel(factor=g)) for g in groups},
+         "tau": {g: med(post["tau"].sel(factor=g)) for g in groups}, "sigma_unit": med(post["sigma_unit"])}
+    if "f_predictor" in post:
+        w["f_predictor"] = by("f_predictor", "predictor")
+    if "sigma_pair" in post:  # an intercept per answer unit x arm, one scale per arm (0: cross, 1: self)
+        w["sigma_pair"] = {int(k): med(post["sigma_pair"].sel(arm=k)) for k in post["sigma_pair"].coords["arm"].to_numpy()}
+    return w
+
+
+def world_beta(world: dict, name: str) -> float:
+    """The population self slope (log-odds) of the null world ``name``: 0, or the value that puts the weakest
+    direction's population slope at 0 (``direction_null``). With three or more models a direction's slope is
+    ``beta + s_t`` and its skill difference enters its arms, so the weakest is taken over the slopes only."""
+    if name == "population_null":
+        return 0.0
+    if name == "direction_null":
+        return -min(world["s_target"].values())
+    raise ValueError(f"unknown null world {name!r}: one of {WORLDS}")
+
+
+def simulate(skeleton: pd.DataFrame, world: dict, beta: float, groups: list[str], rng: np.random.Generator
+             ) -> pd.DataFrame:
+    """``skeleton`` (the run's trained predictions: target, predictor, self and every grouping factor and unit)
+    with ``correct`` drawn again: ``logit P(correct) = alpha + f_target + [f_predictor] + sum_g a_g + unit +
+    [unit x arm] + (self - 1/2) (beta + s_target + sum_g b_g)``, new random effects from the world's scales."""
+    eta = world["alpha"] + skeleton["target"].map(world["f_target"]).to_numpy(float)
+    if "f_predictor" in world:
+        eta = eta + skeleton["predictor"].map(world["f_predictor"]).fillna(0.0).to_numpy(float)
+    slope = beta + skeleton["target"].map(world["s_target"]).to_numpy(float)
+    for g in groups:
+        codes, levels = pd.factorize(skeleton[g], sort=True)
+        eta = eta + rng.normal(0.0, world["sigma"][g], len(levels))[codes]
+        slope = slope + rng.normal(0.0, world["tau"][g], len(levels))[codes]
+    codes, levels = pd.factorize(skeleton["unit"], sort=True)
+    eta = eta + rng.normal(0.0, world["sigma_unit"], len(levels))[codes]
+    if "sigma_pair" in world:
+        arm = skeleton["self"].to_numpy(int)
+        scales = np.array([world["sigma_pair"][0], world["sigma_pair"][1]])
+        eta = eta + (rng.standard_normal((len(levels), 2)) * scales)[codes, arm]
+    p = sigmoid(eta + (skeleton["self"].to_numpy(float) - 0.5) * slope)
+    return skeleton.assign(correct=(rng.random(len(skeleton)) < p).astype(int))
+
+
+def rules(idata, data: M.ContrastData, rope: float, seed: int) -> dict:
+    """The verdicts the analysis takes from one fit (:func:`analysis.self_prediction.fits._advantage`'s rules):
+    the population estimand's and its directions', the headline, and the conditional delta's and directions'."""
+    q = M.advantage_quantities(idata, data)
+    new = population.headline_factors(data.groups)
+    pop = M.summarise_draws(M.new_task_delta(idata, data, new=new, seed=seed))
+    pop_dirs = population.direction_draws(idata, data, new=new, seed=seed)
+    v_pop = verdict(pop["low"], pop["high"], rope)
+    v_pop_dirs = [verdict(s["low"], s["high"], rope) for s in map(M.summarise_draws, pop_dirs.values())]
+    cond = M.summarise_draws(q["delta"])
+    v_cond_dirs = [verdict(s["low"], s["high"], rope) for s in map(M.summarise_draws, q["directions"].values())]
+    rule = headline(v_pop, v_pop_dirs)
+    return {"population_low": pop["low"], "population_mean": pop["mean"], "population_verdict": v_pop,
+            "every_direction": all(v == POSITIVE for v in v_pop_dirs), "headline": rule,
+            "headline_advantage": rule in ADVANTAGE, "conditional_low": cond["low"], "conditional_mean": cond["mean"],
+            "conditional_positive": verdict(cond["low"], cond["high"], rope) == POSITIVE,
+            "conditional_every_direction": all(v == POSITIVE for v in v_cond_dirs),
+            "divergences": int(M.diagnostics(idata)["divergences"])}
+
+
+def replicate(skeleton: pd.DataFrame, world: dict, name: str, groups: list[str], rep: int, rope: float, settings,
+              seed: int) -> dict:
+    """One replicate of the null world ``name``: simulate, fit, apply the rules."""
+    rng = np.random.default_rng([seed, WORLDS.index(name), rep])
+    rows = simulate(skeleton, world, world_beta(world, name), groups, rng)
+    data = M.advantage_data(rows, groups)
+    idata = M.sample(M.advantage_model(data), settings)
+    return {"world": name, "rep": rep, **rules(idata, data, rope, seed + rep)}
+
+
+def rate(hits: np.ndarray) -> dict:
+    """A false-positive rate with its Wilson 95% interval and replicates."""
+    k, n = int(np.sum(hits)), int(len(hits))
+    low, high = wilson(k, n)
+    return {"rate": k / n if n else float("nan"), "low": low, "high": high, "positives": k, "reps": n,
+            "within": bool(n and k / n <= MAX_RATE)}
+
+
+def summarise(reps: pd.DataFrame) -> dict:
+    """The rates of every rule in every world: the headline rule and the population verdict in the population
+    null (with the conditional verdict's rate beside them), the every-direction rule in the direction null."""
+    p = reps[reps["world"] == "population_null"]
+    d = reps[reps["world"] == "direction_null"]
+    out = {}
+    if len(p):
+        out["headline"] = rate(p["headline_advantage"].to_numpy())
+        out["population"] = rate((p["population_verdict"] == POSITIVE).to_numpy())
+        out["conditional"] = rate(p["conditional_positive"].to_numpy())
+    if len(d):
+        out["every_direction"] = rate(d["every_direction"].to_numpy())
+        out["every_direction_conditional"] = rate(d["conditional_every_direction"].to_numpy())
+    out["divergent_fits"] = int((reps["divergences"] > 0).sum())
+    return out
+
+
+def run_null(analysis_dir, profile, reps: int | None = None, out=None, work=None, progress=None) -> dict:
+    """The ``null`` stage: read the run's trained predictions and the advantage model's posterior under
+    ``analysis_dir``, simulate ``reps`` replicates of each world (resumable shards under ``work``), and write
+    ``null.json`` and ``replicates.parquet`` under ``out`` (``analysis_dir/null``). ``reps``: the profile's
+    ``analysis.null_reps`` unless given."""
+    from dataclasses import replace
+
+    import arviz as az
+
+    import analysis.self_prediction.tidy as tidy
+    from analysis.bayes import sampler_settings
+    from reproduce.io import atomic_write_json, atomic_write_parquet
+    from reproduce.shards import ShardStore
+
+    analysis_dir = Path(analysis_dir)
+    out = Path(out) if out else analysis_dir / "null"
+    pred_path, post_path = analysis_dir / "tidy" / "predictions.parquet", analysis_dir / "posterior" / "advantage.nc"
+    for p in (pred_path, post_path):
+        if not p.exists():
+            raise MissingInput(f"{p} is missing: run the analysis stage first (`dvc repro analysis`)")
+    trained = tidy.with_cell(tidy.main_trained(pd.read_parquet(pred_path)))
+    groups = population.advantage_groups(trained)
+    world = fitted_world(az.from_netcdf(str(post_path)), groups)
+    skeleton = trained[["target", "predictor", "self", "unit", *groups]].reset_index(drop=True)
+    settings = replace(sampler_settings(profile, 20), draws=profile.analysis.null_draws, chains=2)
+    rope = profile.analysis.rope
+    reps = profile.analysis.null_reps if reps is None else reps
+    fingerprint = {"world": world, "groups": groups, "rope": rope, "settings": repr(settings),
+                   "skeleton": pd.util.hash_pandas_object(skeleton, index=False).sum().item(), "version": 1}
+    store = ShardStore(Path(work) if work else analysis_dir.parent / ".work" / "null", fingerprint)
+    rows, total, done = [], reps * len(WORLDS), 0
+    for name in WORLDS:
+        for r in range(reps):
+            rows.append(store.cached(f"{name}-{r:04d}", lambda: pd.DataFrame([replicate(
+                skeleton, world, name, groups, r, rope, settings, profile.seed)])))
+            done += 1
+            if progress:
+                progress(done, total)
+    table = pd.concat(rows, ignore_index=True)
+    result = {"rates": summarise(table), "world": world, "groups": groups, "reps": reps, "rope": rope,
+              "max_rate": MAX_RATE, "sampler": {"draws": settings.draws, "tune": settings.tune,
+                                                "chains": settings.chains}}
+    atomic_write_parquet(out / "replicates.parquet", table)
+    atomic_write_json(out / "null.json", result)
+    return result
+
+
+def null_text(r: dict) -> str:
+    """What ``looking-inward null`` prints: each rule's false-positive rate."""
+    names = {"headline": "headline (population estimand), population null",
+             "population": "population verdict, population null",
+             "conditional": "conditional delta (observed tasks and runs), population null",
+             "every_direction": "every direction (population), least favourable null",
+             "every_direction_conditional": "every direction (observed tasks and runs), least favourable null"}
+    lines = [f"false-positive rates ({r['reps']} replicates per world, Wilson 95% intervals; limit "
+             f"{100 * r['max_rate']:g}%):"]
+    for key, label in names.items():
+        if key in r["rates"]:
+            x = r["rates"][key]
+            lines.append(f"  {label}: {100 * x['rate']:.1f}% [{100 * x['low']:.1f}, {100 * x['high']:.1f}] "
+                         f"({x['positives']} of {x['reps']})")
+    return "\n".join(lines)
