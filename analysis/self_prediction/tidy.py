@@ -261,18 +261,22 @@ def calibration_pairs(cal: pd.DataFrame, top: int = TOP_BEHAVIOURS, variant: str
     return out
 
 
-#: the smallest positive float32: a meta probability that underflowed to 0 in float32 inference is read as this
-TINY = float(np.finfo(np.float32).tiny)
+#: the log-score's floor on a meta probability: 1e-4, above the smallest normal number of every inference dtype
+#: (float16's is 6.1e-5; bfloat16's and float32's 1.2e-38) and so the same whatever dtype the model ran in; one
+#: sample the predictor gave less than this costs log(1e-4) = -9.2 nats, not the -87.3 of float32's smallest
+#: normal, which let a handful of underflowed items decide the mean score and its sign depend on the dtype
+FLOOR = 1e-4
 
 
 def log_score(counts, meta) -> float:
     """The multinomial log-score per sample: ``sum_k counts_k * log meta_k / sum_k counts_k`` (nats; 0 is
     perfect, higher is better), the log-likelihood of the sampled counts under the predictor's distribution
     up to the multinomial coefficient, which does not depend on the predictor. With the ``raw`` meta
-    distribution the mass outside the options lowers every ``meta_k``. A probability that underflowed to 0
-    is read as the smallest normal float32 (log = -87.3), so one impossible sample costs a finite, large penalty."""
+    distribution the mass outside the options lowers every ``meta_k``. A probability below :data:`FLOOR` (one
+    that underflowed to 0 included) is read as :data:`FLOOR`, so one impossible sample costs a finite penalty
+    that does not depend on the inference dtype."""
     counts = np.asarray(counts, float)
-    return float(counts @ np.log(np.maximum(np.asarray(meta, float), TINY)) / counts.sum())
+    return float(counts @ np.log(np.maximum(np.asarray(meta, float), FLOOR)) / counts.sum())
 
 
 def calibration_errors(cal: pd.DataFrame, variant: str = "raw") -> pd.DataFrame:

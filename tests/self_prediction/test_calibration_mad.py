@@ -226,10 +226,12 @@ def test_the_per_cell_mad_bins_each_task_and_property_alone():
 
 
 def test_the_log_score_is_the_counts_log_likelihood_per_sample():
-    from analysis.self_prediction.tidy import TINY, log_score
+    from analysis.self_prediction.tidy import FLOOR, log_score
 
     assert log_score([2, 1, 0], [0.5, 0.25, 0.25]) == pytest.approx((2 * np.log(0.5) + np.log(0.25)) / 3)
-    assert log_score([1, 1], [1.0, 0.0]) == pytest.approx(np.log(TINY) / 2)  # underflow: finite, large
+    assert log_score([1, 1], [1.0, 0.0]) == pytest.approx(np.log(FLOOR) / 2)  # underflow: finite, large
+    # the same floor whatever dtype the probability underflowed in: float16's and float32's smallest normals
+    assert log_score([1], [np.finfo(np.float16).tiny]) == log_score([1], [np.finfo(np.float32).tiny]) == np.log(FLOOR)
 
 
 @pytest.mark.slow
