@@ -183,7 +183,7 @@ class Analysis(_Strict):
         "interval lies above it, 'practically null' inside it, 'inconclusive' otherwise"))
     rope_log_score: float = Field(default=0.05, ge=0, description=(
         "region of practical equivalence for the calibration log-score difference, +/- nats per sample"))
-    null_reps: int = Field(default=40, ge=0, description=(
+    null_reps: int = Field(default=30, ge=0, description=(
         "replicates per null world of the false-positive simulation of experiment 1's verdict rules (the null "
         "stage; each is one Bayesian fit at null_draws draws and 2 chains); 0 measures nothing, and the headline "
         "then carries no verdict word"))

@@ -343,23 +343,39 @@ def compliance(o: Outputs):
 
 def prior_predictive(o: Outputs):
     """The accuracy of a cell implied by the advantage model's priors alone (prior-predictive density over
-    the observed cells): weakly informative means spread over (0, 1) without piling up at 0 and 1."""
+    the observed cells) beside the observed cells' accuracies (each target x task x property cell and arm of the
+    fitted data): a weakly informative prior spreads over the range the data take."""
     d = o.table("prior_cell_accuracy")
-    fig, ax = plt.subplots(figsize=(4.8, 2.8))
+    fig, ax = plt.subplots(figsize=(5.2, 3.0))
     if len(d):
         ax.bar(100 * d["low"], d["density"], width=100 * (d["high"] - d["low"]), align="edge",
-               color=COLOURS["self"], alpha=0.6, edgecolor="white")
+               color=COLOURS["self"], alpha=0.6, edgecolor="white", label="prior predictive")
+        cells = o.table("ppc_advantage")
+        if len(cells):
+            edges = np.unique(np.r_[d["low"].to_numpy(), d["high"].to_numpy()[-1:]])
+            dens, _ = np.histogram(cells["observed"] / cells["n"], bins=edges, density=True)
+            ax.stairs(dens, 100 * edges, color=COLOURS["cross"], lw=1.6,
+                      label=f"observed cells ({len(cells)})")
+        ax.legend(loc="upper center", frameon=False, fontsize=8)
     ax.set_xlim(0, 100)
-    ax.set_xlabel("prior accuracy of a cell (%)")
-    ax.set_ylabel("density")
-    ax.set_title("Advantage model: prior-predictive cell accuracy")
+    ax.set_xlabel("accuracy of a cell (%)")
+    ax.set_ylabel("density (per unit accuracy)")
+    ax.set_title("Advantage model: prior-predictive and observed cell accuracy")
     return fig
+
+
+#: the answer-level statistics of the posterior-predictive check, as the figure labels them
+UNIT_STATISTICS = {"all_correct_self": "self: every property right", "none_correct_self": "self: none right",
+                   "all_correct_cross": "cross: every property right", "none_correct_cross": "cross: none right",
+                   "disagreement": "self and cross disagree"}
 
 
 def posterior_predictive(o: Outputs):
     """Posterior-predictive check of the advantage and training-effect models: each cell's observed count of
-    correct predictions against its replicated 94% interval, cells sorted by the replicated mean."""
-    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
+    correct predictions against its replicated 94% interval, cells sorted by the replicated mean; and, below
+    the cells, the advantage model's answer-level statistics (how an answer's properties and the two
+    predictors go together) against their replicated 94% intervals."""
+    fig, axes = plt.subplots(1, 3, figsize=(12.6, 3.6), gridspec_kw={"width_ratios": [1, 1, 0.9]})
     for ax, name, level, title in ((axes[0], "ppc_advantage", "self", "advantage model"),
                                    (axes[1], "ppc_training", "trained", "training-effect model")):
         p = o.table(name).copy()
@@ -376,6 +392,21 @@ def posterior_predictive(o: Outputs):
         ax.set_ylim(0, 100)
         ax.set_title(f"{title}: {100 * p['covered'].mean():.0f}% of {len(p)} cells covered")
         ax.legend(loc="upper left", frameon=False)
+    ax = axes[2]
+    u = o.table("ppc_units")
+    if len(u):
+        u = u[u["statistic"].isin(list(UNIT_STATISTICS))].reset_index(drop=True)
+        y = np.arange(len(u))[::-1]
+        ax.hlines(y, 100 * u["rep_low"], 100 * u["rep_high"], color="#d0d0d0", lw=4,
+                  label=f"replicated {IV}% interval")
+        ax.plot(100 * u["observed"], y, "o", color="black", ms=4, label="observed")
+        for yy, r in zip(y, u.itertuples()):
+            if not r.covered:
+                ax.annotate("outside", (100 * r.observed, yy), xytext=(4, 3), textcoords="offset points", fontsize=7)
+        ax.set_yticks(y, [UNIT_STATISTICS[s] for s in u["statistic"]], fontsize=8)
+        ax.set_xlabel("share of answers (or properties) (%)")
+        ax.set_title("advantage model: answer level")
+        ax.legend(loc="lower right", frameon=False, fontsize=7)
     fig.suptitle("Posterior-predictive checks", y=1.02)
     fig.tight_layout()
     return fig
@@ -491,6 +522,7 @@ READS = {
     "baseline_arms": ["tables/arms.parquet", "metrics.json"],
     "power": ["power/power.json", "power/curve.parquet", "power/by_size.parquet"],
     "compliance": ["tables/compliance.parquet"],
-    "posterior_predictive": ["tables/ppc_advantage.parquet", "tables/ppc_training.parquet"],
-    "prior_predictive": ["tables/prior_cell_accuracy.parquet"],
+    "posterior_predictive": ["tables/ppc_advantage.parquet", "tables/ppc_training.parquet",
+                             "tables/ppc_units.parquet"],
+    "prior_predictive": ["tables/prior_cell_accuracy.parquet", "tables/ppc_advantage.parquet"],
 }
