@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 import analysis.self_prediction.hierarchical as M
+from analysis.self_prediction.priors import COMPLIANCE_PRIORS
 
 
 def _cell_draws(probs: tuple, cell: str) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
@@ -80,7 +81,8 @@ def compliance_sensitivity(trained: pd.DataFrame, groups: list[str], fit: Callab
     out["all_compliant"] = bool(ok.all())
     if out["all_compliant"]:
         return out
-    comp_data = M.advantage_data(trained.assign(meta_compliant=ok.astype(int)), groups, y="meta_compliant")
+    comp_data = M.advantage_data(trained.assign(meta_compliant=ok.astype(int)), groups, y="meta_compliant",
+                                 pair=False, priors=COMPLIANCE_PRIORS)
     cond_data = M.advantage_data(trained[ok], groups)
     comp = M.advantage_quantities(fit(comp_data, M.advantage_model(comp_data), "compliance"), comp_data)
     cond_q = M.advantage_quantities(fit(cond_data, M.advantage_model(cond_data), "accuracy given compliance"),

@@ -304,7 +304,7 @@ def marginal_effects(idata, data: ContrastData, by: list[str] | None = None, pro
 
 
 def advantage_data(rows: pd.DataFrame, groups: list[str], unit: str | None = "unit", y: str = "correct",
-                   pair: bool = True) -> ContrastData:
+                   pair: bool = True, priors: Priors = ADVANTAGE_PRIORS) -> ContrastData:
     """The cells of :func:`advantage_model`: fixed target effects and fixed per-target self-slope deviations
     (``slope_by="target"``), plus fixed predictor effects when there are three or more models (with two
     they are the same parameter as the slope deviation), the self contrast coded -1/2, +1/2, and
@@ -314,7 +314,7 @@ def advantage_data(rows: pd.DataFrame, groups: list[str], unit: str | None = "un
     the compliance part of the non-compliance sensitivity)."""
     models = sorted(set(rows["target"]) | set(rows["predictor"]))
     fixed = ["target"] + (["predictor"] if len(models) >= 3 else [])
-    return to_cells(rows, "self", groups, unit, y=y, fixed=fixed, centered=True, priors=ADVANTAGE_PRIORS,
+    return to_cells(rows, "self", groups, unit, y=y, fixed=fixed, centered=True, priors=priors,
                     slope_by="target", keep=["predictor"], pair=pair and unit is not None)
 
 
