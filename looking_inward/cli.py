@@ -220,6 +220,15 @@ def cmd_power(args) -> None:
                                validate_reps=args.validate, use_prior=args.prior)))
 
 
+def _analysis_args(s) -> None:
+    """The settings (``--params``, ``--profile``) and the analysis outputs (``--analysis``) of a command that reads
+    a finished analysis (``power``, ``null-simulation``)."""
+    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
+    s.add_argument("--profile", default=None, help=PROFILE_HELP)
+    s.add_argument("--analysis", default=str(REPO_ROOT / "data/analysis"),
+                   help="analysis outputs (default: %(default)s)")
+
+
 def cmd_null_simulation(args) -> None:
     from tqdm.auto import tqdm
 
@@ -506,10 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "approximations of the Bayesian ones (seconds for thousands of replicates); --validate N "
                     "fits the Bayesian model to N replicates and reports the agreement. Writes "
                     "data/analysis/power/ (power.json, curve.parquet, by_size.parquet).")
-    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
-    s.add_argument("--profile", default=None, help=PROFILE_HELP)
-    s.add_argument("--analysis", default=str(REPO_ROOT / "data/analysis"),
-                   help="analysis outputs (default: %(default)s)")
+    _analysis_args(s)
     s.add_argument("--reps", type=int, default=400, help="replicates per grid point (default %(default)s)")
     s.add_argument("--validate", type=int, default=0,
                    help="Bayesian fits to compare with the approximation (about 7 s each; default %(default)s)")
@@ -525,10 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "with the Bayesian model and applies the verdict rules as the analysis does. Writes "
                     "data/analysis/null/ (null.json, replicates.parquet); replicates are resumable shards under "
                     "data/.work/null.")
-    s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
-    s.add_argument("--profile", default=None, help=PROFILE_HELP)
-    s.add_argument("--analysis", default=str(REPO_ROOT / "data/analysis"),
-                   help="analysis outputs (default: %(default)s)")
+    _analysis_args(s)
     s.add_argument("--reps", type=int, default=None,
                    help="replicates per null world (default: the profile's analysis.null_reps)")
     s.set_defaults(func=cmd_null_simulation, timed="null-simulation")
