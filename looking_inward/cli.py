@@ -215,9 +215,18 @@ def cmd_check_models(args) -> None:
 def cmd_power(args) -> None:
     from analysis.self_prediction.power import power_text, run_power
 
+    from dataclasses import replace
+
+    from analysis.bayes import sampler_settings
+    from analysis.self_prediction.power import paper_sizes
+
     profile = _profile(args)
+    # the validation fits: as many as the null simulation's replicates per world, at its draws and 2 chains
+    fits = profile.analysis.null_reps if args.validate is None else args.validate
+    settings = replace(sampler_settings(profile, 30), draws=profile.analysis.null_draws, chains=2)
     print(power_text(run_power(Path(args.analysis), profile.analysis.rope, profile.seed, reps=args.reps,
-                               validate_reps=args.validate, use_prior=args.prior)))
+                               validate_reps=fits, use_prior=args.prior, settings=settings,
+                               paper=paper_sizes(profile, load_params(args.params, "paper")[1]))))
 
 
 def _analysis_args(s) -> None:
@@ -517,8 +526,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "data/analysis/power/ (power.json, curve.parquet, by_size.parquet).")
     _analysis_args(s)
     s.add_argument("--reps", type=int, default=400, help="replicates per grid point (default %(default)s)")
-    s.add_argument("--validate", type=int, default=0,
-                   help="Bayesian fits to compare with the approximation (about 7 s each; default %(default)s)")
+    s.add_argument("--validate", type=int, default=None,
+                   help="Bayesian fits to compare with the approximation at the headline's minimum detectable "
+                        "advantage (default: analysis.null_reps; 0: none)")
     s.add_argument("--prior", action="store_true", help="heterogeneity from the priors, not the fitted run")
     s.set_defaults(func=cmd_power, timed="power")
 

@@ -61,6 +61,20 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank[item.fspath.strpath])  # stable: files and tests keep their order within a rank
 
 
+@contextlib.contextmanager
+def one_component_refit():
+    """The analysis stage's per-component prior refits cut to one (the self-slope scales ``tau`` doubled)
+    instead of every variance component halved and doubled: the tests that run the whole stage on small tables
+    read the same tables and sentences from one refit as from eight, at an eighth of their fits."""
+    from unittest import mock
+
+    import analysis.self_prediction.fits as fits
+    import analysis.self_prediction.hierarchical as M
+
+    with mock.patch.object(fits, "COMPONENT_FACTORS", (2.0,)), mock.patch.object(M, "VARIANCE_COMPONENTS", ("tau",)):
+        yield
+
+
 def simulate_edit(monkeypatch, owner, module: str) -> None:
     """Make ``owner``'s ``code_version`` answer as if the source of ``module`` had been edited, every other
     module's version as it is: a key that holds ``module``'s code must then change. Each call replaces the

@@ -18,7 +18,7 @@ from analysis.self_prediction.population import advantage_groups  # noqa: F401  
 import analysis.self_prediction.predictive as P
 import analysis.self_prediction.tidy as tidy
 from analysis.bayes import sampler_settings
-from analysis.verdicts import headline, verdict
+from analysis.verdicts import verdict
 
 GROUPS = ["target", "task", "property"]
 # plus one random intercept and self slope per target x task x property cell: the crossed main effects alone
@@ -95,11 +95,9 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
     p1, p0, design = fit["probs"]
     per_task = [ww @ (p1[m] - p0[m]) for _, m, ww in M._groups(design, ["task"])]
     per_cell = [ww @ (p1[m] - p0[m]) for _, m, ww in M._groups(design, [CELL])]
-    directions = []
-    for (t, p), d in sorted(q["directions"].items()):
-        sm = M.summarise_draws(d)
-        directions.append({"target": t, "cross_predictor": p, **sm,
-                           "verdict": verdict(sm["low"], sm["high"], rope)})
+    # every verdict of experiment 1's rules, as the null simulation takes them (population.rule_verdicts)
+    rules = population.rule_verdicts(fit["idata"], data, rope, profile.seed, q=q)
+    directions = [{"target": t, "cross_predictor": p, **s} for (t, p), s in rules["directions"].items()]
     metrics = {
         "overall": {**delta, "verdict": verdict(delta["low"], delta["high"], rope)},
         "delta_logit": M.summarise_draws(q["delta_logit"], 1.0),
@@ -108,7 +106,7 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
         "equal_task": M.summarise_draws(np.mean(per_task, axis=0)),
         "equal_cell": M.summarise_draws(np.mean(per_cell, axis=0)),
         "directions": directions,
-        "p_every_direction": population.p_every_direction(q["directions"], rope),
+        "p_every_direction": rules["p_every_direction"],
         "skill_logit": {k: M.summarise_draws(v, 1.0) for k, v in q.get("skill", {}).items()},
         "rope": rope,
     }
@@ -125,15 +123,16 @@ def _advantage(trained: pd.DataFrame, profile: Profile, groups: list[str]) -> di
     # the headline: the verdicts on a new held-out task (and a new finetuning run, with several seeds), overall
     # and in every direction; the verdicts on the observed tasks and runs are the secondary, conditional ones
     key, new = population.headline_key(data.groups), population.headline_factors(data.groups)
-    pop_dirs = population.direction_draws(fit["idata"], data, new=new, seed=profile.seed)
     for d in directions:
-        s = M.summarise_draws(pop_dirs[(d["target"], d["cross_predictor"])])
-        d.update({f"population_{k}": v for k, v in s.items()}, population_verdict=verdict(s["low"], s["high"], rope))
+        s = dict(rules["population_directions"][(d["target"], d["cross_predictor"])])
+        v = s.pop("verdict")
+        d.update({f"population_{k}": x for k, x in s.items()}, population_verdict=v)
     metrics["population"] = {**{k: metrics[key][k] for k in ("mean", "low", "high", "p_positive", "verdict")},
                              "estimand": key, "new": list(new),
-                             "p_every_direction": population.p_every_direction(pop_dirs, rope)}
-    metrics["headline"] = headline(metrics[key]["verdict"], [d["population_verdict"] for d in directions])
-    metrics["headline_conditional"] = headline(metrics["overall"]["verdict"], [d["verdict"] for d in directions])
+                             "p_every_direction": rules["p_every_direction_population"]}
+    # (metrics[key] and rules["population"] are the same draws: the same estimand at the same seed)
+    metrics["headline"] = rules["headline"]
+    metrics["headline_conditional"] = rules["headline_conditional"]
     return {**fit, "effects": pd.concat(effects, ignore_index=True), "metrics": metrics,
             "directions": pd.DataFrame(directions), "prior_cells": prior_table}
 

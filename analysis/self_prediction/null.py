@@ -36,7 +36,7 @@ import analysis.self_prediction.hierarchical as M
 import analysis.self_prediction.population as population
 from analysis.bayes import sigmoid
 from analysis.intervals import wilson
-from analysis.verdicts import POSITIVE, headline, verdict
+from analysis.verdicts import POSITIVE
 
 WORLDS = ("population_null", "direction_null")
 #: the headline's answers that claim an advantage
@@ -98,22 +98,17 @@ def simulate(skeleton: pd.DataFrame, world: dict, beta: float, groups: list[str]
 
 
 def rules(idata, data: M.ContrastData, rope: float, seed: int) -> dict:
-    """The verdicts the analysis takes from one fit (:func:`analysis.self_prediction.fits._advantage`'s rules):
-    the population estimand's and its directions', the headline, and the conditional delta's and directions'."""
-    q = M.advantage_quantities(idata, data)
-    new = population.headline_factors(data.groups)
-    pop = M.summarise_draws(M.new_task_delta(idata, data, new=new, seed=seed))
-    pop_dirs = population.direction_draws(idata, data, new=new, seed=seed)
-    v_pop = verdict(pop["low"], pop["high"], rope)
-    v_pop_dirs = [verdict(s["low"], s["high"], rope) for s in map(M.summarise_draws, pop_dirs.values())]
-    cond = M.summarise_draws(q["delta"])
-    v_cond_dirs = [verdict(s["low"], s["high"], rope) for s in map(M.summarise_draws, q["directions"].values())]
-    rule = headline(v_pop, v_pop_dirs)
-    return {"population_low": pop["low"], "population_mean": pop["mean"], "population_verdict": v_pop,
-            "every_direction": all(v == POSITIVE for v in v_pop_dirs), "headline": rule,
-            "headline_advantage": rule in ADVANTAGE, "conditional_low": cond["low"], "conditional_mean": cond["mean"],
-            "conditional_positive": verdict(cond["low"], cond["high"], rope) == POSITIVE,
-            "conditional_every_direction": all(v == POSITIVE for v in v_cond_dirs),
+    """The verdicts the analysis takes from one fit (:func:`analysis.self_prediction.population.rule_verdicts`,
+    as :func:`analysis.self_prediction.fits._advantage` takes them): the population estimand's and its
+    directions', the headline, and the conditional delta's and directions'."""
+    r = population.rule_verdicts(idata, data, rope, seed)
+    pop, cond = r["population"], r["conditional"]
+    return {"population_low": pop["low"], "population_mean": pop["mean"], "population_verdict": pop["verdict"],
+            "every_direction": all(v["verdict"] == POSITIVE for v in r["population_directions"].values()),
+            "headline": r["headline"], "headline_advantage": r["headline"] in ADVANTAGE,
+            "conditional_low": cond["low"], "conditional_mean": cond["mean"],
+            "conditional_positive": cond["verdict"] == POSITIVE,
+            "conditional_every_direction": all(v["verdict"] == POSITIVE for v in r["directions"].values()),
             "divergences": int(M.diagnostics(idata)["divergences"])}
 
 

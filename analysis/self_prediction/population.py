@@ -104,3 +104,35 @@ def p_every_direction(directions: dict, rope: float) -> float:
     """The posterior probability that every direction's advantage lies above the region of practical
     equivalence (``rope`` in points; the directions' draws in shares)."""
     return float(np.all(np.stack(list(directions.values())) > rope / 100, axis=0).mean())
+
+
+def rule_verdicts(idata, data, rope: float, seed: int, q: dict | None = None) -> dict:
+    """Every verdict experiment 1's rules take from one fit of the advantage model, in one place for the
+    analysis (:func:`analysis.self_prediction.fits._advantage`) and the null simulation
+    (:func:`analysis.self_prediction.null.rules`): the headline's population estimand (:func:`headline_factors`)
+    overall and per direction, the conditional delta and its directions (``q``:
+    :func:`analysis.self_prediction.hierarchical.advantage_quantities`, computed unless given), the two
+    P(every direction above the ROPE) and the headline rule on each (:func:`analysis.verdicts.headline`).
+    Directions are keyed ``(target, cross_predictor)``; each summary carries its ``verdict``."""
+    import analysis.self_prediction.hierarchical as M
+    from analysis.verdicts import headline, verdict
+
+    q = q if q is not None else M.advantage_quantities(idata, data)
+    new = headline_factors(data.groups)
+
+    def judged(d):
+        s = M.summarise_draws(d)
+        return {**s, "verdict": verdict(s["low"], s["high"], rope)}
+
+    pop_dirs = direction_draws(idata, data, new=new, seed=seed)
+    out = {"population": judged(M.new_task_delta(idata, data, new=new, seed=seed)),
+           "population_directions": {k: judged(v) for k, v in sorted(pop_dirs.items())},
+           "p_every_direction_population": p_every_direction(pop_dirs, rope),
+           "conditional": judged(q["delta"]),
+           "directions": {k: judged(v) for k, v in sorted(q["directions"].items())},
+           "p_every_direction": p_every_direction(q["directions"], rope)}
+    out["headline"] = headline(out["population"]["verdict"],
+                               [v["verdict"] for v in out["population_directions"].values()])
+    out["headline_conditional"] = headline(out["conditional"]["verdict"],
+                                           [v["verdict"] for v in out["directions"].values()])
+    return out

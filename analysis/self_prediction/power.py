@@ -98,31 +98,65 @@ def simulate(design: Design, delta: float, reps: int, rng: np.random.Generator):
     return y_self, y_cross, truth
 
 
-def verdicts(y_self: np.ndarray, y_cross: np.ndarray, rope: float) -> dict[str, np.ndarray]:
-    """Per replicate: the estimate (points) and whether each approximate interval lies above ``rope``."""
-    diff = (y_self.astype(float) - y_cross).mean(axis=4)  # per answer unit: (reps, 2, tasks, items)
-    reps, _, tasks, items = diff.shape
+def verdicts(y_self: np.ndarray, y_cross: np.ndarray, rope: float, seeds: int = 1) -> dict[str, np.ndarray]:
+    """Per replicate: the estimate (points) and whether each approximate interval lies above ``rope``: on the
+    observed tasks, for new tasks, and for the headline's population (a new task and, with ``seeds`` >= 2
+    finetuning seeds, a new finetuning run; the same as for new tasks with one seed).
+
+    The population interval adds the spread between finetuning runs to the spread between tasks: the run
+    effects are the self-trained models (one per direction and seed), whose deviations from their direction's
+    mean give a pooled between-run variance on ``2 (seeds - 1)`` degrees of freedom; its share of the
+    estimate's variance is that over ``2 seeds``, the task share is the tasks' means' variance over ``tasks``,
+    and the t quantile takes the Welch-Satterthwaite degrees of freedom of the sum. Each sample variance also
+    holds the other's noise, so the interval is a little wide (conservative)."""
+    diff = (y_self.astype(float) - y_cross).mean(axis=4)  # per answer unit: (reps, 2, tasks, units)
+    reps, _, tasks, units = diff.shape
     est = 100 * diff.mean(axis=(1, 2, 3))
-    per_dir = diff.reshape(reps, 2, tasks * items)
-    se_obs = 100 * np.sqrt((per_dir.var(axis=2, ddof=1) / (tasks * items)).sum(axis=1)) / 2
+    per_dir = diff.reshape(reps, 2, tasks * units)
+    se_obs = 100 * np.sqrt((per_dir.var(axis=2, ddof=1) / (tasks * units)).sum(axis=1)) / 2
     per_task = diff.mean(axis=(1, 3))  # (reps, tasks)
-    se_new = 100 * per_task.std(axis=1, ddof=1) / np.sqrt(tasks)
+    v_task = per_task.var(axis=1, ddof=1) / tasks
+    se_new = 100 * np.sqrt(v_task)
     t = stats.t.ppf(Q_HIGH, tasks - 1)
-    return {"estimate": est, "observed_tasks": est - Z_HIGH * se_obs > rope, "new_tasks": est - t * se_new > rope}
+    out = {"estimate": est, "observed_tasks": est - Z_HIGH * se_obs > rope, "new_tasks": est - t * se_new > rope}
+    if seeds >= 2:
+        runs = diff.reshape(reps, 2, tasks, seeds, units // seeds).mean(axis=(2, 4))  # (reps, 2, seeds)
+        dev = runs - runs.mean(axis=2, keepdims=True)
+        df_run = 2 * (seeds - 1)
+        v_run = (dev ** 2).sum(axis=(1, 2)) / df_run / (2 * seeds)
+        v = v_task + v_run
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = v ** 2 / (v_task ** 2 / (tasks - 1) + v_run ** 2 / df_run)
+        df = np.where(np.isfinite(df), df, min(tasks - 1, df_run))
+        out["population"] = est - stats.t.ppf(Q_HIGH, df) * 100 * np.sqrt(v) > rope
+    else:
+        out["population"] = out["new_tasks"]
+    return out
 
 
 def power_curve(design: Design, deltas, reps: int, rope: float, seed: int) -> pd.DataFrame:
     """Power of both verdicts at each true ``delta`` (log-odds) on ``design``: one row per delta with the
     mean true advantage in points."""
     rows = []
+    # replicates in chunks of at most CHUNK simulated outcomes per arm (a design-only rule: the same chunks, and
+    # so the same draws, on every machine), so that large designs fit in memory
+    cell = 2 * design.tasks * design.seeds * design.items * design.properties
+    size = max(1, min(reps, CHUNK // cell))
     for i, delta in enumerate(deltas):
         rng = np.random.default_rng([seed, i, design.tasks, design.items])
-        ys, yc, truth = simulate(design, float(delta), reps, rng)
-        v = verdicts(ys, yc, rope)
-        rows.append({"delta_logit": float(delta), "advantage": float(truth.mean()),
-                     "power_observed_tasks": float(v["observed_tasks"].mean()),
-                     "power_new_tasks": float(v["new_tasks"].mean()), "reps": reps})
+        truth, hits = [], {v: [] for v in VERDICTS}
+        for start in range(0, reps, size):
+            ys, yc, t = simulate(design, float(delta), min(size, reps - start), rng)
+            v = verdicts(ys, yc, rope, design.seeds)
+            truth.append(t)
+            for k in VERDICTS:
+                hits[k].append(v[k])
+        rows.append({"delta_logit": float(delta), "advantage": float(np.concatenate(truth).mean()),
+                     **{f"power_{k}": float(np.concatenate(hits[k]).mean()) for k in VERDICTS}, "reps": reps})
     return pd.DataFrame(rows)
+
+
+CHUNK = 4_000_000
 
 
 def minimum_detectable(curve: pd.DataFrame, column: str, target: float = POWER_TARGET) -> float:
@@ -139,9 +173,12 @@ def minimum_detectable(curve: pd.DataFrame, column: str, target: float = POWER_T
     return float(x[j - 1] + (target - p[j - 1]) * (x[j] - x[j - 1]) / (p[j] - p[j - 1]))
 
 
-DELTAS = np.linspace(0.0, 1.6, 17)
+DELTAS = np.linspace(0.0, 3.2, 33)  # to about 30 points: the headline's minimum detectable advantage at the run's spread
 ITEMS = (10, 20, 40, 80, 160, 320)
 TASKS = (3, 6, 12, 24)
+SEEDS = (2, 3, 5)  # the finetuning seeds of the designs searched for an effect's size (:func:`designs_for`)
+#: the columns of a power curve and the keys of the minimum detectable advantages, per verdict
+VERDICTS = ("observed_tasks", "new_tasks", "population")
 
 
 def analyse(design: Design, rope: float, reps: int = 400, seed: int = 0, deltas=DELTAS, items=ITEMS,
@@ -152,20 +189,61 @@ def analyse(design: Design, rope: float, reps: int = 400, seed: int = 0, deltas=
     items, tasks = sorted({*items, design.items}), sorted({*tasks, design.tasks})
     curve = power_curve(design, deltas, reps, rope, seed)
     out = {"design": asdict(design), "items_unit": items_unit(design.seeds), "rope": rope, "reps": reps,
-           "mda_observed_tasks": minimum_detectable(curve, "power_observed_tasks"),
-           "mda_new_tasks": minimum_detectable(curve, "power_new_tasks")}
+           **mdas(curve)}
     rows = []
     variants = [("items", n, replace(design, items=n)) for n in items] + [("tasks", k, replace(design, tasks=k)) for k in tasks]
     for j, (axis, value, d) in enumerate(variants):
         c = curve if d == design else power_curve(d, deltas, reps, rope, seed)
-        rows.append({"axis": axis, "value": value,
-                     "mda_observed_tasks": minimum_detectable(c, "power_observed_tasks"),
-                     "mda_new_tasks": minimum_detectable(c, "power_new_tasks"),
-                     "power_at_max_observed_tasks": float(c["power_observed_tasks"].max()),
-                     "power_at_max_new_tasks": float(c["power_new_tasks"].max())})
+        rows.append({"axis": axis, "value": value, **mdas(c),
+                     **{f"power_at_max_{v}": float(c[f"power_{v}"].max()) for v in VERDICTS}})
         if progress:
             progress(j + 1, len(variants))
     return {**out, "curve": curve, "by_size": pd.DataFrame(rows)}
+
+
+def mdas(curve: pd.DataFrame) -> dict[str, float]:
+    """The minimum detectable advantage of each verdict on one power curve."""
+    return {f"mda_{v}": minimum_detectable(curve, f"power_{v}") for v in VERDICTS}
+
+
+def scaled_design(design: Design, tasks: float, items: float, seeds: int) -> Design:
+    """``design`` at other sizes: its tasks and scored items multiplied by ``tasks`` and ``items`` (ratios of the
+    configured sizes, so the run's share of scored items carries over) and ``seeds`` finetuning seeds; the
+    fitted heterogeneity unchanged (the seed scales are the task's where the run had one seed)."""
+    seed_level = {}
+    if seeds >= 2 and design.seeds < 2:
+        seed_level = {"sigma_seed": design.sigma_task, "tau_seed": design.tau_task}
+    return replace(design, tasks=max(2, int(round(design.tasks * tasks))), items=max(1, int(round(design.items * items))),
+                   seeds=seeds, **seed_level)
+
+
+def delta_for(curve: pd.DataFrame, effect: float) -> float:
+    """The true log-odds advantage whose mean advantage in points is ``effect`` on ``curve``'s design
+    (interpolated; the grid's end where ``effect`` lies beyond it)."""
+    c = curve.sort_values("delta_logit")
+    return float(np.interp(effect, c["advantage"], c["delta_logit"]))
+
+
+def designs_for(design: Design, effect: float, rope: float, reps: int, seed: int, tasks=(6, 12, 24), seeds=SEEDS,
+                items=ITEMS, progress=None) -> pd.DataFrame:
+    """The headline verdict's power (the population estimand) against a true advantage of ``effect`` points for
+    each number of held-out tasks, finetuning seeds and scored items per task, target and seed, with the run's
+    fitted heterogeneity: one row per design with its power at the effect, whether that reaches
+    :data:`analysis.constants.POWER_TARGET` (``detects``) and its scored answer units per target
+    (tasks x seeds x items). The true log-odds advantage is the one whose mean advantage is ``effect`` points on
+    the run's design with that many seeds (the seeds' spread changes the points a log-odds advantage is worth)."""
+    rows, combos = [], [(k, s, n) for k in tasks for s in seeds for n in sorted(items)]
+    at = {}
+    for j, (k, s, n) in enumerate(combos):
+        if s not in at:  # the log-odds advantage worth ``effect`` points at this many seeds
+            at[s] = delta_for(power_curve(scaled_design(design, 1.0, 1.0, s), DELTAS, reps, rope, seed), effect)
+        d = scaled_design(replace(design, tasks=k, items=n), 1.0, 1.0, s)
+        p = float(power_curve(d, [at[s]], reps, rope, seed)["power_population"].iloc[0])
+        rows.append({"tasks": k, "seeds": s, "items": n, "delta_logit": at[s], "power_population": p,
+                     "detects": bool(p >= POWER_TARGET), "units": k * s * n})
+        if progress:
+            progress(j + 1, len(combos))
+    return pd.DataFrame(rows)
 
 
 def observations_per_direction(predictions: pd.DataFrame) -> float:
@@ -216,26 +294,36 @@ def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, 
 
 
 def validate(design: Design, delta: float, reps: int, rope: float, seed: int, settings, progress=None) -> dict:
-    """Fit the Bayesian advantage model to ``reps`` replicates at ``delta`` and compare its delta verdict
-    (interval above the ROPE) with the approximation's verdict on the observed tasks, replicate by replicate."""
+    """Fit the Bayesian advantage model to ``reps`` replicates at ``delta`` and compare, replicate by replicate, its
+    verdicts (interval above the ROPE) with the approximation's: delta on the observed tasks, and the headline's
+    population estimand (a new task and, with several seeds, a new finetuning run;
+    :func:`analysis.self_prediction.population.headline_factors`)."""
     import analysis.self_prediction.hierarchical as M
+    from analysis.self_prediction.population import headline_factors
 
     rng = np.random.default_rng([seed, 99])
     ys, yc, truth = simulate(design, delta, reps, rng)
-    fast = verdicts(ys, yc, rope)["observed_tasks"]
-    bayes = []
+    fast = verdicts(ys, yc, rope, design.seeds)
+    groups = ["task", "property", CELL] + (["object_model"] if design.seeds >= 2 else [])
+    bayes = {"observed_tasks": [], "population": []}
     for r in range(reps):
         df = _rows(ys[r], yc[r], design.items)
-        data = M.advantage_data(df, ["task", "property", CELL] + (["object_model"] if design.seeds >= 2 else []))
+        data = M.advantage_data(df, groups)
         idata = M.sample(M.advantage_model(data), settings)
         q = M.advantage_quantities(idata, data)
-        bayes.append(float(np.quantile(100 * q["delta"], M.Q_LOW)) > rope)
+        bayes["observed_tasks"].append(float(np.quantile(100 * q["delta"], M.Q_LOW)) > rope)
+        pop = M.new_task_delta(idata, data, new=headline_factors(groups), seed=seed + r)
+        bayes["population"].append(float(np.quantile(100 * pop, M.Q_LOW)) > rope)
         if progress:
             progress(r + 1, reps)
-    bayes = np.array(bayes)
-    return {"delta_logit": delta, "reps": reps, "advantage": float(truth.mean()),
-            "power_bayes": float(bayes.mean()), "power_approximation": float(fast.mean()),
-            "agreement": float((bayes == fast).mean())}
+    out = {"delta_logit": delta, "reps": reps, "advantage": float(truth.mean()),
+           "draws": settings.draws, "chains": settings.chains}
+    for k, b in bayes.items():
+        b = np.array(b)
+        name = "" if k == "observed_tasks" else "_population"
+        out.update({f"power_bayes{name}": float(b.mean()), f"power_approximation{name}": float(fast[k].mean()),
+                    f"agreement{name}": float((b == fast[k]).mean())})
+    return out
 
 
 def _rows(y_self: np.ndarray, y_cross: np.ndarray, items: int) -> pd.DataFrame:
@@ -253,11 +341,38 @@ def _rows(y_self: np.ndarray, y_cross: np.ndarray, items: int) -> pd.DataFrame:
     return with_cell(pd.concat([s, c], ignore_index=True))
 
 
+def paper_sizes(profile, paper) -> dict:
+    """The ``paper`` profile's sizes against the run's ``profile``: its held-out tasks and evaluated items per
+    task as ratios of the run's configured ones, and its finetuning seeds (:func:`scaled_design`). The paper
+    profile's settings are read unrecorded: they are a dependency of the stage (``profiles/paper.yaml``), not
+    settings of the run."""
+    from reproduce.config import unrecorded
+
+    run_tasks, run_items = len(profile.tasks.test), profile.items_per_task.test
+    with unrecorded():
+        tasks, items, seeds = len(paper.tasks.test), paper.items_per_task.test, len(paper.finetune.seeds)
+    return {"tasks": tasks / run_tasks, "items": items / run_items, "seeds": seeds}
+
+
+#: the self-prediction advantage the paper reports for its strongest open model, in points: Llama-3-70B predicting
+#: itself at 48.5% against GPT-4o predicting it at about 35% (Binder et al. 2024, experiment 1a); the effect the
+#: design search (:func:`designs_for`) sizes a design to detect
+PAPER_SELF, PAPER_CROSS = 48.5, 35.0
+PAPER_GAP = 13.0
+
+
 def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_reps: int = 0, use_prior: bool = False,
-              settings=None, out=None) -> dict:
+              settings=None, out=None, paper: dict | None = None, effect: float | None = PAPER_GAP,
+              search_reps: int = 200) -> dict:
     """The ``power`` stage: read the run's trained predictions (``tidy/predictions.parquet``) and, unless
     ``use_prior``, the advantage model's posterior (``posterior/advantage.nc``) under ``analysis_dir``; write
-    ``power.json``, ``curve.parquet`` and ``by_size.parquet`` under ``out`` (``analysis_dir/power``)."""
+    ``power.json``, ``curve.parquet`` and ``by_size.parquet`` under ``out`` (``analysis_dir/power``).
+
+    ``paper``: the ``paper`` profile's sizes against the run's (``{"tasks": ratio, "items": ratio, "seeds": n}``),
+    whose design's minimum detectable advantages go in ``power.json`` as ``paper``; ``effect`` (points): the
+    designs that detect it (:func:`designs_for`, ``search_reps`` replicates per grid point) as ``designs_for``;
+    ``validate_reps``: Bayesian fits at the grid point nearest the headline's minimum detectable advantage,
+    compared with the approximation (``validation``; ``settings``: their sampler settings)."""
     from pathlib import Path
 
     from tqdm.auto import tqdm
@@ -286,11 +401,22 @@ def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_re
     result["heterogeneity_source"] = source
     result["observations_per_direction"] = {"run": observations_per_direction(predictions),
                                             "simulated": simulated_observations(design)}
+    if paper:
+        d = scaled_design(design, paper["tasks"], paper["items"], int(paper["seeds"]))
+        result["paper"] = {"design": asdict(d), "sizes": dict(paper), **mdas(power_curve(d, DELTAS, reps, rope, seed))}
+    if effect is not None:
+        sbar = tqdm(total=len(SEEDS) * 3 * len(ITEMS), desc="designs for the effect", unit="design")
+        table = designs_for(design, effect, rope, search_reps, seed, progress=lambda done, _t: sbar.update(done - sbar.n))
+        sbar.close()
+        hit = table[table["detects"]]
+        result["designs_for"] = {"effect": effect, "paper_self": PAPER_SELF, "paper_cross": PAPER_CROSS,
+                                 "reps": search_reps, "rows": table.to_dict("records"),
+                                 "smallest": hit.sort_values(["units", "seeds", "tasks"]).iloc[0].to_dict() if len(hit) else None}
     if validate_reps:
         import analysis.self_prediction.hierarchical as M
 
-        # the grid point nearest the minimum detectable advantage: where the verdicts are most often split
-        target = result["mda_observed_tasks"]
+        # the grid point nearest the headline's minimum detectable advantage: where its verdicts are most often split
+        target = result["mda_population"]
         row = curve.iloc[int(np.nanargmin(np.abs(curve["advantage"] - target)))] if np.isfinite(target) else curve.iloc[-1]
         vbar = tqdm(total=validate_reps, desc="validation fits", unit="fit")
         result["validation"] = validate(design, float(row["delta_logit"]), validate_reps, rope, seed,

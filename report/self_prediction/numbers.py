@@ -11,7 +11,7 @@ from report.formatting import ci_text, count_text, fmt, format_key, interval_tex
 from report.self_prediction.sentences import (_arms_text, _baseline_text, _behaviour_overlap, _calibration_cells_text,
                                               _compliance_text, _finetune_data_text, IV, _method_constants,
                                               _outside_text, _pairs_counts, _plural, _power_text, _prior_scales,
-                                              _prior_sensitivity_text, _scaling_text, _subset_phrase,
+                                              _prior_sensitivity_text, _log_score_text, _scaling_text, _subset_phrase,
                                               _system_prompt_text, _tasks_sentence, _verdict)
 
 
@@ -385,18 +385,8 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     text["untrained_compliance_range"] = (f"{fmt(100 * min(untrained), 0)}-{fmt(100 * max(untrained), 0)}"
                                           if untrained else "n/a")
     cal = metrics.get("calibration", {})
-    e = cal.get("log_score", {}).get("self_minus_cross")
-    if e:
-        text["calibration_log_score_verdict"] = _verdict(
-            e["low"], e["high"], cal["log_score"]["rope"], "self-prediction is better calibrated",
-            "cross-prediction is better calibrated", "self- and cross-prediction are practically equally calibrated",
-            "the data cannot tell whether self- or cross-prediction is better calibrated")
-        text["rope_log_score"] = fmt(cal["log_score"]["rope"], 2)
-        by = cal["log_score"].get("by_target", {})
-        text["calibration_log_score_by_target"] = (
-            "By target (the direction-specific differences, which the pooled one averages): " + "; ".join(
-                f"predicting {t}, {ci_text(v['mean'], v['low'], v['high'], digits=2)} ({_verdict(v['low'], v['high'], cal['log_score']['rope'], 'self better calibrated', 'cross better calibrated', 'practically equal', 'inconclusive')})"
-                for t, v in sorted(by.items())) + "." if by else "")
+    if cal.get("log_score", {}).get("self_minus_cross"):
+        text.update(_log_score_text(cal["log_score"]))
     dif = cal.get("mad_difference", {}).get("pooled")
     if dif:
         text["mad_difference_verdict"] = _verdict(

@@ -249,7 +249,8 @@ def _prior_sensitivity_text(ps: dict | None) -> str:
         head = [v["headline"] for c in comps.values() for v in c.values()] + [ps["headline"]]
         agree = ("its verdict is the same under each" if ps["headline_verdicts_agree"]
                  else "its verdict changes with one of them")
-        text += (f" Halving and doubling one variance component's prior scale at a time ({', '.join(comps)}) puts "
+        factors = " and by ".join(fmt(f, 1) for f in ps.get("component_factors", [0.5, 2.0]))
+        text += (f" Multiplying one variance component's prior scale at a time ({', '.join(comps)}) by {factors} puts "
                  f"the headline advantage between {pts(min(h['mean'] for h in head))} and "
                  f"{pts(max(h['mean'] for h in head))} points (the main fit's interval "
                  f"{pts(ps['headline']['low'])} to {pts(ps['headline']['high'])}), and {agree}.")
@@ -375,6 +376,32 @@ def _calibration_cells_text(cal: dict, rope: float) -> str:
     return opening + head + spread
 
 
+def _log_score_text(ls: dict) -> dict[str, str]:
+    """The log-score comparison (``metrics["calibration"]["log_score"]``) in words: where the self-minus-cross
+    interval lies against the ROPE, pooled and by target, without a verdict word. The pooled difference
+    weights the items, and so the directions by their items, and its false-positive rate has not been
+    measured by simulation: it is described, not judged (an exploratory result)."""
+    rope = ls["rope"]
+
+    def where(v: dict, pooled: bool) -> str:
+        if pooled:
+            words = ("the self-minus-cross difference lies above the region of practical equivalence (self-predictions "
+                     "score higher)", "the self-minus-cross difference lies below the region of practical equivalence "
+                     "(cross-predictions score higher)", "the self-minus-cross difference lies within the region of "
+                     "practical equivalence", "the self-minus-cross difference's interval spans the edge of the region "
+                     "of practical equivalence")
+        else:
+            words = ("above the ROPE", "below the ROPE", "within the ROPE", "across the ROPE's edge")
+        return _verdict(v["low"], v["high"], rope, *words)
+
+    e, by = ls["self_minus_cross"], ls.get("by_target", {})
+    return {"calibration_log_score_verdict": where(e, True), "rope_log_score": fmt(rope, 2),
+            "calibration_log_score_by_target": (
+                "By target (the direction-specific differences, which the pooled one averages by items): " + "; ".join(
+                    f"predicting {t}, {ci_text(v['mean'], v['low'], v['high'], digits=2)} ({where(v, False)})"
+                    for t, v in sorted(by.items())) + "." if by else "")}
+
+
 def _power_text(power: dict | None) -> str:
     """The power analysis of this run's design (``looking-inward power``) as a sentence."""
     if not power:
@@ -394,11 +421,41 @@ def _power_text(power: dict | None) -> str:
          f"an advantage is declared with {100 * K.POWER_TARGET:g}% power when it is at least {mda(power['mda_observed_tasks'])} on the "
          f"observed tasks, and at least {mda(power['mda_new_tasks'])} for a claim about new tasks "
          f"({power['reps']} simulated replicates per point).")
+    if "mda_population" in power:  # absent from the power results of older runs
+        run = " and a new finetuning run" if seeds >= 2 else ""
+        s += (f" For the headline estimand (a new task{run}) the minimum detectable advantage is "
+              f"{mda(power['mda_population'])}.")
+    p = power.get("paper")
+    if p:
+        pd_ = p["design"]
+        s += (f" At the `paper` profile's sizes ({pd_['tasks']} held-out tasks, {pd_['items']} scored {power['items_unit']}, "
+              f"{pd_['seeds']} finetuning seeds) and this run's heterogeneity it is {mda(p['mda_population'])} for the "
+              f"headline and {mda(p['mda_observed_tasks'])} on the observed tasks.")
+    f = power.get("designs_for")
+    if f:
+        best, rows = f["smallest"], f["rows"]
+        gap = (f"an advantage of {fmt(f['effect'], 0)} points (the size of Llama-3-70B's self-prediction advantage in "
+               f"@binder2024looking, {fmt(f['paper_self'])}% against about {fmt(f['paper_cross'], 0)}%)")
+        if best:
+            s += (f" The smallest design searched that detects {gap} with {100 * K.POWER_TARGET:g}% power on the headline "
+                  f"estimand has {best['tasks']:.0f} held-out tasks, {best['seeds']:.0f} finetuning seeds and "
+                  f"{best['items']:.0f} scored items per task, target and seed (power "
+                  f"{fmt(100 * best['power_population'], 0)}%; {f['reps']} replicates per design).")
+        else:
+            s += (f" No design searched (up to {max(r['tasks'] for r in rows)} held-out tasks, "
+                  f"{max(r['seeds'] for r in rows)} finetuning seeds and {max(r['items'] for r in rows)} scored items per "
+                  f"task, target and seed) detects {gap} with {100 * K.POWER_TARGET:g}% power on the headline estimand "
+                  f"at this run's heterogeneity (at most {fmt(100 * max(r['power_population'] for r in rows), 0)}%).")
     v = power.get("validation")
     if v:
         s += (f" At {fmt(v['advantage'])} points, {v['reps']} Bayesian fits gave power {fmt(100 * v['power_bayes'], 0)}% "
-              f"against {fmt(100 * v['power_approximation'], 0)}% for the approximation, and the same verdict in "
-              f"{fmt(100 * v['agreement'], 0)}% of replicates.")
+              f"against {fmt(100 * v['power_approximation'], 0)}% for the approximation on the observed tasks, and the "
+              f"same verdict in {fmt(100 * v['agreement'], 0)}% of replicates")
+        if "agreement_population" in v:
+            s += (f"; for the headline estimand, power {fmt(100 * v['power_bayes_population'], 0)}% against "
+                  f"{fmt(100 * v['power_approximation_population'], 0)}%, the same verdict in "
+                  f"{fmt(100 * v['agreement_population'], 0)}%")
+        s += "."
     return s
 
 

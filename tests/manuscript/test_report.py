@@ -780,3 +780,16 @@ def test_the_methods_say_how_the_training_pairs_were_drawn_and_how_many():
     assert _pairs_counts([dict(kind="self", n_examples=64), dict(kind="cross", n_examples=64)]).endswith(
         "on 64 pairs and the cross-predictors on 64")
     assert "runs.json" in _pairs_counts([])
+
+
+def test_the_log_score_comparison_is_described_without_a_verdict_word():
+    """The pooled log-score difference weights the directions by their items and its false-positive rate is not
+    simulated: the sentence says where the interval lies, in words that follow the numbers, and judges nothing."""
+    from report.self_prediction.sentences import _log_score_text
+
+    for mean, where in ((0.5, "above"), (-0.5, "below"), (0.0, "within"), (0.08, "spans")):
+        v = {"mean": mean, "low": mean - 0.03, "high": mean + 0.03}
+        t = _log_score_text({"rope": 0.05, "self_minus_cross": v, "by_target": {"a": v, "b": v}})
+        assert where in t["calibration_log_score_verdict"], (mean, t)
+        for sentence in t.values():
+            assert not VERDICT_WORDS.search(sentence), sentence

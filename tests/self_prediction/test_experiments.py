@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import declared, tiny_profile
+from conftest import declared, one_component_refit, tiny_profile
 from reproduce.self_prediction.properties import get_property
 from reproduce.self_prediction import (Plan, behaviour_change_plan, object_distribution, run_behaviour_change,
                               run_calibration, run_finetune_cross, run_finetune_self, run_meta_trained,
@@ -262,15 +262,20 @@ def analysed(run, trained, changed, tmp_path_factory):
         run_calibration(trained["plan"], run["root"] / "object_samples", root / "samples_t",
                         data / "meta_untrained.parquet", data / "meta_trained.parquet", data / "calibration.parquet")
     # the tiny tables give few cells, so tau[cell] mixes slowly: 1000 tuning steps and target acceptance 0.99 from
-    # the start (the fixes the gate names), the same gate (bulk ESS 1600-2200 at 1000 draws); one prior scale beside
-    # the main fit, which every prior-sensitivity row and sentence downstream handles as it handles two
+    # the start (the fixes the gate names), the same gate at 2 chains of 1000 draws; one prior scale beside the
+    # main fit, which every prior-sensitivity row and sentence downstream handles as it handles two, and one
+    # variance component's refit (the sentences read the components and factors there are)
     profile = trained["plan"].profile.model_copy(update={"analysis": Analysis(
-        draws=1000, tune=1000, target_accept=0.99, prior_sensitivity=[2.0])})
-    with declared("analysis"):
+        draws=1000, tune=1000, chains=2, target_accept=0.99, prior_sensitivity=[2.0], null_reps=1, null_draws=100)})
+    with declared("analysis"), one_component_refit():
         metrics = run_analysis(profile, data, tmp / "analysis")
+    from analysis.self_prediction.null import run_null
     from analysis.self_prediction.power import run_power
 
     run_power(tmp / "analysis", profile.analysis.rope, profile.seed, reps=50)
+    # the verdict rules' null simulation, one replicate per world: the report reads its rates
+    with declared("null_simulation"):
+        run_null(tmp / "analysis", profile, work=tmp / "null_work")
     return {"profile": profile, "metrics": metrics, "out": tmp / "analysis", "root": tmp}
 
 
@@ -479,7 +484,8 @@ def test_report_quotes_the_metrics(analysed, rendered):
     m = analysed["metrics"]
     html = re.sub(r"\s+", " ", rendered["html"].read_text())
     adv = m["advantage"]["overall"]
-    got = re.search(r"The advantage at equal predicting skill is (\S+) points \[(\S+), (\S+)\]", html)
+    got = re.search(r"conditional on them\), the advantage at equal predicting skill is (\S+) points \[(\S+), (\S+)\]",
+                    html)
     assert got, "the advantage sentence is missing"
     for value, key in zip(got.groups(), ("mean", "low", "high")):
         assert _number(value) == pytest.approx(adv[key], abs=0.051)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import tiny_profile
+from conftest import one_component_refit, tiny_profile
 
 TASKS = ("animals", "years", "categories", "myopic_reward", "survival_instinct")
 
@@ -33,7 +33,8 @@ def extreme_outputs(tmp_path_factory):
     gate = M.check_convergence
     M.check_convergence = lambda idata, name, **kw: M.diagnostics(idata)
     try:
-        metrics = run_analysis(profile, data, root / "analysis")
+        with one_component_refit():
+            metrics = run_analysis(profile, data, root / "analysis")
     finally:
         M.check_convergence = gate
     from analysis.self_prediction.power import run_power

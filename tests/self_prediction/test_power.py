@@ -2,6 +2,8 @@
 advantage, and the command's outputs."""
 
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -128,3 +130,84 @@ def test_the_validation_fits_the_bayesian_model_to_replicates():
     v = P.validate(design, 1.0, 3, 2.0, 0, M.SamplerSettings(draws=300, tune=300, chains=2, seed=0))
     assert v["reps"] == 3 and 0 <= v["agreement"] <= 1
     assert v["power_bayes"] >= 2 / 3 and v["power_approximation"] >= 2 / 3  # about 22 points, 94% intervals
+
+
+def test_the_population_verdict_carries_the_spread_between_runs():
+    """With no advantage in the population of tasks and finetuning runs, but each run's self-trained model
+    shifting its advantage (tau_seed), the verdicts that ignore the runs call an advantage far too often; the
+    headline's population verdict (tasks and runs) stays near its one-sided nominal rate (3% at a ROPE of 0)."""
+    runs = P.Design(tasks=6, items=5, properties=2, sigma_task=0.0, sigma_property=0.0, sigma_cell=0.0,
+                    tau_task=0.3, tau_property=0.0, tau_cell=0.0, sigma_unit=0.0, seeds=3, tau_seed=1.0)
+    ys, yc, _ = P.simulate(runs, 0.0, 4000, np.random.default_rng(3))
+    v = P.verdicts(ys, yc, rope=0.0, seeds=3)
+    assert v["new_tasks"].mean() > 0.15  # the task spread alone: the runs' shifts look like an advantage
+    assert v["population"].mean() < 0.05
+    # one seed: the population verdict is the new-task verdict
+    ys1, yc1, _ = P.simulate(replace(runs, seeds=1), 0.0, 200, np.random.default_rng(4))
+    v1 = P.verdicts(ys1, yc1, rope=0.0, seeds=1)
+    assert (v1["population"] == v1["new_tasks"]).all()
+
+
+def test_chunked_replicates_are_the_unchunked_draws_for_small_designs(monkeypatch):
+    d = P.Design(tasks=3, items=4, properties=2, seeds=2, tau_seed=0.5)
+    whole = P.power_curve(d, [0.0, 0.8], 50, 2.0, 0)
+    monkeypatch.setattr(P, "CHUNK", 2 * 3 * 2 * 4 * 2 * 7)  # 7 replicates per chunk: 8 chunks, other draws
+    chunked = P.power_curve(d, [0.0, 0.8], 50, 2.0, 0)
+    assert list(chunked.columns) == list(whole.columns) and (chunked["reps"] == 50).all()
+    # different draws, the same design: the powers agree to sampling error
+    for c in ("power_observed_tasks", "power_new_tasks", "power_population"):
+        assert np.allclose(chunked[c], whole[c], atol=0.25)
+
+
+def test_the_paper_design_scales_the_runs_sizes_and_keeps_its_heterogeneity():
+    from conftest import tiny_profile
+
+    from reproduce.config import load_params
+
+    run = tiny_profile(items_per_task={"train": 3, "test": 4})  # 2 held-out tasks
+    _, paper = load_params(profile="paper")  # 6 held-out tasks, 200 items each, 3 finetuning seeds
+    sizes = P.paper_sizes(run, paper)
+    assert sizes == {"tasks": len(paper.tasks.test) / 2, "items": paper.items_per_task.test / 4,
+                     "seeds": len(paper.finetune.seeds)} == {"tasks": 3.0, "items": 50.0, "seeds": 3}
+    d = P.scaled_design(P.Design(tasks=2, items=3, properties=2, tau_task=0.7, sigma_task=0.4), **sizes)
+    assert (d.tasks, d.items, d.seeds, d.properties, d.tau_task) == (6, 150, 3, 2, 0.7)
+    assert (d.sigma_seed, d.tau_seed) == (0.4, 0.7)  # one seed in the run: the task's scales stand for the runs'
+
+
+def test_the_design_search_gives_each_designs_power_at_the_effect():
+    quiet = replace(QUIET, tau_task=0.1, seeds=2, tau_seed=0.05)
+    t = P.designs_for(quiet, 15.0, 2.0, 60, 0, tasks=(6,), seeds=(2, 3), items=(2, 40))
+    assert list(zip(t["tasks"], t["seeds"], t["items"])) == [(6, 2, 2), (6, 2, 40), (6, 3, 2), (6, 3, 40)]
+    assert (t["units"] == t["tasks"] * t["seeds"] * t["items"]).all()
+    assert (t["detects"] == (t["power_population"] >= 0.8)).all()
+    # the log-odds advantage worth 15 points on the design, and more items more power at it
+    assert 0.4 < t["delta_logit"].iloc[0] < 0.9  # 100 (sigmoid(d / 2) - sigmoid(-d / 2)) = 15 at d = 0.6
+    assert t["power_population"].iloc[1] > t["power_population"].iloc[0] and t["detects"].iloc[3]
+    # the runs' spread caps the headline's power, whatever the items
+    wild = replace(quiet, tau_seed=3.0)
+    assert not P.designs_for(wild, 15.0, 2.0, 60, 0, tasks=(6,), seeds=(2,), items=(10, 40))["detects"].any()
+
+
+def test_the_power_sentence_names_the_headline_the_paper_sizes_and_the_design_for_the_effect():
+    from report.self_prediction.sentences import _power_text
+
+    design = {"tasks": 5, "items": 7, "properties": 3, "seeds": 2}
+    power = {"design": design, "items_unit": P.items_unit(2), "heterogeneity_source": "posterior medians",
+             "reps": 400, "rope": 2.0, "mda_observed_tasks": 12.1, "mda_new_tasks": 16.0, "mda_population": 31.0,
+             "paper": {"design": {**design, "items": 117, "seeds": 3}, "mda_population": 22.0,
+                       "mda_observed_tasks": 3.1, "mda_new_tasks": 9.0},
+             "designs_for": {"effect": 13.0, "paper_self": 48.5, "paper_cross": 35.0, "reps": 200,
+                             "rows": [{"tasks": 24, "seeds": 5, "items": 320, "power_population": 0.91},
+                                      {"tasks": 6, "seeds": 2, "items": 10, "power_population": 0.2}],
+                             "smallest": {"tasks": 24, "seeds": 5, "items": 40, "power_population": 0.84}},
+             "validation": {"advantage": 30.2, "reps": 30, "power_bayes": 0.9, "power_approximation": 0.85,
+                            "agreement": 0.9, "power_bayes_population": 0.7, "power_approximation_population": 0.6,
+                            "agreement_population": 0.83}}
+    s = _power_text(power)
+    assert "a new task and a new finetuning run) the minimum detectable advantage is 31.0 points" in s
+    assert "117 scored items per task, target and seed, 3 finetuning seeds" in s and "22.0 points for the headline" in s
+    assert "24 held-out tasks, 5 finetuning seeds and 40 scored items per task, target and seed (power 84%" in s
+    assert "@binder2024looking" in s and "the same verdict in 83%" in s
+    s2 = _power_text({**power, "designs_for": {**power["designs_for"], "smallest": None}})
+    assert "No design searched (up to 24 held-out tasks, 5 finetuning seeds and 320 scored items" in s2
+    assert "(at most 91%)" in s2
