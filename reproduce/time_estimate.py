@@ -45,6 +45,7 @@ training probe's (:data:`TRAINING_SHARE`), and every other stage by the host pro
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Callable
@@ -93,18 +94,56 @@ class StageEstimate:
         return bool(self.basis)
 
 
-def _best_seconds(fn: Callable[[], object], rounds: int) -> float:
-    """The shortest of ``rounds`` timed calls after one warm-up call (another process can only slow one)."""
+def _timings(fn: Callable[[], object], rounds: int) -> list[float]:
+    """Seconds of ``rounds`` timed calls after one warm-up call."""
     fn()
-    best = float("inf")
+    out = []
     for _ in range(rounds):
         t0 = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+        out.append(time.perf_counter() - t0)
+    return out
 
 
-def measure_workload(dtype: str, mixed_precision: str, rounds: int = 3) -> dict:
+def _best_seconds(fn: Callable[[], object], rounds: int, readings: list | None = None) -> float:
+    """The shortest of ``rounds`` timed calls after one warm-up call (another process can only slow one);
+    every reading is appended to ``readings`` where given."""
+    times = _timings(fn, rounds)
+    if readings is not None:
+        readings.extend(times)
+    return min(times)
+
+
+#: a probe part whose median reading is this much above its best, or a load average of at least one other
+#: runnable process, makes ``plan`` warn that the machine is busy (its estimate assumes an idle machine)
+BUSY_SPREAD = 0.25
+BUSY_LOAD = 1.0
+
+
+def spread(readings: dict[str, list[float]]) -> dict[str, float]:
+    """Each probe part's median reading over its best, minus 1 (0: every reading equal)."""
+    return {k: float(np.median(v) / min(v) - 1) for k, v in readings.items() if v}
+
+
+def busy_warning(readings: dict[str, list[float]], load: float | None, cpus: int) -> str:
+    """The warning ``plan`` prints when the probe's readings spread more than :data:`BUSY_SPREAD` or, before it
+    ran, the load average over the last minute was :data:`BUSY_LOAD` or more (another process running); ``""``
+    when the machine looked idle."""
+    s = spread(readings)
+    worst = max(s.values(), default=0.0)
+    if worst <= BUSY_SPREAD and (load is None or load < BUSY_LOAD):
+        return ""
+    why = []
+    if load is not None and load >= BUSY_LOAD:
+        why.append(f"load average {load:.1f} over the last minute on {cpus} CPU{'s' if cpus != 1 else ''}")
+    if worst > BUSY_SPREAD:
+        why.append(f"the probe's readings spread {100 * worst:.0f}% above their best")
+    return (f"warning: this machine looks busy ({'; '.join(why)}): the estimate assumes the stages have it to "
+            f"themselves, and is too long or too short while other work runs; run `looking-inward plan` again "
+            f"when it is idle")
+
+
+def measure_workload(dtype: str, mixed_precision: str, rounds: int = 3, readings: dict | None = None) -> dict:
     """Seconds of the workload probe's three parts (see the module's doc) on this CPU at the current thread
     count: ``inference`` at ``dtype`` (float32 or bfloat16) and ``training`` under ``mixed_precision`` (no or
     bf16), each the best of ``rounds``, and ``host`` (:func:`measure_host`, best of its own 15 rounds). Takes
@@ -134,12 +173,15 @@ def measure_workload(dtype: str, mixed_precision: str, rounds: int = 3) -> dict:
             logits = model(inputs_embeds=embeds).logits
         torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), pairs.flatten()).backward()
 
-    return {"inference": round(_best_seconds(inference, rounds), 4),
-            "training": round(_best_seconds(training, rounds), 4), "host": round(measure_host(), 4),
-            "dtype": dtype, "mixed_precision": mixed_precision}
+    r = readings if readings is not None else {}
+    for k in ("inference", "training", "host"):
+        r.setdefault(k, [])
+    return {"inference": round(_best_seconds(inference, rounds, r["inference"]), 4),
+            "training": round(_best_seconds(training, rounds, r["training"]), 4),
+            "host": round(measure_host(readings=r["host"]), 4), "dtype": dtype, "mixed_precision": mixed_precision}
 
 
-def measure_host(rounds: int = 15) -> float:
+def measure_host(rounds: int = 15, readings: list | None = None) -> float:
     """Seconds (best of ``rounds``) of 20,000 steps of small numpy operations on 256 numbers: one core's speed at
     the interpreter-bound, small-array work of the statistics stages. Fifteen rounds (about 2-3 s), because on a
     virtual machine this time can sit at twice its best for seconds at a stretch (0.11 against 0.19-0.21 s on a
@@ -153,7 +195,7 @@ def measure_host(rounds: int = 15) -> float:
             y = y - y.mean()
         return y
 
-    return _best_seconds(work, rounds)
+    return _best_seconds(work, rounds, readings)
 
 
 def stage_params(dvc_yaml: Path = CODE_ROOT / "dvc.yaml") -> dict[str, list[str]]:
@@ -349,12 +391,23 @@ def save_reference(timings: Path, out: Path) -> Path:
     return out
 
 
-def workload_here(profile, dtype: str) -> dict:
-    """The workload probe on this CPU at the dtype and mixed precision the profile's stages resolve to."""
+#: the workload probe's timed rounds per part in ``plan`` (more than a saved reference's 3: the spread is reported)
+PLAN_ROUNDS = 5
+
+
+def workload_here(profile, dtype: str, readings: dict | None = None) -> dict:
+    """The workload probe on this CPU at the dtype and mixed precision the profile's stages resolve to, each part
+    timed :data:`PLAN_ROUNDS` times (every reading appended to ``readings``)."""
     from reproduce.hardware import resolve_mixed_precision
 
     mixed = resolve_mixed_precision(profile.finetune.mixed_precision if profile.finetune else "no", "cpu")
-    return measure_workload(dtype, mixed)
+    return measure_workload(dtype, mixed, rounds=PLAN_ROUNDS, readings=readings)
+
+
+def readings_text(readings: dict[str, list[float]]) -> str:
+    """How far each probe part's readings spread: best and median seconds."""
+    return "probe readings (best / median of each part): " + ", ".join(
+        f"{k} {min(v):.2f} / {float(np.median(v)):.2f} s" for k, v in readings.items() if v)
 
 
 def time_estimate_text(profile, device: str | None) -> str:
@@ -379,9 +432,14 @@ def time_estimate_text(profile, device: str | None) -> str:
     rates = {"float32": fp32, "bfloat16": bf16}
     reference = next((r for r in references if r["dtype"] == dtype), reference)  # a run at this machine's dtype
     if reference.get("workload"):  # the probe runs at each side's own dtype, so the dtypes may differ
-        probe = workload_here(profile, dtype)
-        return format_estimate(estimate(profile, reference, rates[dtype], workload_here=probe), reference,
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None  # before the probe adds its own
+        readings: dict[str, list[float]] = {}
+        probe = workload_here(profile, dtype, readings)
+        text = format_estimate(estimate(profile, reference, rates[dtype], workload_here=probe), reference,
                                f"{describe('cpu')}, {dtype} matmul {rates[dtype]:.0f} GFLOP/s, {probe_text(probe)}")
+        warning = busy_warning(readings, load, usable_cpus())
+        extra = [readings_text(readings)] if any(readings.values()) else []
+        return "\n".join([text] + extra + ([warning] if warning else []))
     if dtype == reference["dtype"]:
         rate = rates[dtype]
         return format_estimate(estimate(profile, reference, rate), reference,

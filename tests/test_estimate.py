@@ -65,6 +65,7 @@ def test_with_workload_probes_each_stage_scales_by_its_kind_of_work():
     assert rows["object_level"].seconds == pytest.approx(2 * seconds["object-level"])
 
 
+@pytest.mark.slow  # simulation or benchmark: seconds to half a minute
 def test_the_workload_probe_times_each_part_at_the_dtype_asked(monkeypatch):
     monkeypatch.setattr(estimate_module, "PROBE_MODEL", dict(estimate_module.PROBE_MODEL, num_hidden_layers=1,
                                                               vocab_size=512))
@@ -160,7 +161,36 @@ def test_plan_prints_the_estimate_at_this_machines_rate(monkeypatch):
     probed = dict(ref, workload=_probe(1.0, 1.0, 1.0))
     monkeypatch.setattr(estimate_module, "load_references", lambda: [probed])
     asked = []
-    monkeypatch.setattr(estimate_module, "workload_here", lambda p, dtype: asked.append(dtype) or _probe(3.0, 3.0, 3.0, dtype))
+    monkeypatch.setattr(estimate_module, "workload_here",
+                        lambda p, dtype, readings=None: asked.append(dtype) or _probe(3.0, 3.0, 3.0, dtype))
     text = estimate_module.time_estimate_text(profile.model_copy(update={"dtype": "auto"}), "cpu")
     assert asked == ["bfloat16"] and "workload probe: inference 3.00 s (bfloat16)" in text
-    assert f"{3 * total / 60:7.1f} min" in text.splitlines()[-2]
+    assert f"{3 * total / 60:7.1f} min" in next(line for line in text.splitlines() if line.startswith("total"))
+
+
+def test_plan_reports_the_probes_spread_and_warns_when_the_machine_is_busy():
+    """A noisy probe (one reading twice the others, as when another process takes the core for a moment) or a
+    load average of another running process makes `plan` say the machine looks busy; steady readings on an idle
+    machine make it say nothing."""
+    from reproduce.time_estimate import busy_warning, readings_text, spread
+
+    steady = {"inference": [0.40, 0.41, 0.40, 0.42, 0.40], "training": [1.0, 1.01, 1.0, 1.02, 1.0],
+              "host": [0.11] * 15}
+    assert max(spread(steady).values()) < 0.05
+    assert busy_warning(steady, load=0.1, cpus=2) == ""
+    noisy = {**steady, "host": [0.11] * 5 + [0.21] * 10}  # the VM's slow spells: the median at twice the best
+    w = busy_warning(noisy, load=0.1, cpus=2)
+    assert w.startswith("warning: this machine looks busy") and "spread 91% above their best" in w
+    w = busy_warning(steady, load=1.9, cpus=2)
+    assert "load average 1.9 over the last minute on 2 CPUs" in w and "spread" not in w
+    assert busy_warning(steady, load=None, cpus=2) == ""  # no load average on this platform: the spread alone
+    assert readings_text(steady).startswith("probe readings (best / median of each part): inference 0.40 / 0.40 s")
+
+
+def test_the_plan_probe_keeps_every_reading(monkeypatch):
+    import reproduce.time_estimate as te
+
+    calls = iter([0.0, 1.0, 1.0, 3.0])  # perf_counter: a 1-second then a 2-second reading
+    monkeypatch.setattr(te.time, "perf_counter", lambda: next(calls))
+    got: list = []
+    assert te._best_seconds(lambda: None, 2, got) == 1.0 and got == [1.0, 2.0]

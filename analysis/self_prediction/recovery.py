@@ -228,17 +228,20 @@ def _predict_new_task(idata, data: M.ContrastData, rows: pd.DataFrame, rng: np.r
 
 
 def leave_one_task_out(trained: pd.DataFrame, groups: list[str], settings: M.SamplerSettings, seed: int = 0,
-                       progress=None) -> pd.DataFrame:
+                       progress=None, only: list[str] | None = None) -> pd.DataFrame:
     """Refit the advantage model without each held-out task in turn and predict that task's self and cross
     accuracy (a posterior-predictive interval that includes the new task's effects and the binomial noise);
     one row per task x arm with the observed accuracy, the predictive mean and 94% interval, and whether the
-    interval covers the observation. ``trained``: the trained predictions with a ``cell`` column."""
+    interval covers the observation. ``trained``: the trained predictions with a ``cell`` column; ``only``:
+    hold out just these tasks (each fit seeded as in the whole loop)."""
     tasks = sorted(trained["task"].unique())
     if len(tasks) < 3:
         raise DataError(f"leave-one-task-out needs at least 3 held-out tasks, the run has {len(tasks)}")
     rng = np.random.default_rng(seed)
     rows = []
     for i, task in enumerate(tasks):
+        if only is not None and task not in only:
+            continue
         fit_rows, out = trained[trained["task"] != task], trained[trained["task"] == task].reset_index(drop=True)
         data = M.advantage_data(fit_rows, groups)
         idata = M.sample(M.advantage_model(data), replace(settings, seed=settings.seed + i))

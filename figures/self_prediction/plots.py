@@ -406,7 +406,9 @@ def posterior_predictive(o: Outputs):
         ax.set_yticks(y, [UNIT_STATISTICS[s] for s in u["statistic"]], fontsize=8)
         ax.set_xlabel("share of answers (or properties) (%)")
         ax.set_title("advantage model: answer level")
-        ax.legend(loc="lower right", frameon=False, fontsize=7)
+        # a free row below the statistics holds the legend, clear of every interval and point
+        ax.set_ylim(-1.4, len(u) - 0.5)
+        ax.legend(loc="lower center", frameon=False, fontsize=7, ncol=2)
     fig.suptitle("Posterior-predictive checks", y=1.02)
     fig.tight_layout()
     return fig
@@ -452,7 +454,8 @@ def baseline_arms(o: Outputs):
 def power(o: Outputs):
     """Power of the advantage verdict for this run's design (``looking-inward power``: replicates drawn with
     the fitted model's heterogeneity). Left: the share of replicates whose interval lies above the ROPE,
-    against the true advantage, on the observed tasks (the manuscript's verdict on delta) and for new tasks.
+    against the true advantage, on the observed tasks (the manuscript's verdict on delta), for new tasks, and for
+    the headline's population estimand (a new task and, with several finetuning seeds, a new finetuning run).
     Middle and right: the minimum advantage detectable with 80% power against the scored items per task (and
     seed) and against the number of held-out tasks (the run's design marked); a missing point never reaches 80% on the
     grid."""
@@ -463,7 +466,10 @@ def power(o: Outputs):
     curve, by = pd.read_parquet(root / "curve.parquet"), pd.read_parquet(root / "by_size.parquet")
     d = meta["design"]
     fig, axes = plt.subplots(1, 3, figsize=(9.6, 3.2))
-    styles = (("observed_tasks", "observed tasks", COLOURS["self"], "o"), ("new_tasks", "new tasks", COLOURS["cross"], "s"))
+    styles = [("observed_tasks", "observed tasks", COLOURS["self"], "o"), ("new_tasks", "new tasks", COLOURS["cross"], "s")]
+    if "power_population" in curve:  # the headline's population estimand (older power results lack it)
+        styles.append(("population", "headline: new task" + (" and run" if d.get("seeds", 1) >= 2 else ""),
+                       COLOURS["object"], "^"))
     for key, label, colour, marker in styles:
         axes[0].plot(curve["advantage"], 100 * curve[f"power_{key}"], marker + "-", color=colour, ms=3, label=label)
         for ax, axis in ((axes[1], "items"), (axes[2], "tasks")):

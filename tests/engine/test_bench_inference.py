@@ -79,6 +79,7 @@ def test_attention_benchmark_times_both_kernels_and_they_agree(bench, capsys):
         assert float(line.rsplit("at most ", 1)[1]) < 1e-4
 
 
+@pytest.mark.slow  # simulation or benchmark: seconds to half a minute
 def test_split_benchmark_compares_three_engines_on_the_default_calls(bench, capsys):
     """``--split`` on a random tiny model: the three calls timed for the three engines; sampling decodes on the
     split cache and the greedy calls do not; greedy outputs are identical (the same path)."""

@@ -208,7 +208,7 @@ def test_prefix_sharing_across_properties_equals_full_recompute(models, spec):
     lm, _ = models[spec]
     task = load_task("animals")
     props = task.manifest["properties"]
-    pairs = [(it, p) for it in task.items[:4] for p in props]
+    pairs = [(it, p) for it in task.items[:2] for p in props]
     prompts = [it["hypothetical_prompts"][p] for it, p in pairs]
     options = [get_property(p).options for _, p in pairs]
     limits = [6 if get_property(p).closed else 10 for _, p in pairs]

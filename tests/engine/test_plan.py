@@ -15,6 +15,7 @@ from reproduce.self_prediction import Plan
 from reproduce.stage import StagePlan
 
 
+@pytest.mark.slow  # simulation or benchmark: seconds to half a minute
 def test_the_shape_of_a_published_architecture_is_exact_without_weights():
     s = shape_of(resolve("random:llama-8b"))
     assert s.params == 8_030_261_248  # Llama-3-8B's published parameter count

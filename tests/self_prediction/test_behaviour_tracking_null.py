@@ -58,6 +58,7 @@ def _pooled(excess: pd.DataFrame, stat: str = "excess_new_minus_old") -> pd.Seri
     return excess.set_index(["model", "statistic"]).loc[("pooled", stat)]
 
 
+@pytest.mark.slow  # simulation or benchmark: seconds to half a minute
 def test_the_tracking_contrast_is_zero_for_predictions_unrelated_to_both_behaviours():
     """300 datasets of a drifting non-tracking predictor: the contrast's mean is 0 within 3 simulation
     standard errors, its 95% interval covers 0 in 92-98% of them, while the difference in differences
@@ -94,6 +95,7 @@ def test_the_contrast_is_exactly_zero_for_a_predictor_that_says_one_value_per_ce
     assert np.mean(knows) >= 0.8
 
 
+@pytest.mark.slow  # simulation or benchmark: seconds to half a minute
 @pytest.mark.parametrize("predictor", ["drift", "calibrated"])
 def test_non_tracking_predictors_are_called_above_each_baseline_at_most_at_the_nominal_rate(predictor):
     """100 datasets per predictor. "Above" is the one-sided 2.5% call of a 95% interval (its lower bound above

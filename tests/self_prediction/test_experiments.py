@@ -272,7 +272,12 @@ def analysed(run, trained, changed, tmp_path_factory):
     from analysis.self_prediction.null import run_null
     from analysis.self_prediction.power import run_power
 
-    run_power(tmp / "analysis", profile.analysis.rope, profile.seed, reps=50)
+    from reproduce.config import load_params
+    from analysis.self_prediction.power import paper_sizes
+
+    # the paper profile's design and the designs for the paper's gap (few replicates: the report's sentences)
+    run_power(tmp / "analysis", profile.analysis.rope, profile.seed, reps=50,
+              paper=paper_sizes(profile, load_params(profile="paper")[1]), search_reps=20)
     # the verdict rules' null simulation, one replicate per world: the report reads its rates
     with declared("null_simulation"):
         run_null(tmp / "analysis", profile, work=tmp / "null_work")
@@ -529,6 +534,12 @@ def test_report_quotes_the_metrics(analysed, rendered):
     ran = {"concept_injection": profile.injection is not None, "mirror_test": profile.mirror is not None}
     for mf in read_manifests(REPO_ROOT / "data_raw", "experiment"):
         assert (mf["release_sha256"] in html) == ran[mf["name"]]
+    # the power of the headline, at the paper profile's sizes, and the designs for the paper's gap, from power.json
+    pw = json.loads((analysed["out"] / "power" / "power.json").read_text())
+    pd_ = pw["paper"]["design"]
+    assert f"({pd_['tasks']} held-out tasks, {pd_['items']} scored {pw['items_unit']}, {pd_['seeds']} finetuning seeds)" in html
+    assert "For the headline estimand (a new task" in html and "the minimum detectable advantage is" in html
+    assert ("The smallest design searched that detects" in html) == (pw["designs_for"]["smallest"] is not None)
 
 
 def test_report_screenshot_in_headless_chromium_is_not_blank(rendered, tmp_path):

@@ -39,7 +39,7 @@ def extreme_outputs(tmp_path_factory):
         M.check_convergence = gate
     from analysis.self_prediction.power import run_power
 
-    run_power(root / "analysis", profile.analysis.rope, profile.seed, reps=50)
+    run_power(root / "analysis", profile.analysis.rope, profile.seed, reps=50, effect=None)
     return {"root": root, "out": root / "analysis", "metrics": metrics}
 
 

@@ -31,7 +31,8 @@ def test_a_task_unlike_the_others_is_not_covered():
     df = _rows(seed=2, tasks=4, properties=2, items=15, delta=0.5)
     odd = (df["task"] == "task3") & (df["self"] == 1)
     df.loc[odd, "correct"] = 1  # a held-out task where the self-predictor is always right
-    out = checks.leave_one_task_out(df, ["task", "property", "cell"], FAST, seed=0)
+    out = checks.leave_one_task_out(df, ["task", "property", "cell"], FAST, seed=0, only=["task3"])
+    assert set(out["task"]) == {"task3"}  # one fit: the others are not refitted
     row = out[(out["task"] == "task3") & (out["arm"] == "self")].iloc[0]
     assert row["observed"] == 1.0 and not row["covered"]
     with pytest.raises(ValueError, match="at least 3"):
