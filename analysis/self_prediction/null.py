@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from reproduce.errors import MissingInput
+from reproduce.versioning import code_version
 
 import analysis.self_prediction.hierarchical as M
 import analysis.self_prediction.population as population
@@ -40,6 +41,10 @@ from analysis.verdicts import POSITIVE
 
 WORLDS = ("population_null", "direction_null")
 #: the headline's answers that claim an advantage
+#: the modules whose code decides a replicate's row (the shards' key holds their source)
+REPLICATE_MODULES = ("analysis.self_prediction.null", "analysis.self_prediction.population",
+                     "analysis.self_prediction.hierarchical", "analysis.self_prediction.priors", "analysis.bayes",
+                     "analysis.verdicts")
 ADVANTAGE = ("advantage in every direction", "advantage on average, not in every direction")
 #: the largest false-positive rate a verdict rule may have for its verdict word to be used
 MAX_RATE = 0.05
@@ -147,6 +152,15 @@ def summarise(reps: pd.DataFrame) -> dict:
     return out
 
 
+def shard_fingerprint(world: dict, groups: list[str], rope: float, settings, skeleton: pd.DataFrame) -> dict:
+    """The key of the null simulation's shards: the fitted world, the design (its skeleton's hash), the rule's
+    ROPE, the sampler settings and the source of the code that simulates, fits and judges a replicate
+    (:data:`REPLICATE_MODULES`), so that an edit to that code starts fresh shards."""
+    return {"world": world, "groups": groups, "rope": rope, "settings": repr(settings),
+            "skeleton": pd.util.hash_pandas_object(skeleton, index=False).sum().item(), "version": 1,
+            "code": code_version(*REPLICATE_MODULES)}
+
+
 def run_null(analysis_dir, profile, reps: int | None = None, out=None, work=None, progress=None) -> dict:
     """The ``null`` stage: read the run's trained predictions and the advantage model's posterior under
     ``analysis_dir``, simulate ``reps`` replicates of each world (resumable shards under ``work``), and write
@@ -174,8 +188,7 @@ def run_null(analysis_dir, profile, reps: int | None = None, out=None, work=None
     settings = replace(sampler_settings(profile, 20), draws=profile.analysis.null_draws, chains=2)
     rope = profile.analysis.rope
     reps = profile.analysis.null_reps if reps is None else reps
-    fingerprint = {"world": world, "groups": groups, "rope": rope, "settings": repr(settings),
-                   "skeleton": pd.util.hash_pandas_object(skeleton, index=False).sum().item(), "version": 1}
+    fingerprint = shard_fingerprint(world, groups, rope, settings, skeleton)
     store = ShardStore(Path(work) if work else analysis_dir.parent / ".work" / "null", fingerprint)
     rows, total, done = [], reps * len(WORLDS), 0
     for name in WORLDS:

@@ -456,6 +456,16 @@ def _power_text(power: dict | None) -> str:
                   f"{fmt(100 * v['power_approximation_population'], 0)}%, the same verdict in "
                   f"{fmt(100 * v['agreement_population'], 0)}%")
         s += "."
+        if "agreement_population" in v:
+            gap = v["power_bayes_population"] - v["power_approximation_population"]
+            if gap > 0.1:
+                s += (" The approximation is conservative for the headline (the Bayesian rule called the advantage "
+                      "more often), so its minimum detectable advantages and the designs above are upper bounds for "
+                      "the Bayesian rule.")
+            elif gap < -0.1:
+                s += (" The approximation is optimistic for the headline (the Bayesian rule called the advantage "
+                      "less often), so its minimum detectable advantages and the designs above are lower bounds for "
+                      "the Bayesian rule.")
     return s
 
 

@@ -114,3 +114,15 @@ def test_one_replicate_applies_the_analysis_rules():
         assert r["population_verdict"] in ("positive", "negative", "practically null", "inconclusive")
         assert r["conditional_positive"] == (r["conditional_low"] > 2.0)
         assert verdict(r["population_low"], 1e9, 2.0) in ("positive", "inconclusive")
+
+
+@pytest.mark.parametrize("module", N.REPLICATE_MODULES)
+def test_an_edit_to_the_replicates_code_starts_fresh_shards(monkeypatch, module):
+    from conftest import simulate_edit
+
+    sk = _skeleton(items=4)
+    settings = M.SamplerSettings(draws=100, tune=100, chains=2, seed=0)
+    key = N.shard_fingerprint(_world(), GROUPS, 2.0, settings, sk)
+    assert N.shard_fingerprint(_world(), GROUPS, 2.0, settings, sk) == key
+    simulate_edit(monkeypatch, N, module)
+    assert N.shard_fingerprint(_world(), GROUPS, 2.0, settings, sk) != key
