@@ -435,7 +435,7 @@ def _power_text(power: dict | None) -> str:
     if f:
         best, rows = f["smallest"], f["rows"]
         gap = (f"an advantage of {fmt(f['effect'], 0)} points (the size of Llama-3-70B's self-prediction advantage in "
-               f"@binder2024looking, {fmt(f['paper_self'])}% against about {fmt(f['paper_cross'], 0)}%)")
+               f"Binder et al. 2024, {fmt(f['paper_self'])}% against about {fmt(f['paper_cross'], 0)}%)")
         if best:
             s += (f" The smallest design searched that detects {gap} with {100 * K.POWER_TARGET:g}% power on the headline "
                   f"estimand has {best['tasks']:.0f} held-out tasks, {best['seeds']:.0f} finetuning seeds and "

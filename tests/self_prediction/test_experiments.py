@@ -540,6 +540,8 @@ def test_report_quotes_the_metrics(analysed, rendered):
     assert f"({pd_['tasks']} held-out tasks, {pd_['items']} scored {pw['items_unit']}, {pd_['seeds']} finetuning seeds)" in html
     assert "For the headline estimand (a new task" in html and "the minimum detectable advantage is" in html
     assert ("The smallest design searched that detects" in html) == (pw["designs_for"]["smallest"] is not None)
+    # a citation key inside a generated sentence is never resolved (the sentences are metadata): none is left raw
+    assert not re.search(r"@[a-z]+\d{4}[a-z]*", re.sub(r"<[^>]+>", " ", html)), "a raw citation key in the text"
 
 
 def test_report_screenshot_in_headless_chromium_is_not_blank(rendered, tmp_path):

@@ -207,7 +207,7 @@ def test_the_power_sentence_names_the_headline_the_paper_sizes_and_the_design_fo
     assert "a new task and a new finetuning run) the minimum detectable advantage is 31.0 points" in s
     assert "117 scored items per task, target and seed, 3 finetuning seeds" in s and "22.0 points for the headline" in s
     assert "24 held-out tasks, 5 finetuning seeds and 40 scored items per task, target and seed (power 84%" in s
-    assert "@binder2024looking" in s and "the same verdict in 83%" in s and "conservative" not in s  # 70 vs 60%
+    assert "advantage in Binder et al. 2024, 48.5% against about 35%" in s and "the same verdict in 83%" in s and "conservative" not in s  # 70 vs 60%
     v = {**power["validation"], "power_bayes_population": 0.97, "power_approximation_population": 0.77}
     assert "upper bounds for the Bayesian rule" in _power_text({**power, "validation": v})
     v = {**v, "power_bayes_population": 0.5}
