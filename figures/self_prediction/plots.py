@@ -480,7 +480,8 @@ def power(o: Outputs):
     axes[0].set_xlabel("true advantage (points)")
     axes[0].set_ylabel("power (%)")
     axes[0].set_ylim(0, 100)
-    axes[0].legend(frameon=False, loc="lower right")
+    # below the panel: the three curves and the ROPE band fill the axes between them
+    axes[0].legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=7)
     seeds = d.get("seeds", 1)
     # the design's items are the scored ones (the run's mean per task, target and seed), not the profile's items
     axes[0].set_title(f"{d['tasks']} tasks, {d['items']} scored items per task" + (f" x {seeds} seeds" if seeds >= 2 else ""))
