@@ -62,16 +62,17 @@ def pytest_collection_modifyitems(items):
 
 
 @contextlib.contextmanager
-def one_component_refit():
-    """The analysis stage's per-component prior refits cut to one (the self-slope scales ``tau`` doubled)
-    instead of every variance component halved and doubled: the tests that run the whole stage on small tables
-    read the same tables and sentences from one refit as from eight, at an eighth of their fits."""
+def fewer_component_refits(components: tuple[str, ...] = ("tau",), factors: tuple[float, ...] = (2.0,)):
+    """The analysis stage's per-component prior refits cut to ``components`` x ``factors`` (default one refit, the
+    self-slope scales ``tau`` doubled) instead of every variance component halved and doubled: the tests that run
+    the whole stage on small tables read the same tables and sentences from fewer refits, at a fraction of the
+    fits."""
     from unittest import mock
 
     import analysis.self_prediction.fits as fits
     import analysis.self_prediction.hierarchical as M
 
-    with mock.patch.object(fits, "COMPONENT_FACTORS", (2.0,)), mock.patch.object(M, "VARIANCE_COMPONENTS", ("tau",)):
+    with mock.patch.object(fits, "COMPONENT_FACTORS", factors), mock.patch.object(M, "VARIANCE_COMPONENTS", components):
         yield
 
 

@@ -179,7 +179,7 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     from report.mirror.section import write_section
 
     lm, engine = models["smollm2-135m"]
-    profile = tiny_profile(mirror=dict(SMALL, scripts=4))
+    profile = tiny_profile(mirror=dict(SMALL, scripts=4), analysis={"chains": 2})  # the same gate, half the sampling
     runner = MirrorRunner(profile, load_mirror_dataset(), lm, engine, ShardStore(tmp_path / "work", {"run": 1}),
                           [lm.name])
     parts = {part: df.assign(model=lm.name) for part, df in runner.run({}).items()}  # as run_mirror stacks them

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import declared, one_component_refit, tiny_profile
+from conftest import declared, fewer_component_refits, tiny_profile
 from reproduce.self_prediction.properties import get_property
 from reproduce.self_prediction import (Plan, behaviour_change_plan, object_distribution, run_behaviour_change,
                               run_calibration, run_finetune_cross, run_finetune_self, run_meta_trained,
@@ -267,7 +267,7 @@ def analysed(run, trained, changed, tmp_path_factory):
     # variance component's refit (the sentences read the components and factors there are)
     profile = trained["plan"].profile.model_copy(update={"analysis": Analysis(
         draws=1000, tune=1000, chains=2, target_accept=0.99, prior_sensitivity=[2.0], null_reps=1, null_draws=100)})
-    with declared("analysis"), one_component_refit():
+    with declared("analysis"), fewer_component_refits():
         metrics = run_analysis(profile, data, tmp / "analysis")
     from analysis.self_prediction.null import run_null
     from analysis.self_prediction.power import run_power
@@ -506,7 +506,8 @@ def test_report_quotes_the_metrics(analysed, rendered):
     so = m["sensitivity_ground_truth"]["trained_original"]
     got = re.search(r"Scored as the original.s analysis code scores experiment 1 \(.*?; (\S+) trained observations "
                     r"against .*?\), the self-predictor is right on (\S+)% and the cross-predictor on (\S+)% against a "
-                    r"mode baseline of (\S+)% .*? and the advantage is (\S+) points \[(\S+), (\S+)\]", html)
+                    r"mode baseline of (\S+)% .*? and the pooled self-minus-cross difference is (\S+) points "
+                    r"\[(\S+), (\S+)\] \(cluster bootstrap, trial-weighted\)", html)
     assert got, "the original-scoring sentence is missing"
     assert [_number(g) for g in got.groups()] == pytest.approx(
         [so["n"], so["self"], so["cross"], so["mode_baseline"], *(so["advantage"][k] for k in ("estimate", "low",
@@ -519,10 +520,18 @@ def test_report_quotes_the_metrics(analysed, rendered):
     from report import HEADLINES
 
     rope = m["advantage"]["rope"]
-    rule = headline(verdict(adv["low"], adv["high"], rope),
+    cond = headline(verdict(adv["low"], adv["high"], rope),
                     [verdict(d["low"], d["high"], rope) for d in m["advantage"]["directions"]])
+    assert cond == m["advantage"]["headline_conditional"]  # the secondary rule, on the observed tasks and runs
+    pop = m["advantage"]["population"]  # the headline, on the population estimand and the directions' population
+    rule = headline(verdict(pop["low"], pop["high"], rope),
+                    [d["population_verdict"] for d in m["advantage"]["directions"]])
     assert rule == m["advantage"]["headline"]
-    assert HEADLINES[rule][0].split("'")[0].split("(")[0].strip() in html
+    # its verdict words stand in the text only where the null simulation measured the rule's rate within the limit
+    head = json.loads((analysed["out"] / "null" / "null.json").read_text())["rates"]["headline"]
+    words = HEADLINES[rule][0].split("{on}")[0].split("(")[0].strip()
+    on = "with no verdict: the headline rule's false-positive rate on this run's null worlds"
+    assert (words in html, on in html) == ((True, False) if head["within"] else (False, True))
     # every dataset the run used is cited with its release hash
     from reproduce.citation import read_manifests
     from reproduce.config import REPO_ROOT
