@@ -213,12 +213,10 @@ def cmd_check_models(args) -> None:
 
 
 def cmd_power(args) -> None:
-    from analysis.self_prediction.power import power_text, run_power
-
     from dataclasses import replace
 
     from analysis.bayes import sampler_settings
-    from analysis.self_prediction.power import paper_sizes
+    from analysis.self_prediction.power import paper_sizes, power_text, run_power
 
     profile = _profile(args)
     # the validation fits: as many as the null simulation's replicates per world, at its draws and 2 chains
