@@ -219,9 +219,10 @@ def cmd_power(args) -> None:
     from analysis.self_prediction.power import paper_sizes, power_text, run_power
 
     profile = _profile(args)
-    # the validation fits: as many as the null simulation's replicates per world, at its draws and 2 chains
+    # the validation fits: as many as the null simulation's replicates per world, fitted as it fits them (the
+    # analysis's chains, tuning and gate, at analysis.null_draws draws per chain)
     fits = profile.analysis.null_reps if args.validate is None else args.validate
-    settings = replace(sampler_settings(profile, 30), draws=profile.analysis.null_draws, chains=2)
+    settings = replace(sampler_settings(profile, 30), draws=profile.analysis.null_draws)
     print(power_text(run_power(Path(args.analysis), profile.analysis.rope, profile.seed, reps=args.reps,
                                validate_reps=fits, use_prior=args.prior, settings=settings,
                                paper=paper_sizes(profile, load_params(args.params, "paper")[1]))))

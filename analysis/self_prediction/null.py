@@ -6,8 +6,12 @@ A *null world* is the run's design with the outcomes drawn again from the advant
 intercept, the target effects, the per-target self-slope deviations (the two directions' difference: the run's
 skill gap) and every scale (task, property, cell, finetuning run, answer unit), with new random effects drawn
 for every replicate. The design is the run's own table of trained predictions: its held-out tasks, properties,
-answer units, finetuning seeds and unequal trials per target. Each replicate is fitted with the Bayesian model
-and the stage's sampler settings, and the verdict rules are applied as the analysis applies them.
+answer units, finetuning seeds and unequal trials per target. Each replicate is fitted as the analysis fits the
+run: the Bayesian model, the analysis's chains, tuning steps and target acceptances (``analysis.null_draws`` draws
+per chain), its own sampler seed, and the same convergence gate with the same cures
+(:func:`analysis.bayes.sample_gated`); the verdict rules are then applied as the analysis applies them. A replicate
+whose fit still fails the gate gets no verdict, as the analysis would publish none: the rates are over the
+replicates that passed, and ``gate`` counts both.
 
 Two worlds:
 
@@ -40,12 +44,17 @@ from analysis.intervals import wilson
 from analysis.verdicts import POSITIVE
 
 WORLDS = ("population_null", "direction_null")
-#: the headline's answers that claim an advantage
 #: the modules whose code decides a replicate's row (the shards' key holds their source)
 REPLICATE_MODULES = ("analysis.self_prediction.null", "analysis.self_prediction.population",
                      "analysis.self_prediction.hierarchical", "analysis.self_prediction.priors", "analysis.bayes",
                      "analysis.verdicts")
+#: the headline's answers that claim an advantage
 ADVANTAGE = ("advantage in every direction", "advantage on average, not in every direction")
+#: a replicate's row where its fit failed the convergence gate: no verdict, none positive
+NO_VERDICT = {"population_low": float("nan"), "population_mean": float("nan"), "population_verdict": "",
+              "every_direction": False, "headline": "", "headline_advantage": False,
+              "conditional_low": float("nan"), "conditional_mean": float("nan"), "conditional_positive": False,
+              "conditional_every_direction": False}
 #: the largest false-positive rate a verdict rule may have for its verdict word to be used
 MAX_RATE = 0.05
 
@@ -113,22 +122,54 @@ def rules(idata, data: M.ContrastData, rope: float, seed: int) -> dict:
             "headline": r["headline"], "headline_advantage": r["headline"] in ADVANTAGE,
             "conditional_low": cond["low"], "conditional_mean": cond["mean"],
             "conditional_positive": cond["verdict"] == POSITIVE,
-            "conditional_every_direction": all(v["verdict"] == POSITIVE for v in r["directions"].values()),
-            "divergences": int(M.diagnostics(idata)["divergences"])}
+            "conditional_every_direction": all(v["verdict"] == POSITIVE for v in r["directions"].values())}
+
+
+def sample_gated_record(model, settings, name: str) -> tuple:
+    """:func:`analysis.bayes.sample_gated` for the simulations (the null worlds, the power check), where a fit that
+    fails the gate is an outcome to count, not an error: ``(idata, record)``, with ``idata`` None when the last
+    fit failed. ``record``: ``gate_passed``, the passing fit's r_hat (max), bulk and tail ESS (min), divergences
+    and target acceptance (NaN and -1 when it failed), ``samplings`` (1 to 3) and ``gate_problems`` (what the
+    last failing fit missed; empty when it passed)."""
+    import analysis.bayes as B
+
+    try:
+        idata, d = B.sample_gated(model, settings, name)
+    except B.ConvergenceError as err:
+        nan, text = float("nan"), str(err)
+        return None, {"gate_passed": False, "r_hat_max": nan, "ess_bulk_min": nan, "ess_tail_min": nan,
+                      "divergences": -1, "target_accept": nan,
+                      "samplings": 3 if "three times" in text else 2 if "twice" in text else 1,
+                      "gate_problems": err.problems}
+    return idata, {"gate_passed": True, "r_hat_max": float(d["r_hat_max"]), "ess_bulk_min": float(d["ess_bulk_min"]),
+                   "ess_tail_min": float(d["ess_tail_min"]), "divergences": int(d["divergences"]),
+                   "target_accept": float(d["target_accept"]),
+                   "samplings": 1 + ("diverged" in d) + ("refit" in d), "gate_problems": ""}
+
+
+def replicate_seed(seed: int, name: str, rep: int) -> int:
+    """The sampler seed of replicate ``rep`` of the world ``name``: its own, so that no two fits share chains."""
+    return int(np.random.default_rng([seed, WORLDS.index(name), rep, 1]).integers(2**31 - 1))
 
 
 def replicate(skeleton: pd.DataFrame, world: dict, name: str, groups: list[str], rep: int, rope: float, settings,
               seed: int) -> dict:
-    """One replicate of the null world ``name``: simulate, fit, apply the rules."""
+    """One replicate of the null world ``name``: simulate, fit through the convergence gate (sampler seed
+    :func:`replicate_seed`), apply the rules (:data:`NO_VERDICT` when the fit failed the gate), and record the
+    fit's diagnostics."""
+    from dataclasses import replace
+
     rng = np.random.default_rng([seed, WORLDS.index(name), rep])
     rows = simulate(skeleton, world, world_beta(world, name), groups, rng)
     data = M.advantage_data(rows, groups)
-    idata = M.sample(M.advantage_model(data), settings)
-    return {"world": name, "rep": rep, **rules(idata, data, rope, seed + rep)}
+    idata, record = sample_gated_record(M.advantage_model(data), replace(settings, seed=replicate_seed(seed, name, rep)),
+                                        f"null-{name}-{rep}")
+    verdicts = rules(idata, data, rope, seed + rep) if idata is not None else NO_VERDICT
+    return {"world": name, "rep": rep, **verdicts, **record}
 
 
 def rate(hits: np.ndarray) -> dict:
-    """A false-positive rate with its Wilson 95% interval and replicates."""
+    """A false-positive rate with its Wilson 95% interval and replicates (none: the rate is NaN, not within)."""
     k, n = int(np.sum(hits)), int(len(hits))
     low, high = wilson(k, n)
     return {"rate": k / n if n else float("nan"), "low": low, "high": high, "positives": k, "reps": n,
@@ -136,19 +177,24 @@ def rate(hits: np.ndarray) -> dict:
 
 
 def summarise(reps: pd.DataFrame) -> dict:
-    """The rates of every rule in every world: the headline rule and the population verdict in the population
-    null (with the conditional verdict's rate beside them), the every-direction rule in the direction null."""
-    p = reps[reps["world"] == "population_null"]
-    d = reps[reps["world"] == "direction_null"]
+    """The rates of every rule in every world, over the replicates whose fit passed the convergence gate: the
+    headline rule and the population verdict in the population null (with the conditional verdict's rate beside
+    them), the every-direction rule in the direction null; and ``gate``: per world, the replicates that passed
+    and failed the gate, and those that needed a second or third sampling to pass."""
+    passed = reps[reps["gate_passed"]]
+    p = passed[passed["world"] == "population_null"]
+    d = passed[passed["world"] == "direction_null"]
     out = {}
-    if len(p):
+    if (reps["world"] == "population_null").any():  # rates over the passing fits: NaN of 0 when none passed
         out["headline"] = rate(p["headline_advantage"].to_numpy())
         out["population"] = rate((p["population_verdict"] == POSITIVE).to_numpy())
         out["conditional"] = rate(p["conditional_positive"].to_numpy())
-    if len(d):
+    if (reps["world"] == "direction_null").any():
         out["every_direction"] = rate(d["every_direction"].to_numpy())
         out["every_direction_conditional"] = rate(d["conditional_every_direction"].to_numpy())
-    out["divergent_fits"] = int((reps["divergences"] > 0).sum())
+    out["gate"] = {w: {"passed": int(g["gate_passed"].sum()), "failed": int((~g["gate_passed"]).sum()),
+                       "resampled": int((g["gate_passed"] & (g["samplings"] > 1)).sum())}
+                   for w, g in reps.groupby("world", sort=False)}
     return out
 
 
@@ -157,7 +203,7 @@ def shard_fingerprint(world: dict, groups: list[str], rope: float, settings, ske
     ROPE, the sampler settings and the source of the code that simulates, fits and judges a replicate
     (:data:`REPLICATE_MODULES`), so that an edit to that code starts fresh shards."""
     return {"world": world, "groups": groups, "rope": rope, "settings": repr(settings),
-            "skeleton": pd.util.hash_pandas_object(skeleton, index=False).sum().item(), "version": 1,
+            "skeleton": pd.util.hash_pandas_object(skeleton, index=False).sum().item(), "version": 2,
             "code": code_version(*REPLICATE_MODULES)}
 
 
@@ -185,7 +231,7 @@ def run_null(analysis_dir, profile, reps: int | None = None, out=None, work=None
     groups = population.advantage_groups(trained)
     world = fitted_world(az.from_netcdf(str(post_path)), groups)
     skeleton = trained[["target", "predictor", "self", "unit", *groups]].reset_index(drop=True)
-    settings = replace(sampler_settings(profile, 20), draws=profile.analysis.null_draws, chains=2)
+    settings = replace(sampler_settings(profile, 20), draws=profile.analysis.null_draws)
     rope = profile.analysis.rope
     reps = profile.analysis.null_reps if reps is None else reps
     fingerprint = shard_fingerprint(world, groups, rope, settings, skeleton)
@@ -201,7 +247,8 @@ def run_null(analysis_dir, profile, reps: int | None = None, out=None, work=None
     table = pd.concat(rows, ignore_index=True)
     result = {"rates": summarise(table), "world": world, "groups": groups, "reps": reps, "rope": rope,
               "max_rate": MAX_RATE, "sampler": {"draws": settings.draws, "tune": settings.tune,
-                                                "chains": settings.chains}}
+                                                "chains": settings.chains, "target_accept": settings.target_accept,
+                                                "target_accept_retry": settings.target_accept_retry}}
     atomic_write_parquet(out / "replicates.parquet", table)
     atomic_write_json(out / "null.json", result)
     return result
@@ -214,8 +261,9 @@ def null_text(r: dict) -> str:
              "conditional": "conditional delta (observed tasks and runs), population null",
              "every_direction": "every direction (population), least favourable null",
              "every_direction_conditional": "every direction (observed tasks and runs), least favourable null"}
-    lines = [f"false-positive rates ({r['reps']} replicates per world, Wilson 95% intervals; limit "
-             f"{100 * r['max_rate']:g}%):"]
+    gate = "; ".join(f"{w}: {g['passed']} passed, {g['failed']} failed" for w, g in r["rates"].get("gate", {}).items())
+    lines = [f"false-positive rates ({r['reps']} replicates per world, over the fits that passed the convergence "
+             f"gate ({gate}); Wilson 95% intervals; limit {100 * r['max_rate']:g}%):"]
     for key, label in names.items():
         if key in r["rates"]:
             x = r["rates"][key]

@@ -177,6 +177,7 @@ DELTAS = np.linspace(0.0, 3.2, 33)  # to about 30 points: the headline's minimum
 ITEMS = (10, 20, 40, 80, 160, 320)
 TASKS = (3, 6, 12, 24)
 SEEDS = (2, 3, 5)  # the finetuning seeds of the designs searched for an effect's size (:func:`designs_for`)
+SEARCH_TASKS = (6, 12, 24)  # the held-out tasks of the designs searched for an effect's size
 #: the columns of a power curve and the keys of the minimum detectable advantages, per verdict
 VERDICTS = ("observed_tasks", "new_tasks", "population")
 
@@ -224,7 +225,7 @@ def delta_for(curve: pd.DataFrame, effect: float) -> float:
     return float(np.interp(effect, c["advantage"], c["delta_logit"]))
 
 
-def designs_for(design: Design, effect: float, rope: float, reps: int, seed: int, tasks=(6, 12, 24), seeds=SEEDS,
+def designs_for(design: Design, effect: float, rope: float, reps: int, seed: int, tasks=SEARCH_TASKS, seeds=SEEDS,
                 items=ITEMS, progress=None) -> pd.DataFrame:
     """The headline verdict's power (the population estimand) against a true advantage of ``effect`` points for
     each number of held-out tasks, finetuning seeds and scored items per task, target and seed, with the run's
@@ -295,34 +296,47 @@ def design_from_run(predictions: pd.DataFrame, posterior=None) -> tuple[Design, 
 
 def validate(design: Design, delta: float, reps: int, rope: float, seed: int, settings, progress=None) -> dict:
     """Fit the Bayesian advantage model to ``reps`` replicates at ``delta`` and compare, replicate by replicate, its
-    verdicts (interval above the ROPE) with the approximation's: delta on the observed tasks, and the headline's
-    population estimand (a new task and, with several seeds, a new finetuning run;
-    :func:`analysis.self_prediction.population.headline_factors`)."""
+    verdicts (:func:`analysis.self_prediction.population.rule_verdicts`: positive, the interval above the ROPE)
+    with the approximation's: delta on the observed tasks, and the headline's population estimand (a new task
+    and, with several seeds, a new finetuning run). Each fit goes through the analysis's convergence gate
+    (:func:`analysis.self_prediction.null.sample_gated_record`, its own sampler seed); the powers and agreements
+    are over the fits that passed (``gate_passed``; ``gate_failed``: the others, which the analysis would not
+    publish)."""
+    from dataclasses import replace
+
     import analysis.self_prediction.hierarchical as M
-    from analysis.self_prediction.population import headline_factors
+    from analysis.self_prediction.null import sample_gated_record
+    from analysis.self_prediction.population import rule_verdicts
+    from analysis.verdicts import POSITIVE
 
     rng = np.random.default_rng([seed, 99])
     ys, yc, truth = simulate(design, delta, reps, rng)
     fast = verdicts(ys, yc, rope, design.seeds)
     groups = ["task", "property", CELL] + (["object_model"] if design.seeds >= 2 else [])
     bayes = {"observed_tasks": [], "population": []}
+    passed = []
     for r in range(reps):
         df = _rows(ys[r], yc[r], design.items)
         data = M.advantage_data(df, groups)
-        idata = M.sample(M.advantage_model(data), settings)
-        q = M.advantage_quantities(idata, data)
-        bayes["observed_tasks"].append(float(np.quantile(100 * q["delta"], M.Q_LOW)) > rope)
-        pop = M.new_task_delta(idata, data, new=headline_factors(groups), seed=seed + r)
-        bayes["population"].append(float(np.quantile(100 * pop, M.Q_LOW)) > rope)
+        fit_seed = int(np.random.default_rng([seed, 99, r]).integers(2**31 - 1))
+        idata, record = sample_gated_record(M.advantage_model(data), replace(settings, seed=fit_seed), f"power-{r}")
+        passed.append(record["gate_passed"])
+        if idata is not None:
+            v = rule_verdicts(idata, data, rope, seed + r)
+            bayes["observed_tasks"].append(v["conditional"]["verdict"] == POSITIVE)
+            bayes["population"].append(v["population"]["verdict"] == POSITIVE)
         if progress:
             progress(r + 1, reps)
-    out = {"delta_logit": delta, "reps": reps, "advantage": float(truth.mean()),
-           "draws": settings.draws, "chains": settings.chains}
+    ok = np.array(passed, dtype=bool)
+    out = {"delta_logit": delta, "reps": reps, "advantage": float(truth.mean()), "draws": settings.draws,
+           "chains": settings.chains, "gate_passed": int(ok.sum()), "gate_failed": int((~ok).sum())}
     for k, b in bayes.items():
-        b = np.array(b)
+        b, f = np.array(b, dtype=bool), fast[k][ok]
         name = "" if k == "observed_tasks" else "_population"
-        out.update({f"power_bayes{name}": float(b.mean()), f"power_approximation{name}": float(fast[k].mean()),
-                    f"agreement{name}": float((b == fast[k]).mean())})
+        nan = float("nan")
+        out.update({f"power_bayes{name}": float(b.mean()) if len(b) else nan,
+                    f"power_approximation{name}": float(f.mean()) if len(f) else nan,
+                    f"agreement{name}": float((b == f).mean()) if len(b) else nan})
     return out
 
 
@@ -358,7 +372,7 @@ def paper_sizes(profile, paper) -> dict:
 #: itself at 48.5% against GPT-4o predicting it at about 35% (Binder et al. 2024, experiment 1a); the effect the
 #: design search (:func:`designs_for`) sizes a design to detect
 PAPER_SELF, PAPER_CROSS = 48.5, 35.0
-PAPER_GAP = 13.0
+PAPER_GAP = PAPER_SELF - PAPER_CROSS
 
 
 def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_reps: int = 0, use_prior: bool = False,
@@ -405,7 +419,7 @@ def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_re
         d = scaled_design(design, paper["tasks"], paper["items"], int(paper["seeds"]))
         result["paper"] = {"design": asdict(d), "sizes": dict(paper), **mdas(power_curve(d, DELTAS, reps, rope, seed))}
     if effect is not None:
-        sbar = tqdm(total=len(SEEDS) * 3 * len(ITEMS), desc="designs for the effect", unit="design")
+        sbar = tqdm(total=len(SEEDS) * len(SEARCH_TASKS) * len(ITEMS), desc="designs for the effect", unit="design")
         table = designs_for(design, effect, rope, search_reps, seed, progress=lambda done, _t: sbar.update(done - sbar.n))
         sbar.close()
         hit = table[table["detects"]]
@@ -420,7 +434,8 @@ def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_re
         row = curve.iloc[int(np.nanargmin(np.abs(curve["advantage"] - target)))] if np.isfinite(target) else curve.iloc[-1]
         vbar = tqdm(total=validate_reps, desc="validation fits", unit="fit")
         result["validation"] = validate(design, float(row["delta_logit"]), validate_reps, rope, seed,
-                                        settings or M.SamplerSettings(draws=500, tune=500, chains=2, seed=seed),
+                                        settings or M.SamplerSettings(draws=500, tune=500, chains=4, seed=seed,
+                                                                      target_accept=0.9, target_accept_retry=0.99),
                                         progress=lambda done, _t: vbar.update(done - vbar.n))
         vbar.close()
     atomic_write_parquet(out / "curve.parquet", curve)

@@ -80,6 +80,17 @@ def _rate_text(r: dict) -> str:
             f"({r['positives']} of {r['reps']} null worlds)")
 
 
+def _gate_text(rates: dict) -> str:
+    """How the null population world's fits fared at the analysis's convergence gate, as a clause: those that
+    passed are the rates' replicates; those that failed get no verdict, as the analysis would publish none."""
+    g = rates.get("gate", {}).get("population_null")
+    if not g:
+        return ""
+    failed = (f"; {g['failed']} more failed it and carry no verdict, as the analysis would publish none"
+              if g["failed"] else "")
+    return f" that passed the analysis's convergence gate, {g['resampled']} of them after its cures{failed}"
+
+
 def headline_text(a: dict, null: dict | None) -> dict:
     """The headline's sentences: the verdict (:data:`HEADLINES`) on the population estimand, only where the
     rule's false-positive rate was measured on this run's null worlds and is at most the limit; else the
@@ -93,14 +104,16 @@ def headline_text(a: dict, null: dict | None) -> dict:
     if head and head["reps"] and head["within"]:
         verdict_text, conclusion = (t.format(on=on) for t in HEADLINES[a["headline"]])
     else:
-        why = ("was not measured (`analysis.null_reps` is 0)" if not head or not head["reps"] else
-               f"is {_rate_text(head)}, above the {100 * null['max_rate']:g}% limit")
+        why = ("was not measured (`analysis.null_reps` is 0)" if not head and not (null or {}).get("reps") else
+               "was not measured: no null world's fit passed the convergence gate" if not head or not head["reps"]
+               else f"is {_rate_text(head)}, above the {100 * null['max_rate']:g}% limit")
         verdict_text = (f"the self-prediction advantage at equal skill {on} is {estimate}, with no verdict: the "
                         f"headline rule's false-positive rate on this run's null worlds {why}")
         conclusion = "no verdict on the self-prediction advantage the original study reports"
     fpr = ("The headline rule's false-positive rate was not measured." if not head or not head["reps"] else
            f"Applied to null worlds simulated from this run's own fitted heterogeneity (no population advantage, "
-           f"this run's design, trials and skill gap; {head['reps']} Bayesian fits), the headline rule calls an "
+           f"this run's design, trials and skill gap; {head['reps']} Bayesian fits{_gate_text(rates)}), the "
+           f"headline rule calls an "
            f"advantage in {_rate_text(head)}"
            + (f", the every-direction rule in {_rate_text(every)} of worlds where the weakest direction has none"
               if every else "")

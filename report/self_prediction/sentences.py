@@ -448,7 +448,9 @@ def _power_text(power: dict | None) -> str:
                   f"at this run's heterogeneity (at most {fmt(100 * max(r['power_population'] for r in rows), 0)}%).")
     v = power.get("validation")
     if v:
-        s += (f" At {fmt(v['advantage'])} points, {v['reps']} Bayesian fits gave power {fmt(100 * v['power_bayes'], 0)}% "
+        fits = (f"{v['gate_passed']} Bayesian fits that passed the analysis's convergence gate (of {v['reps']})"
+                if "gate_passed" in v else f"{v['reps']} Bayesian fits")
+        s += (f" At {fmt(v['advantage'])} points, {fits} gave power {fmt(100 * v['power_bayes'], 0)}% "
               f"against {fmt(100 * v['power_approximation'], 0)}% for the approximation on the observed tasks, and the "
               f"same verdict in {fmt(100 * v['agreement'], 0)}% of replicates")
         if "agreement_population" in v:

@@ -730,6 +730,7 @@ def _null(rate_positives: int, reps: int) -> dict:
 
 
 def test_the_headline_carries_a_verdict_word_only_with_its_false_positive_rate_measured_and_within_the_limit():
+    from analysis.self_prediction.null import rate
     from report.self_prediction.numbers import headline_text
 
     a = _headline_metrics(3.0, 9.0, "advantage on average, not in every direction")
@@ -737,7 +738,13 @@ def test_the_headline_carries_a_verdict_word_only_with_its_false_positive_rate_m
     assert ok["advantage_verdict"].startswith("self-prediction beats cross-prediction on a new held-out task")
     assert "2.5% [" in ok["headline_fpr_sentence"] and "(1 of 40 null worlds)" in ok["headline_fpr_sentence"]
     assert "17.5% [" in ok["headline_fpr_sentence"]  # the conditional verdict's rate, beside it
-    for null, why in ((_null(3, 40), "above the 5% limit"), (None, "was not measured")):
+    gated = {**_null(1, 38), "reps": 40}
+    gated["rates"]["gate"] = {"population_null": {"passed": 38, "failed": 2, "resampled": 5}}
+    text = headline_text(a, gated)["headline_fpr_sentence"]
+    assert "38 Bayesian fits that passed the analysis's convergence gate, 5 of them after its cures; 2 more failed" in text
+    none_passed = {"reps": 1, "max_rate": 0.05, "rates": {"headline": rate(np.array([], dtype=bool))}}
+    for null, why in ((_null(3, 40), "above the 5% limit"), (None, "was not measured"),
+                      (none_passed, "no null world's fit passed the convergence gate")):
         text = headline_text(a, null)
         assert "with no verdict" in text["advantage_verdict"] and why in text["advantage_verdict"]
         assert "beats" not in text["advantage_verdict"] and text["conclusion"].startswith("no verdict")

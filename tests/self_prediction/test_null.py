@@ -76,11 +76,17 @@ def test_rates_carry_their_wilson_interval_and_the_limit():
                                                 "positive", "inconclusive"],
                          "conditional_positive": [True, True, False, False, True, True],
                          "every_direction": [False] * 4 + [True, False],
-                         "conditional_every_direction": [False] * 4 + [True, True], "divergences": [0, 0, 3, 0, 0, 0]})
+                         "conditional_every_direction": [False] * 4 + [True, True],
+                         "gate_passed": [True, True, True, True, True, True], "samplings": [1, 1, 2, 1, 1, 1]})
     s = N.summarise(reps)
     assert (s["headline"]["positives"], s["population"]["positives"], s["conditional"]["positives"]) == (1, 1, 2)
     assert (s["every_direction"]["positives"], s["every_direction"]["reps"]) == (1, 2)
-    assert s["divergent_fits"] == 1
+    assert s["gate"]["population_null"] == {"passed": 4, "failed": 0, "resampled": 1}
+    # a fit that failed the gate has no verdict: its row leaves the rates (and their replicates)
+    failed = reps.assign(gate_passed=[False, True, True, True, True, True])
+    s = N.summarise(failed)
+    assert (s["headline"]["positives"], s["headline"]["reps"], s["conditional"]["positives"]) == (0, 3, 1)
+    assert s["gate"]["population_null"] == {"passed": 3, "failed": 1, "resampled": 1}
 
 
 def test_the_headline_estimand_is_a_new_task_and_a_new_run_where_there_are_runs():
@@ -106,14 +112,39 @@ def test_one_replicate_applies_the_analysis_rules():
     from analysis.verdicts import verdict
 
     sk = _skeleton(items=8)
-    settings = M.SamplerSettings(draws=200, tune=300, chains=2, seed=0)
+    settings = M.SamplerSettings(draws=500, tune=500, chains=4, seed=0, target_accept=0.9, target_accept_retry=0.99)
     for name in N.WORLDS:
         r = N.replicate(sk, _world(pair=False), name, GROUPS, 0, 2.0, settings, 0)
         assert r["world"] == name and r["rep"] == 0
+        assert r["gate_passed"], r["gate_problems"]  # through the analysis's gate: r_hat, ESS, no divergence
+        assert r["r_hat_max"] <= 1.01 and r["ess_bulk_min"] >= 400 and r["divergences"] == 0
         assert r["headline_advantage"] == (r["headline"] in N.ADVANTAGE)
         assert r["population_verdict"] in ("positive", "negative", "practically null", "inconclusive")
         assert r["conditional_positive"] == (r["conditional_low"] > 2.0)
         assert verdict(r["population_low"], 1e9, 2.0) in ("positive", "inconclusive")
+
+
+def test_a_replicate_whose_fit_fails_the_gate_has_no_verdict(monkeypatch):
+    """The analysis publishes no verdict from a fit that fails the convergence gate; neither does a replicate:
+    it keeps the gate's answer and counts as no claim. Each replicate samples from its own seed."""
+    import analysis.bayes as B
+
+    seen = []
+
+    def failing(model, settings, name):
+        seen.append(settings.seed)
+        raise B.ConvergenceError(f"the {name} model failed the convergence gate twice, from the same seed: ...",
+                                 "bulk ESS 120 < 400", length_only=True)
+
+    monkeypatch.setattr(B, "sample_gated", failing)
+    sk = _skeleton(items=4)
+    settings = M.SamplerSettings(draws=100, tune=100, chains=2, seed=7)
+    r = N.replicate(sk, _world(pair=False), "population_null", GROUPS, 3, 2.0, settings, 0)
+    assert not r["gate_passed"] and r["gate_problems"] == "bulk ESS 120 < 400" and r["samplings"] == 2
+    assert not r["headline_advantage"] and not r["conditional_positive"] and not r["every_direction"]
+    N.replicate(sk, _world(pair=False), "population_null", GROUPS, 4, 2.0, settings, 0)
+    N.replicate(sk, _world(pair=False), "direction_null", GROUPS, 3, 2.0, settings, 0)
+    assert len(set(seen)) == 3 and seen[0] == N.replicate_seed(0, "population_null", 3)
 
 
 @pytest.mark.parametrize("module", N.REPLICATE_MODULES)
