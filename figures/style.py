@@ -24,8 +24,9 @@ OKABE_ITO = {"orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow"
 # one meaning per colour, everywhere
 COLOURS = {"self": OKABE_ITO["blue"], "cross": OKABE_ITO["orange"], "untrained": OKABE_ITO["grey"],
            "trained": OKABE_ITO["blue"], "baseline": OKABE_ITO["black"], "new": OKABE_ITO["green"],
-           "old": OKABE_ITO["vermillion"], "neither": OKABE_ITO["grey"], "object": OKABE_ITO["purple"]}
-MARKERS = {"self": "o", "cross": "s", "untrained": "D", "trained": "o"}
+           "old": OKABE_ITO["vermillion"], "neither": OKABE_ITO["grey"], "object": OKABE_ITO["purple"],
+           "sibling": OKABE_ITO["green"]}
+MARKERS = {"self": "o", "cross": "s", "untrained": "D", "trained": "o", "sibling": "^"}
 RC = {
     "figure.dpi": 100, "savefig.dpi": 150, "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9,
     "legend.fontsize": 8, "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False,

@@ -25,7 +25,8 @@ VALIDATION_STAGES = ("check",)
 #: where each family's READS are relative to (its analysis outputs), by the figures module's family
 BASES = {"self_prediction": "data/analysis", "injection": "data/injection/analysis", "mirror": "data/mirror/analysis"}
 #: where the manuscript includes each side experiment's generated section
-INCLUDES = {"_generated/injection.md": "report/injection/section.py", "_generated/mirror.md": "report/mirror/section.py"}
+INCLUDES = {"_generated/injection.md": "report/injection/section.py", "_generated/mirror.md": "report/mirror/section.py",
+            "_generated/sibling.md": "report/self_prediction/sibling.py"}
 LABEL = re.compile(r"\{#(fig-[a-z0-9-]+)\}")
 
 

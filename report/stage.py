@@ -62,6 +62,9 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
         atomic_write_bytes(gen / "tables" / f"{name}.md", md.encode())
     write_section(gen, injection, Path(paper),
                   temperature=profile.injection.free_text.temperature if profile.injection else None)
+    from report.self_prediction.sibling import write_section as write_sibling
+
+    write_sibling(gen, metrics, null)
     from report.mirror.section import write_section as write_mirror
 
     write_mirror(gen, Path(analysis).parent / "mirror")

@@ -123,6 +123,10 @@ class Finetune(_Strict):
     checkpoint_every: int = Field(default=50, ge=1, description="steps between resumable checkpoints")
     max_length: int = Field(default=512, ge=16, description="longest prompt + answer, in tokens")
     scaling_sizes: list[int] = Field(default_factory=list, description="cross-prediction training-set sizes")
+    sibling: bool = Field(default=True, description=(
+        "train a sibling predictor per model and seed: a second copy of the model's base weights trained on its "
+        "self-trained version's train-task behaviour, with the cross-predictor's pairs and settings and another "
+        "training seed; self minus sibling is the advantage that identical weights do not explain"))
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1,
                              description="finetuning seeds: every self/cross run is repeated once per seed (the "
                                          "training-pair order and the LoRA initialisation); the scaling sweep and "
@@ -185,10 +189,11 @@ class Analysis(_Strict):
         "region of practical equivalence for the calibration log-score difference, +/- nats per sample"))
     null_reps: int = Field(default=30, ge=0, description=(
         "replicates per null world of the false-positive simulation of experiment 1's verdict rules (the null "
-        "stage; each is one Bayesian fit at null_draws draws and 2 chains); 0 measures nothing, and the headline "
-        "then carries no verdict word"))
+        "stage; each is one Bayesian fit, as the analysis fits the run, at null_draws draws per chain); 0 measures "
+        "nothing, and the headline then carries no verdict word"))
     null_draws: int = Field(default=500, ge=100, description=(
-        "kept draws per chain of each null-simulation fit (2 chains, the profile's tuning steps)"))
+        "kept draws per chain of each null-simulation fit (the analysis's chains, tuning steps, target acceptances "
+        "and convergence gate)"))
     prior_sensitivity: list[float] = Field(default=[0.5, 2.0], description=(
         "refit the advantage model with every prior scale multiplied by each of these factors and report delta, "
         "gamma and the verdicts beside the main fit ([] skips it; each refit costs about as much as the main one)"))

@@ -304,16 +304,18 @@ def marginal_effects(idata, data: ContrastData, by: list[str] | None = None, pro
 
 
 def advantage_data(rows: pd.DataFrame, groups: list[str], unit: str | None = "unit", y: str = "correct",
-                   pair: bool = True, priors: Priors = ADVANTAGE_PRIORS) -> ContrastData:
+                   pair: bool = True, priors: Priors = ADVANTAGE_PRIORS,
+                   predictor_effects: bool | None = None) -> ContrastData:
     """The cells of :func:`advantage_model`: fixed target effects and fixed per-target self-slope deviations
     (``slope_by="target"``), plus fixed predictor effects when there are three or more models (with two
     they are the same parameter as the slope deviation), the self contrast coded -1/2, +1/2, and
     :data:`ADVANTAGE_PRIORS`, and (``pair``, with units) an intercept per answer unit x arm beside the unit's
     shared one: the self- and cross-predictor score the same answers, and each predictor's properties of one
     answer go together more than the shared intercept carries. ``y``: the 0/1 outcome (``meta_compliant`` for
-    the compliance part of the non-compliance sensitivity)."""
+    the compliance part of the non-compliance sensitivity). ``predictor_effects``: None: with three or more
+    models; False for the sibling's contrasts, where a predictor effect would be the contrast itself."""
     models = sorted(set(rows["target"]) | set(rows["predictor"]))
-    fixed = ["target"] + (["predictor"] if len(models) >= 3 else [])
+    fixed = ["target"] + (["predictor"] if (len(models) >= 3 if predictor_effects is None else predictor_effects) else [])
     return to_cells(rows, "self", groups, unit, y=y, fixed=fixed, centered=True, priors=priors,
                     slope_by="target", keep=["predictor"], pair=pair and unit is not None)
 

@@ -23,6 +23,15 @@ Two worlds:
   direction but the weakest has the run's gap as an advantage, the weakest has none (its population advantage
   is 0). The rule's false positives are the replicates where it still calls every direction an advantage.
 
+The sibling control's contrasts (:mod:`analysis.self_prediction.sibling`) get null worlds of their own, fitted
+from their own posteriors and drawn on their own rows:
+
+* ``equal_null`` for self minus sibling: the sibling predicts as well as the self-predictor in every direction
+  (``beta = 0`` and every per-target deviation 0); a positive population verdict, or a positive verdict for any
+  target, is a false positive;
+* ``population_null`` for sibling minus cross, as for self minus cross: no population advantage, the run's gap
+  between the directions kept.
+
 Each rate comes with a Wilson interval (95%) and its number of replicates. The replicates are shards under
 ``data/.work/null``: a stage that is stopped resumes where it was.
 """
@@ -39,20 +48,26 @@ from reproduce.versioning import code_version
 
 import analysis.self_prediction.hierarchical as M
 import analysis.self_prediction.population as population
+import analysis.self_prediction.sibling as S
 from analysis.bayes import sigmoid
 from analysis.intervals import wilson
 from analysis.verdicts import POSITIVE
 
-WORLDS = ("population_null", "direction_null")
+WORLDS = ("population_null", "direction_null", "equal_null")
+#: the contrasts whose verdicts are simulated, and their null worlds: experiment 1's advantage (its rows and
+#: posterior: the analysis's advantage model) and the sibling control's two
+#: (``data/analysis/tidy/sibling_arms.parquet``, ``posterior/sibling_<contrast>.nc``)
+CONTRAST_WORLDS = {"self_minus_cross": ("population_null", "direction_null"),
+                   "self_minus_sibling": ("equal_null",), "sibling_minus_cross": ("population_null",)}
 #: the modules whose code decides a replicate's row (the shards' key holds their source)
 REPLICATE_MODULES = ("analysis.self_prediction.null", "analysis.self_prediction.population",
                      "analysis.self_prediction.hierarchical", "analysis.self_prediction.priors", "analysis.bayes",
-                     "analysis.verdicts")
+                     "analysis.verdicts", "analysis.self_prediction.sibling")
 #: the headline's answers that claim an advantage
 ADVANTAGE = ("advantage in every direction", "advantage on average, not in every direction")
 #: a replicate's row where its fit failed the convergence gate: no verdict, none positive
 NO_VERDICT = {"population_low": float("nan"), "population_mean": float("nan"), "population_verdict": "",
-              "every_direction": False, "headline": "", "headline_advantage": False,
+              "every_direction": False, "any_direction": False, "headline": "", "headline_advantage": False,
               "conditional_low": float("nan"), "conditional_mean": float("nan"), "conditional_positive": False,
               "conditional_every_direction": False}
 #: the largest false-positive rate a verdict rule may have for its verdict word to be used
@@ -81,7 +96,7 @@ def world_beta(world: dict, name: str) -> float:
     """The population self slope (log-odds) of the null world ``name``: 0, or the value that puts the weakest
     direction's population slope at 0 (``direction_null``). With three or more models a direction's slope is
     ``beta + s_t`` and its skill difference enters its arms, so the weakest is taken over the slopes only."""
-    if name == "population_null":
+    if name in ("population_null", "equal_null"):
         return 0.0
     if name == "direction_null":
         return -min(world["s_target"].values())
@@ -119,6 +134,7 @@ def rules(idata, data: M.ContrastData, rope: float, seed: int) -> dict:
     pop, cond = r["population"], r["conditional"]
     return {"population_low": pop["low"], "population_mean": pop["mean"], "population_verdict": pop["verdict"],
             "every_direction": all(v["verdict"] == POSITIVE for v in r["population_directions"].values()),
+            "any_direction": any(v["verdict"] == POSITIVE for v in r["population_directions"].values()),
             "headline": r["headline"], "headline_advantage": r["headline"] in ADVANTAGE,
             "conditional_low": cond["low"], "conditional_mean": cond["mean"],
             "conditional_positive": cond["verdict"] == POSITIVE,
@@ -147,25 +163,35 @@ def sample_gated_record(model, settings, name: str) -> tuple:
                    "samplings": 1 + ("diverged" in d) + ("refit" in d), "gate_problems": ""}
 
 
-def replicate_seed(seed: int, name: str, rep: int) -> int:
+def _stream(seed: int, name: str, rep: int, contrast: str) -> list[int]:
+    """The random stream of a replicate: experiment 1's as it always was, the sibling contrasts' apart."""
+    key = [seed, WORLDS.index(name), rep]
+    return key if contrast == "self_minus_cross" else key + [100 + list(CONTRAST_WORLDS).index(contrast)]
+
+
+def replicate_seed(seed: int, name: str, rep: int, contrast: str = "self_minus_cross") -> int:
     """The sampler seed of replicate ``rep`` of the world ``name``: its own, so that no two fits share chains."""
-    return int(np.random.default_rng([seed, WORLDS.index(name), rep, 1]).integers(2**31 - 1))
+    return int(np.random.default_rng(_stream(seed, name, rep, contrast) + [1]).integers(2**31 - 1))
 
 
 def replicate(skeleton: pd.DataFrame, world: dict, name: str, groups: list[str], rep: int, rope: float, settings,
-              seed: int) -> dict:
-    """One replicate of the null world ``name``: simulate, fit through the convergence gate (sampler seed
-    :func:`replicate_seed`), apply the rules (:data:`NO_VERDICT` when the fit failed the gate), and record the
-    fit's diagnostics."""
+              seed: int, contrast: str = "self_minus_cross") -> dict:
+    """One replicate of the null world ``name`` of ``contrast``: simulate (``equal_null``: every per-target
+    deviation at 0 too), fit through the convergence gate (sampler seed :func:`replicate_seed`; the sibling
+    contrasts without predictor effects, as the analysis fits them), apply the rules (:data:`NO_VERDICT` when the
+    fit failed the gate), and record the fit's diagnostics."""
     from dataclasses import replace
 
-    rng = np.random.default_rng([seed, WORLDS.index(name), rep])
+    rng = np.random.default_rng(_stream(seed, name, rep, contrast))
+    if name == "equal_null":
+        world = {**world, "s_target": {t: 0.0 for t in world["s_target"]}}
     rows = simulate(skeleton, world, world_beta(world, name), groups, rng)
-    data = M.advantage_data(rows, groups)
-    idata, record = sample_gated_record(M.advantage_model(data), replace(settings, seed=replicate_seed(seed, name, rep)),
-                                        f"null-{name}-{rep}")
+    data = M.advantage_data(rows, groups, predictor_effects=None if contrast == "self_minus_cross" else False)
+    idata, record = sample_gated_record(
+        M.advantage_model(data), replace(settings, seed=replicate_seed(seed, name, rep, contrast)),
+        f"null-{contrast}-{name}-{rep}")
     verdicts = rules(idata, data, rope, seed + rep) if idata is not None else NO_VERDICT
-    return {"world": name, "rep": rep, **verdicts, **record}
+    return {"contrast": contrast, "world": name, "rep": rep, **verdicts, **record}
 
 
 def rate(hits: np.ndarray) -> dict:
@@ -181,6 +207,11 @@ def summarise(reps: pd.DataFrame) -> dict:
     headline rule and the population verdict in the population null (with the conditional verdict's rate beside
     them), the every-direction rule in the direction null; and ``gate``: per world, the replicates that passed
     and failed the gate, and those that needed a second or third sampling to pass."""
+    if "contrast" in reps:
+        sibling = reps[reps["contrast"] != "self_minus_cross"]
+        reps = reps[reps["contrast"] == "self_minus_cross"]
+    else:
+        sibling = reps.iloc[0:0]
     passed = reps[reps["gate_passed"]]
     p = passed[passed["world"] == "population_null"]
     d = passed[passed["world"] == "direction_null"]
@@ -195,7 +226,20 @@ def summarise(reps: pd.DataFrame) -> dict:
     out["gate"] = {w: {"passed": int(g["gate_passed"].sum()), "failed": int((~g["gate_passed"]).sum()),
                        "resampled": int((g["gate_passed"] & (g["samplings"] > 1)).sum())}
                    for w, g in reps.groupby("world", sort=False)}
+    if len(sibling):
+        out["sibling"] = {c: _contrast_rates(g) for c, g in sibling.groupby("contrast", sort=False)}
     return out
+
+
+def _contrast_rates(reps: pd.DataFrame) -> dict:
+    """A sibling contrast's rates in its null world, over the fits that passed the gate: its population verdict
+    (positive) and a positive population verdict for any target."""
+    ok = reps[reps["gate_passed"]]
+    return {"world": str(reps["world"].iloc[0]),
+            "population": rate((ok["population_verdict"] == POSITIVE).to_numpy()),
+            "any_direction": rate(ok["any_direction"].to_numpy()),
+            "gate": {"passed": int(reps["gate_passed"].sum()), "failed": int((~reps["gate_passed"]).sum()),
+                     "resampled": int((reps["gate_passed"] & (reps["samplings"] > 1)).sum())}}
 
 
 def shard_fingerprint(world: dict, groups: list[str], rope: float, settings, skeleton: pd.DataFrame) -> dict:
@@ -236,16 +280,33 @@ def run_null(analysis_dir, profile, reps: int | None = None, out=None, work=None
     reps = profile.analysis.null_reps if reps is None else reps
     fingerprint = shard_fingerprint(world, groups, rope, settings, skeleton)
     store = ShardStore(Path(work) if work else analysis_dir.parent / ".work" / "null", fingerprint)
-    rows, total, done = [], reps * len(WORLDS), 0
-    for name in WORLDS:
-        for r in range(reps):
-            rows.append(store.cached(f"{name}-{r:04d}", lambda: pd.DataFrame([replicate(
-                skeleton, world, name, groups, r, rope, settings, profile.seed)])))
-            done += 1
-            if progress:
-                progress(done, total)
+    # the sibling control's contrasts, where the analysis fitted them: their rows, worlds and stores
+    designs = {"self_minus_cross": (skeleton, world, store)}
+    arms_path = analysis_dir / "tidy" / "sibling_arms.parquet"
+    arms = pd.read_parquet(arms_path) if arms_path.exists() else None
+    for contrast, (first, second) in S.CONTRASTS.items():
+        post = analysis_dir / "posterior" / f"sibling_{contrast}.nc"
+        if arms is None or not len(arms) or not post.exists():
+            continue
+        sk = S.pair_rows(arms, first, second)[["target", "predictor", "self", "unit", *groups]]
+        w = fitted_world(az.from_netcdf(str(post)), groups)
+        designs[contrast] = (sk, w, ShardStore((Path(work) if work else analysis_dir.parent / ".work" / "null")
+                                               / contrast, {**shard_fingerprint(w, groups, rope, settings, sk),
+                                                            "contrast": contrast}))
+    rows, done = [], 0
+    total = reps * sum(len(CONTRAST_WORLDS[c]) for c in designs)
+    for contrast, (sk, w, st) in designs.items():
+        for name in CONTRAST_WORLDS[contrast]:
+            for r in range(reps):
+                rows.append(st.cached(f"{name}-{r:04d}", lambda: pd.DataFrame([replicate(
+                    sk, w, name, groups, r, rope, settings, profile.seed, contrast)])))
+                done += 1
+                if progress:
+                    progress(done, total)
     table = pd.concat(rows, ignore_index=True)
     result = {"rates": summarise(table), "world": world, "groups": groups, "reps": reps, "rope": rope,
+              "contrast_worlds": {c: {"worlds": list(CONTRAST_WORLDS[c]), "world": w}
+                                  for c, (_, w, _) in designs.items() if c != "self_minus_cross"},
               "max_rate": MAX_RATE, "sampler": {"draws": settings.draws, "tune": settings.tune,
                                                 "chains": settings.chains, "target_accept": settings.target_accept,
                                                 "target_accept_retry": settings.target_accept_retry}}
@@ -267,6 +328,13 @@ def null_text(r: dict) -> str:
     for key, label in names.items():
         if key in r["rates"]:
             x = r["rates"][key]
-            lines.append(f"  {label}: {100 * x['rate']:.1f}% [{100 * x['low']:.1f}, {100 * x['high']:.1f}] "
-                         f"({x['positives']} of {x['reps']})")
+            lines.append(f"  {label}: {_rate_line(x)}")
+    for contrast, x in r["rates"].get("sibling", {}).items():
+        lines.append(f"  {contrast.replace('_', ' ')} ({x['world']}; {x['gate']['passed']} fits passed the gate, "
+                     f"{x['gate']['failed']} failed): population verdict {_rate_line(x['population'])}, "
+                     f"any target {_rate_line(x['any_direction'])}")
     return "\n".join(lines)
+
+
+def _rate_line(x: dict) -> str:
+    return f"{100 * x['rate']:.1f}% [{100 * x['low']:.1f}, {100 * x['high']:.1f}] ({x['positives']} of {x['reps']})"

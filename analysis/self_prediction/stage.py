@@ -39,6 +39,7 @@ import analysis.self_prediction.frequentist as freq
 import analysis.self_prediction.hierarchical as M
 import analysis.self_prediction.predictive as P
 import analysis.self_prediction.original as original
+import analysis.self_prediction.sibling as S
 import analysis.self_prediction.tidy as tidy
 from analysis.self_prediction.calibration import calibration_tables
 from analysis.self_prediction.fits import (CELL, GROUPS, _advantage, _arms, _by_target, _compliance, _contrast,
@@ -179,6 +180,14 @@ def _object_responses(data: Path) -> pd.DataFrame | None:
     return original.object_responses(tables, original.stance_targets(stance))
 
 
+def _base_objects(data: Path) -> pd.DataFrame | None:
+    """The base models' object-level rows (``data/object_level``), for behavioural similarity; None without them."""
+    paths = sorted((data / "object_level").glob("*.parquet"))
+    if not paths:
+        return None
+    return pd.concat([read_stage_table(p, "object_level", OBJECT_LEVEL) for p in paths], ignore_index=True)
+
+
 def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     """Read the stage tables under ``data``, fit, gate, and write everything under ``out``; returns the metrics."""
     n_boot, seed = profile.analysis.bootstrap, profile.seed
@@ -191,6 +200,8 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     if not (meta_t["ground_truth"] == "trained").any():  # the schema guarantees the column
         raise DataError(f"{data / 'meta_trained.parquet'} has no rows scored against the self-trained model "
                          "(ground_truth = 'trained'); re-run the meta_trained stage (`dvc repro meta_trained`)")
+    meta_all = meta_t  # with the sibling predictors' rows, which only the sibling section reads
+    meta_t = meta_t[meta_t["kind"] != "sibling"].reset_index(drop=True)
     pred = tidy.predictions(meta_u, meta_t, ground_truth="trained")
     full = pred[~pred["scaling"].astype(bool)]
     trained = tidy.with_cell(tidy.main_trained(pred))  # with its cell: every model of experiment 1 groups by it
@@ -248,6 +259,17 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
                             "ppc_units": {r.statistic: {"observed": r.observed, "low": r.rep_low, "high": r.rep_high,
                                                         "p_value": r.p_value, "covered": bool(r.covered)}
                                           for r in tables["ppc_units"].itertuples()}}
+    # the sibling control: self minus sibling, sibling minus cross (analysis.self_prediction.sibling), and
+    # behavioural similarity beside each arm's accuracy
+    arm_rows = S.arm_rows(tidy.predictions(meta_u, meta_all, ground_truth="trained", sibling=True))
+    if S.has_sibling(arm_rows):
+        sib = S.analyse(arm_rows, _base_objects(data), profile, groups, metrics["advantage"])
+        metrics["sibling"] = sib["metrics"]
+        tables.update(sib["tables"])
+        posteriors.update(sib["posteriors"])
+    else:
+        arm_rows = arm_rows.iloc[0:0]
+
     # prior sensitivity: the advantage model refitted with every prior scale halved and doubled
     tables["prior_sensitivity"], metrics["prior_sensitivity"] = _prior_sensitivity(profile, adv)
 
@@ -343,7 +365,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
 
     # publish: only now that every model passed the gate
     for name, df in {"predictions": pred, "calibration_pairs": pairs, "calibration_errors": errors,
-                     "behaviour": tidy_bc}.items():
+                     "behaviour": tidy_bc, "sibling_arms": arm_rows}.items():
         atomic_write_parquet(out / "tidy" / f"{name}.parquet", df)
     for name, df in tables.items():
         atomic_write_parquet(out / "tables" / f"{name}.parquet", df)

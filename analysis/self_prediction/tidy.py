@@ -130,7 +130,8 @@ PREDICTION_COLUMNS = ["condition", "ground_truth", "run", "seed", "n_examples", 
 
 
 def predictions(meta_untrained: pd.DataFrame, meta_trained: pd.DataFrame | None = None,
-                ground_truth: str = "trained", objects: pd.DataFrame | None = None) -> pd.DataFrame:
+                ground_truth: str = "trained", objects: pd.DataFrame | None = None,
+                sibling: bool = False) -> pd.DataFrame:
     """Experiment 1's long table: one row per scored predictor x object model x item x property, before and
     after training, with the columns of :data:`PREDICTION_COLUMNS`. Untrained rows are scored against the
     base model; trained rows against ``ground_truth``: ``trained`` (M1', the main result) or ``base`` (the
@@ -138,14 +139,17 @@ def predictions(meta_untrained: pd.DataFrame, meta_trained: pd.DataFrame | None 
     ``objects``: the object-level answers of every object model scored against
     (:func:`analysis.self_prediction.original.object_responses`); when given, every row is scored as the original's code
     scores it, a labelled variant (:mod:`analysis.self_prediction.original`): every answer kept, its value and the
-    prediction's read by the original's rules."""
+    prediction's read by the original's rules. ``sibling``: keep the sibling predictors' rows (``kind =
+    sibling``, ``self = 0``; :mod:`analysis.self_prediction.sibling`); without it the table holds the self- and
+    cross-predictors only, the arms of every other analysis."""
     if ground_truth not in GROUND_TRUTHS:
         raise ValueError(f"ground_truth={ground_truth!r}: one of {', '.join(GROUND_TRUTHS)}")
     parts = [with_schema(meta_untrained).assign(condition="untrained", run="untrained", n_examples=0, scaling=False,
                                                 ground_truth="base")]
     if meta_trained is not None and len(meta_trained):
         mt = with_schema(meta_trained)
-        parts.append(mt[mt["ground_truth"] == ground_truth].assign(condition="trained"))
+        keep = (mt["ground_truth"] == ground_truth) & (sibling or mt["kind"] != "sibling")
+        parts.append(mt[keep].assign(condition="trained"))
     both = pd.concat(parts, ignore_index=True)
     both["seed"] = both["seed"].astype("Int64")
     if objects is not None:

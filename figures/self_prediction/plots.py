@@ -16,6 +16,7 @@ import pandas as pd
 from analysis.constants import INTERVAL_PERCENT as IV, MAD_BINS, POWER_TARGET, TOP_BEHAVIOURS
 from reproduce.errors import MissingInput
 
+from figures.self_prediction.sibling_plots import sibling_contrasts, similarity
 from figures.style import COLOURS, MARKERS
 
 
@@ -510,6 +511,8 @@ FIGURES = {
     "advantage_forest": advantage_forest,
     "baseline_arms": baseline_arms,
     "power": power,
+    "sibling_contrasts": sibling_contrasts,
+    "similarity": similarity,
     "compliance": compliance,
     "posterior_predictive": posterior_predictive,
     "prior_predictive": prior_predictive,
@@ -528,6 +531,8 @@ READS = {
     "advantage_forest": ["tables/advantage.parquet"],
     "baseline_arms": ["tables/arms.parquet", "metrics.json"],
     "power": ["power/power.json", "power/curve.parquet", "power/by_size.parquet"],
+    "sibling_contrasts": ["metrics.json"],
+    "similarity": ["tables/similarity.parquet"],
     "compliance": ["tables/compliance.parquet"],
     "posterior_predictive": ["tables/ppc_advantage.parquet", "tables/ppc_training.parquet",
                              "tables/ppc_units.parquet"],

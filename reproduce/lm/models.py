@@ -271,8 +271,16 @@ def resolve(spec: str) -> ModelRef:
             raise ModelError(f"local model directory {body!r} has no config.json; point at a saved Hugging Face model")
         return ModelRef(alias or _safe_name(p.name), spec, "local", p.resolve(),
                         short_hash(f"local:{_digest(_model_files(p))}"))
+    if body.startswith(("./", "../", "/", "~")) or body in (".", ".."):
+        raise ModelError(f"local model directory {body!r} does not exist ({p.resolve()}): point at a folder with a "
+                         f"saved Hugging Face model (config.json and weights), a .gguf file, or a cached org/name id")
     if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", body):
         snap = _hf_cached_snapshot(body)
+        if snap is None and Path(body.split("/")[0]).expanduser().is_dir():
+            # a relative path whose first folder exists here reads as a path, not as an org/name id
+            raise ModelError(
+                f"model {body!r} is neither a local directory (no {p.resolve()}) nor in the local Hugging Face cache: "
+                f"check the path, relative to {Path.cwd()}, or pass an absolute path or a cached org/name id")
         if snap is None:
             raise ModelError(
                 f"model {body!r} is not in the local Hugging Face cache "

@@ -68,8 +68,9 @@ def run_calibration(plan: Plan, samples_dir: Path = DATA / "object_samples",
     if dist.empty:
         raise ConfigError("no temperature-1 samples of a closed property; raise sampling.items_per_task or "
                          "sampling.n_samples in params.yaml")
-    trained = trained[~trained["scaling"].astype(bool) & (trained["ground_truth"] == "trained")].assign(
-        condition="trained")
+    # the full self- and cross-prediction runs (experiment 2 compares those two; the sibling is experiment 1's)
+    trained = trained[~trained["scaling"].astype(bool) & (trained["ground_truth"] == "trained")
+                      & (trained["kind"] != "sibling")].assign(condition="trained")
     meta = pd.concat([untrained, trained], ignore_index=True).drop(columns=["options"])
     table = meta.merge(dist, on=["object_model", "task", "item_id", "property"], how="inner", validate="many_to_one")
     table = table.rename(columns={"option_probs": "meta_probs"}).sort_values(

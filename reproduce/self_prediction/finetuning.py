@@ -41,7 +41,7 @@ def _train(plan: Plan, runs: list[TrainingRun], examples: dict[tuple[str, int], 
             ex = ex if run.n_examples is None else ex.head(run.n_examples)
             lm = bases.get(refs[run.predictor], dtype)  # one base per predictor; finetune leaves it untouched
             trained = work / "finetune" / run.name
-            summary = finetune(lm, ex, cfg, trained, seed=run.seed, progress=f"finetune {run.name}")
+            summary = finetune(lm, ex, cfg, trained, seed=run.train_seed, progress=f"finetune {run.name}")
             _publish(trained, out / run.name)
             atomic_write_bytes(curves / f"{run.name}.tsv", (trained / "train_log.tsv").read_bytes())
             entries[i] = _index_entry(run, ex, summary)
@@ -50,9 +50,18 @@ def _train(plan: Plan, runs: list[TrainingRun], examples: dict[tuple[str, int], 
     return index
 
 
+def pairs_hash(examples: pd.DataFrame) -> str:
+    """A short hash of a run's training pairs in order (prompt and answer): equal for the runs that trained on
+    the same pairs (a target's cross-predictors and its sibling)."""
+    from reproduce.io import short_hash
+
+    return short_hash("\n".join(examples["prompt"] + "\x00" + examples["answer"]))
+
+
 def _index_entry(run: "TrainingRun", ex: pd.DataFrame, summary: dict) -> dict:
-    return {"run": run.name, "predictor": run.predictor, "target": run.target, "kind": run.kind,
-            "seed": run.seed, "trained_on": run.trained_on, "n_examples": len(ex),
+    return {"run": run.name, "predictor": run.predictor_name, "base": run.predictor, "target": run.target,
+            "kind": run.kind, "seed": run.seed, "train_seed": run.train_seed, "trained_on": run.trained_on,
+            "n_examples": len(ex), "pairs": pairs_hash(ex),
             "scaling": run.n_examples is not None, "steps": summary["steps"],
             "first_loss": summary["first_loss"], "final_loss": summary["final_loss"],
             "mixed_precision": summary["mixed_precision"], "base_dtype": summary["base_dtype"],
@@ -85,7 +94,8 @@ def run_finetune_cross(plan: Plan, object_dir: Path = DATA / "object_level_train
                        out: Path = DATA / "finetuned" / "cross", curves: Path = DATA / "training_curves" / "cross",
                        work: Path = WORK) -> list[dict]:
     """Train every other model on each self-trained target's train-task behaviour (cross-prediction), per
-    seed, and the scaling sweep on the first seed; outputs as :func:`run_finetune_self`'s."""
+    seed, the target's sibling on the same pairs (``finetune.sibling``), and the scaling sweep on the first seed;
+    outputs as :func:`run_finetune_self`'s."""
     from reproduce.self_prediction.training_pairs import training_examples
 
     cfg = _finetune_params(plan)

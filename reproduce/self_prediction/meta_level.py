@@ -121,7 +121,9 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
                      trained_object_dir: Path = DATA / "object_level_trained",
                      trained_self: Path = DATA / "finetuned" / "self", trained_cross: Path = DATA / "finetuned" / "cross",
                      out: Path = DATA / "meta_trained.parquet", work: Path = WORK) -> Path:
-    """Every trained predictor's hypothetical answers on the held-out test tasks, about its own target.
+    """Every trained predictor's hypothetical answers on the held-out test tasks, about its own target: the
+    self-, cross- and sibling predictors (``kind``; a sibling's ``predictor`` is :func:`reproduce.self_prediction.runs.sibling_name` of
+    its base).
 
     Each run's answers are scored twice: against the self-trained target of the run's seed (``ground_truth =
     trained``, the original study's protocol and the main result) and against the untrained target
@@ -135,14 +137,16 @@ def run_meta_trained(plan: Plan, object_dir: Path = DATA / "object_level",
            [(trained_cross, r) for r in _runs(trained_cross, "finetune_cross")]
     frames: dict[int, list[pd.DataFrame]] = {}
     with _bases(plan) as bases:
-        for i in _grouped(runs, lambda r: r[1]["predictor"], bases):
+        for i in _grouped(runs, lambda r: r[1].get("base", r[1]["predictor"]), bases):
             trained, run = runs[i]
-            with bases.trained(refs[run["predictor"]], [trained / run["run"] / "adapter"], run["run"],
+            base = run.get("base", run["predictor"])  # a sibling's predictor is named apart from its base weights
+            with bases.trained(refs[base], [trained / run["run"] / "adapter"], run["run"],
                                run["fingerprint"], plan.profile.dtype, *_mapped(plan)) as lm:
                 meta = meta_predictions(plan, lm, make_engine(plan.profile, lm), "meta_trained", work)
             meta = meta.assign(predictor=run["predictor"])
             t, seed = run["target"], run["seed"]
-            frames[i] = [joined.assign(run=run["run"], trained_on=run["trained_on"], n_examples=run["n_examples"],
+            frames[i] = [joined.assign(kind=run["kind"], run=run["run"], trained_on=run["trained_on"],
+                                       n_examples=run["n_examples"],
                                        scaling=run["scaling"], mixed_precision=run["mixed_precision"],
                                        base_dtype=run.get("base_dtype"))
                          for joined in (join_targets(meta, {t: trained_objects[(t, seed)]}, "trained",

@@ -81,20 +81,48 @@ def trained_model_name(target: str, seed: int) -> str:
     return f"{target}+self-s{seed}"
 
 
+#: the sibling's training seed is its run's finetuning seed plus this: another LoRA initialisation and pair order
+#: than the self-predictor's, which trained from the same base weights with the run's seed
+SIBLING_SEED_OFFSET = 1000
+
+
+def sibling_name(model: str) -> str:
+    """The predictor name of ``model``'s sibling, e.g. ``smollm2-135m~sibling``: the rows, runs and tables that
+    carry it name it so (the base weights are ``model``'s)."""
+    return f"{model}~sibling"
+
+
 @dataclass(frozen=True)
 class TrainingRun:
-    """One finetune: ``predictor`` trained on the behaviour of ``target`` (self when they are the same model)
-    with finetuning seed ``seed``. Self runs learn the base target's behaviour, cross runs the self-trained
-    target's (:func:`trained_model_name`)."""
+    """One finetune: ``predictor`` (a base model) trained on the behaviour of ``target`` with finetuning seed
+    ``seed``. Self runs (the same model) learn the base target's behaviour; cross runs (another model) and sibling
+    runs (``sibling``: a second copy of the target's own base weights, trained from another training seed,
+    :data:`SIBLING_SEED_OFFSET`) learn the self-trained target's (:func:`trained_model_name`), from the same
+    pairs."""
 
     predictor: str
     target: str
     seed: int
     n_examples: int | None = None  # None: every pair (up to finetune.max_examples); an int: a scaling-sweep run
+    sibling: bool = False
+
+    def __post_init__(self) -> None:
+        if self.sibling and (self.predictor != self.target or self.n_examples is not None):
+            raise ValueError("a sibling run trains the target's own base weights on every pair")
 
     @property
     def kind(self) -> str:
-        return "self" if self.predictor == self.target else "cross"
+        return "sibling" if self.sibling else "self" if self.predictor == self.target else "cross"
+
+    @property
+    def predictor_name(self) -> str:
+        """The predictor as the rows name it: the base model, or its sibling (:func:`sibling_name`)."""
+        return sibling_name(self.predictor) if self.sibling else self.predictor
+
+    @property
+    def train_seed(self) -> int:
+        """The seed of the finetune itself (pair order, LoRA initialisation)."""
+        return self.seed + SIBLING_SEED_OFFSET if self.sibling else self.seed
 
     @property
     def trained_on(self) -> str:
@@ -104,7 +132,7 @@ class TrainingRun:
     @property
     def name(self) -> str:
         size = "" if self.n_examples is None else f"__n{self.n_examples}"
-        return f"{self.predictor}__on__{self.target}__s{self.seed}{size}"
+        return f"{self.predictor_name}__on__{self.target}__s{self.seed}{size}"
 
 
 def self_runs(plan: Plan) -> list[TrainingRun]:
@@ -113,11 +141,14 @@ def self_runs(plan: Plan) -> list[TrainingRun]:
 
 
 def cross_runs(plan: Plan, n_pairs: dict[tuple[str, int], int]) -> list[TrainingRun]:
-    """Every other model trained on each self-trained target, per seed; plus, for the first seed, the
-    scaling sweep (the smaller sizes of ``finetune.scaling_sizes`` that are below the number of pairs)."""
+    """Every other model trained on each self-trained target, per seed, and (``finetune.sibling``) the target's
+    sibling; plus, for the first seed, the scaling sweep (the smaller sizes of ``finetune.scaling_sizes`` that are
+    below the number of pairs)."""
     cfg = _finetune_params(plan)
     names = [r.name for r in plan.refs]
     runs = [TrainingRun(p, t, s) for s in cfg.seeds for t in names for p in names if p != t]
+    if cfg.sibling:
+        runs += [TrainingRun(t, t, s, sibling=True) for s in cfg.seeds for t in names]
     for t in names:
         for size in cfg.scaling_sizes:
             if size < n_pairs[(t, cfg.seeds[0])]:

@@ -26,6 +26,8 @@ from reproduce.schema import PROB, Col, Schema
 
 SPLITS = ("train", "test")
 KINDS = ("self", "cross")
+#: the trained predictors of meta_trained: self, cross, and the sibling (the target's base weights, trained on M1')
+TRAINED_KINDS = ("self", "cross", "sibling")
 GROUND_TRUTHS = ("base", "trained")
 
 _TASK = [Col("task", "str", null=False), Col("split", "str", null=False, values=SPLITS),
@@ -51,21 +53,24 @@ TRAINING_EXAMPLES = Schema("training_examples", [
     Col("property", "str", null=False), Col("prompt", "str", null=False), Col("answer", "str", null=False),
 ], key=["target", "task", "item_id", "property"])
 
-_META = [
-    Col("predictor", "str", null=False), Col("dtype", "str", null=False), Col("target", "str", null=False),
-    Col("object_model", "str", null=False), Col("ground_truth", "str", null=False, values=GROUND_TRUTHS),
-    Col("seed", "int"), Col("kind", "str", null=False, values=KINDS), *_TASK, Col("property", "str", null=False),
-    Col("meta_prompt_hash", "str", null=False), Col("meta_response", "str", null=False), Col("meta_value", "str"),
-    Col("meta_compliant", "bool", null=False), Col("options", "list", null=False),
-    Col("option_probs", "list", null=False, range=PROB), Col("p_outside", "float", range=PROB),
-    Col("option_position", "int"), Col("object_value", "str"), Col("object_compliant", "bool", null=False),
-    Col("p_object_value", "float", range=PROB), Col("correct", "bool", null=False),
-]
+def _meta(kinds: tuple[str, ...]) -> list:
+    """The columns of a meta-level table whose predictors are of ``kinds``."""
+    return [
+        Col("predictor", "str", null=False), Col("dtype", "str", null=False), Col("target", "str", null=False),
+        Col("object_model", "str", null=False), Col("ground_truth", "str", null=False, values=GROUND_TRUTHS),
+        Col("seed", "int"), Col("kind", "str", null=False, values=kinds), *_TASK, Col("property", "str", null=False),
+        Col("meta_prompt_hash", "str", null=False), Col("meta_response", "str", null=False), Col("meta_value", "str"),
+        Col("meta_compliant", "bool", null=False), Col("options", "list", null=False),
+        Col("option_probs", "list", null=False, range=PROB), Col("p_outside", "float", range=PROB),
+        Col("option_position", "int"), Col("object_value", "str"), Col("object_compliant", "bool", null=False),
+        Col("p_object_value", "float", range=PROB), Col("correct", "bool", null=False),
+    ]
 
-META_UNTRAINED = Schema("meta_untrained", _META, key=["predictor", "target", "task", "item_id", "property"])
+
+META_UNTRAINED = Schema("meta_untrained", _meta(KINDS), key=["predictor", "target", "task", "item_id", "property"])
 
 META_TRAINED = Schema("meta_trained", [
-    *_META, Col("run", "str", null=False), Col("trained_on", "str", null=False),
+    *_meta(TRAINED_KINDS), Col("run", "str", null=False), Col("trained_on", "str", null=False),
     Col("n_examples", "int", null=False, range=(1, float("inf"))), Col("scaling", "bool", null=False),
     Col("mixed_precision", "str", null=False), Col("base_dtype", "str", optional=True),
 ], key=["run", "ground_truth", "target", "task", "item_id", "property"])

@@ -95,17 +95,28 @@ def validate_task(manifest: dict[str, Any], items: list[dict[str, Any]]) -> None
         raise DatasetError(f"task {name!r}: family {manifest.get('family')!r} is not one of {FAMILIES}")
     if manifest.get("split") not in ("train", "test"):
         raise DatasetError(f"task {name!r}: split must be 'train' or 'test', got {manifest.get('split')!r}")
-    for p in manifest.get("properties", []):
+    props = manifest.get("properties", [])
+    if not isinstance(props, list) or not all(isinstance(p, str) for p in props):
+        raise DatasetError(f"task {name!r}: the manifest's properties must be a list of names, got {props!r}; "
+                           "restore the manifest (`git checkout data_raw` or `dvc repro datasets`)")
+    for p in props:
         check_fits(get_property(p), name, manifest["family"])
     ids = set()
     for i, it in enumerate(items):
+        if not isinstance(it, dict):
+            raise DatasetError(f"task {name!r}: item {i} is not a JSON object")
         missing = [k for k in REQUIRED_ITEM_KEYS if k not in it]
         if missing:
             raise DatasetError(f"task {name!r}: item {i} lacks {missing}")
+        if not isinstance(it["item_id"], (str, int)):
+            raise DatasetError(f"task {name!r}: item {i}'s item_id must be a string, got {it['item_id']!r}")
+        if not isinstance(it["hypothetical_prompts"], dict):
+            raise DatasetError(f"task {name!r}: item {it['item_id']}'s hypothetical_prompts must map each property "
+                               f"to its prompt, got {type(it['hypothetical_prompts']).__name__}")
         if it["item_id"] in ids:
             raise DatasetError(f"task {name!r}: duplicate item_id {it['item_id']!r}")
         ids.add(it["item_id"])
-        absent = set(manifest["properties"]) - set(it["hypothetical_prompts"])
+        absent = set(props) - set(it["hypothetical_prompts"])
         if absent:
             raise DatasetError(f"task {name!r}: item {it['item_id']} has no hypothetical prompt for {sorted(absent)}")
 

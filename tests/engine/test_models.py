@@ -19,6 +19,20 @@ def test_unresolvable_specs_fail_fast_with_advice(spec, match):
         resolve(spec)
 
 
+def test_a_relative_path_that_does_not_exist_is_named_as_a_path(tmp_path, monkeypatch):
+    """`models/mine` where `models/` exists here reads as a path (an org/name id looks the same): the message
+    names the folder it looked for, not only the Hugging Face cache; `./x` and `../x` are paths outright."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    with pytest.raises(ModelError, match="neither a local directory .*models/mine.* nor in the local Hugging Face cache"):
+        resolve("models/mine")
+    for spec in ("./mine", "../elsewhere/mine", "~/no-such-model-folder"):
+        with pytest.raises(ModelError, match="local model directory .* does not exist"):
+            resolve(spec)
+    with pytest.raises(ModelError, match="not in the local Hugging Face cache.*never downloads"):
+        resolve("nobody-org/no-such-model-7b")  # no folder nobody-org here: an id
+
+
 def test_local_directory_without_config(tmp_path):
     with pytest.raises(ModelError, match="has no config.json"):
         resolve(str(tmp_path))

@@ -81,7 +81,7 @@ def test_self_trained_models_answer_the_object_level_again(run, trained):
 
 def test_cross_prediction_learns_the_self_trained_targets_behaviour(trained):
     index, root = trained["cross_index"], trained["root"]
-    full = [r for r in index if not r["scaling"]]
+    full = [r for r in index if not r["scaling"] and r["kind"] == "cross"]
     assert {(r["predictor"], r["target"], r["seed"], r["trained_on"]) for r in full} == {
         (p, t, s, trained_model_name(t, s)) for p in MODELS for t in MODELS if p != t for s in SEEDS}
     sweep = [r for r in index if r["scaling"]]  # size 4, first seed only: 100 is not below the 8 pairs there are
@@ -91,6 +91,33 @@ def test_cross_prediction_learns_the_self_trained_targets_behaviour(trained):
         assert len(ex) and set(ex["task"]) == {"numbers"}
         ours = _values(t[t["compliant"]])
         assert all(ours[(r.task, r.item_id, r.property)] == r.answer for r in ex.itertuples())
+
+
+def test_the_sibling_is_the_targets_base_trained_on_the_cross_predictors_pairs_from_another_seed(trained):
+    """finetune.sibling (on by default): per model and seed, the model's own base weights trained on its
+    self-trained version's behaviour, on exactly the pairs its cross-predictor trained on, from another training
+    seed; the self-predictor trained from the same base on other pairs (the base behaviour)."""
+    from reproduce.self_prediction.runs import SIBLING_SEED_OFFSET, sibling_name
+
+    index = trained["cross_index"]
+    siblings = [r for r in index if r["kind"] == "sibling"]
+    assert {(r["predictor"], r["base"], r["target"], r["seed"]) for r in siblings} == {
+        (sibling_name(t), t, t, s) for t in MODELS for s in SEEDS}
+    for r in siblings:
+        cross = [c for c in index if c["kind"] == "cross" and not c["scaling"] and c["target"] == r["target"]
+                 and c["seed"] == r["seed"]]
+        own = [c for c in trained["self_index"] if c["target"] == r["target"] and c["seed"] == r["seed"]]
+        assert r["trained_on"] == cross[0]["trained_on"] == trained_model_name(r["target"], r["seed"])
+        assert r["pairs"] == cross[0]["pairs"] and r["n_examples"] == cross[0]["n_examples"]  # the same pairs
+        assert r["pairs"] != own[0]["pairs"]
+        assert r["train_seed"] == r["seed"] + SIBLING_SEED_OFFSET != own[0]["train_seed"]
+        assert r["run"] == f"{sibling_name(r['target'])}__on__{r['target']}__s{r['seed']}"
+    # its predictions are scored against M1'(s), like the self- and cross-predictors'
+    meta = trained["meta"]
+    sib = meta[meta["kind"] == "sibling"]
+    assert len(sib) and set(sib["predictor"]) == {sibling_name(m) for m in MODELS}
+    for (t, s), g in sib[sib["ground_truth"] == "trained"].groupby(["target", "seed"]):
+        assert set(g["object_model"]) == {trained_model_name(t, s)}
 
 
 def test_finished_finetunes_are_reused_after_dvc_deletes_the_outputs(trained, tmp_path, monkeypatch):
