@@ -123,7 +123,7 @@ class Finetune(_Strict):
     checkpoint_every: int = Field(default=50, ge=1, description="steps between resumable checkpoints")
     max_length: int = Field(default=512, ge=16, description="longest prompt + answer, in tokens")
     scaling_sizes: list[int] = Field(default_factory=list, description="cross-prediction training-set sizes")
-    sibling: bool = Field(default=True, description=(
+    sibling: bool = Field(default=False, description=(
         "train a sibling predictor per model and seed: a second copy of the model's base weights trained on its "
         "self-trained version's train-task behaviour, with the cross-predictor's pairs and settings and another "
         "training seed; self minus sibling is the advantage that identical weights do not explain"))

@@ -233,11 +233,12 @@ def summarise(reps: pd.DataFrame) -> dict:
 
 def _contrast_rates(reps: pd.DataFrame) -> dict:
     """A sibling contrast's rates in its null world, over the fits that passed the gate: its population verdict
-    (positive) and a positive population verdict for any target."""
+    (positive) and, where the world has every direction at 0 (``equal_null``), a positive population verdict
+    for any target."""
     ok = reps[reps["gate_passed"]]
-    return {"world": str(reps["world"].iloc[0]),
-            "population": rate((ok["population_verdict"] == POSITIVE).to_numpy()),
-            "any_direction": rate(ok["any_direction"].to_numpy()),
+    world = str(reps["world"].iloc[0])
+    return {"world": world, "population": rate((ok["population_verdict"] == POSITIVE).to_numpy()),
+            **({"any_direction": rate(ok["any_direction"].to_numpy())} if world == "equal_null" else {}),
             "gate": {"passed": int(reps["gate_passed"].sum()), "failed": int((~reps["gate_passed"]).sum()),
                      "resampled": int((reps["gate_passed"] & (reps["samplings"] > 1)).sum())}}
 
@@ -330,9 +331,9 @@ def null_text(r: dict) -> str:
             x = r["rates"][key]
             lines.append(f"  {label}: {_rate_line(x)}")
     for contrast, x in r["rates"].get("sibling", {}).items():
+        any_target = f", any target {_rate_line(x['any_direction'])}" if "any_direction" in x else ""
         lines.append(f"  {contrast.replace('_', ' ')} ({x['world']}; {x['gate']['passed']} fits passed the gate, "
-                     f"{x['gate']['failed']} failed): population verdict {_rate_line(x['population'])}, "
-                     f"any target {_rate_line(x['any_direction'])}")
+                     f"{x['gate']['failed']} failed): population verdict {_rate_line(x['population'])}{any_target}")
     return "\n".join(lines)
 
 

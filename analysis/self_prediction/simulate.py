@@ -170,7 +170,8 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                           full_examples: int = 480, scaling_sizes: tuple[int, ...] = (120, 240),
                           calibration_items: int = 10, n_samples: int = 20, extremes: str = "compliance",
                           dtype: str = "bfloat16", mixed_precision: str = "bf16", base_dtype: str = "float32",
-                          seeds: tuple[int, ...] = (0, 1), data_raw: Path | None = None) -> dict[str, pd.DataFrame]:
+                          seeds: tuple[int, ...] = (0, 1), data_raw: Path | None = None,
+                          sibling: bool = False) -> dict[str, pd.DataFrame]:
     """Synthetic ``meta_untrained``, ``meta_trained``, ``calibration`` and ``behaviour_change`` tables with
     the columns of :mod:`reproduce.self_prediction` (defaults: the ``default`` profile's shape; ``dtype``,
     ``mixed_precision`` and ``base_dtype`` are the recorded inference dtype, training precision and the dtype
@@ -196,7 +197,11 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
     object-level compliance on the A/B tasks and 100% compliance of every trained self-predictor (k = n);
     ``"all"`` also one untrained property at 0% compliance (so 0% accuracy) and one trained self cell 100%
     correct, for the edge-case tests (perfectly separated cells give the hierarchical models heavy tails, and
-    divergent transitions at the default sampler settings); ``"none"`` no forced extreme."""
+    divergent transitions at the default sampler settings); ``"none"`` no forced extreme.
+
+    ``sibling``: also each target's sibling predictor per seed (``<model>~sibling``, copying M1' with a strength
+    between the self- and cross-predictors'), and the base models' object-level tables
+    (``object_level/<model>``), from which the analysis computes behavioural similarity."""
     if extremes not in ("none", "compliance", "all"):
         raise ValueError(f"extremes={extremes!r}: one of 'none', 'compliance', 'all'")
     if not seeds:
@@ -338,6 +343,15 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                     rows = meta_rows(pr, [(t, om, "trained"), (t, t, "base")], om, copy, comp, om)
                     trained += [dict(r, run=name, trained_on=t if pr == t else om, n_examples=n_examples, scaling=size is not None,
                                      mixed_precision=mixed_precision, base_dtype=base_dtype, seed=s) for r in rows]
+    if sibling:  # the target's own base weights trained on M1''s pairs: copies M1' less often than self
+        for s in seeds:
+            for t in models:
+                om = self_trained(t, s)
+                copy = {k: float(np.clip(0.38 + rng.normal(0, 0.1), 0.05, 0.95)) for k in cells(0, 1)}
+                rows = meta_rows(f"{t}~sibling", [(t, om, "trained"), (t, t, "base")], om, copy, cells(0.85, 1.0), om)
+                trained += [dict(r, kind="sibling", run=f"{t}~sibling__on__{t}__s{s}", trained_on=om,
+                                 n_examples=full_examples, scaling=False, mixed_precision=mixed_precision,
+                                 base_dtype=base_dtype, seed=s) for r in rows]
     meta_trained = pd.DataFrame(trained)
 
     # calibration: the object model's T=1 distribution beside every (non-scaling) predictor's option
@@ -349,7 +363,8 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
         dist.append({"object_model": om, "task": task, "item_id": item, "property": p,
                      "options": list(get_property(p).options), "n_samples": n_samples, "n_compliant": n_ok,
                      "n_other": 0, "object_counts": counts, "object_probs": [c / n_ok for c in counts] if n_ok else []})
-    main = meta_trained[~meta_trained["scaling"] & (meta_trained["ground_truth"] == "trained")]
+    main = meta_trained[~meta_trained["scaling"] & (meta_trained["ground_truth"] == "trained")
+                        & (meta_trained["kind"] != "sibling")]  # experiment 2 compares self and cross
     meta = pd.concat([meta_untrained.assign(condition="untrained", run=None),
                       main.drop(columns=["mixed_precision", "base_dtype"]).assign(condition="trained")], ignore_index=True)
     calibration = (meta.drop(columns=["options"])
@@ -411,8 +426,18 @@ def simulate_stage_tables(seed: int = 0, models: tuple[str, ...] = DEFAULT_MODEL
                         "p_new": option_probs[vals.index(new)] if prop.closed and new in vals else None,
                         "matches_old": bool(mv is not None and old is not None and mv == old),
                         "matches_new": bool(mv is not None and new is not None and mv == new)})
-    return {"meta_untrained": meta_untrained, "meta_trained": meta_trained,
-            "calibration": calibration.reset_index(drop=True), "behaviour_change": pd.DataFrame(bc)}
+    out = {"meta_untrained": meta_untrained, "meta_trained": meta_trained,
+           "calibration": calibration.reset_index(drop=True), "behaviour_change": pd.DataFrame(bc)}
+    if sibling:
+        for t in models:
+            rows = [{"model": t, "dtype": dtype, "task": task, "split": "test", "family": manifests[task]["family"],
+                     "item_id": item, "prompt_hash": short_hash(f"{t}/{task}/{item}"),
+                     "response": obj[t, task, item, p][0] or "", "response_raw": obj[t, task, item, p][0] or "",
+                     "finish": "stop", "n_new_tokens": 1, "property": p, "value": obj[t, task, item, p][0],
+                     "compliant": obj[t, task, item, p][1]}
+                    for task in tasks for item in ids[task] for p in manifests[task]["properties"]]
+            out[f"object_level/{t}"] = pd.DataFrame(rows)
+    return out
 
 
 CALIBRATION_COLUMNS = ["condition", "run", "predictor", "target", "kind", "task", "split", "family", "item_id",
@@ -426,5 +451,6 @@ def write_stage_tables(tables: dict[str, pd.DataFrame], data: Path) -> Path:
     data = Path(data)
     data.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
+        (data / f"{name}.parquet").parent.mkdir(parents=True, exist_ok=True)
         df.to_parquet(data / f"{name}.parquet", index=False)
     return data

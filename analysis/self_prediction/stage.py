@@ -170,11 +170,12 @@ def _behaviour(bc: pd.DataFrame, profile: Profile, tables: dict, posteriors: dic
 def _object_responses(data: Path) -> pd.DataFrame | None:
     """The object-level answers of the base models and of every M1' (``data/object_level`` and
     ``data/object_level_trained``), with the option that shows the behaviour of every stance item (from the
-    task datasets), for the original's scoring (:func:`analysis.self_prediction.original.object_responses`); None when
-    neither folder exists (tables made without the object-level stages)."""
-    paths = [p for d in ("object_level", "object_level_trained") for p in sorted((data / d).glob("*.parquet"))]
-    if not paths:
+    task datasets), for the original's scoring (:func:`analysis.self_prediction.original.object_responses`); None unless
+    both folders hold tables (tables made without the object-level stages)."""
+    folders = ("object_level", "object_level_trained")
+    if not all(any((data / d).glob("*.parquet")) for d in folders):  # the original's scoring reads both
         return None
+    paths = [p for d in folders for p in sorted((data / d).glob("*.parquet"))]
     tables = [read_stage_table(p, p.parent.name, OBJECT_LEVEL) for p in paths]
     stance = {t for df in tables for t in df.loc[df["property"] == "ethical_stance", "task"]}
     return original.object_responses(tables, original.stance_targets(stance))

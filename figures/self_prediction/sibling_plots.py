@@ -18,7 +18,7 @@ SIBLING_CONTRASTS = {"self_minus_sibling": "self - sibling", "sibling_minus_cros
 
 
 def _no_sibling(title: str):
-    fig, ax = plt.subplots(figsize=(5.0, 1.2))
+    fig, ax = plt.subplots(figsize=(6.0, 2.0))
     ax.axis("off")
     ax.text(0.5, 0.5, f"{title}: this run trained no sibling predictor (finetune.sibling: false)",
             ha="center", va="center")
@@ -57,7 +57,7 @@ def sibling_contrasts(o):
         ax.axvline(x, color="black", lw=0.6, ls=":")
     ax.set_xlabel("difference in accuracy (points)")
     ax.set_title(f"Self, sibling and cross ({IV}% posterior intervals, new task)")
-    ax.legend(loc="best", frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
     fig.tight_layout()
     return fig
 

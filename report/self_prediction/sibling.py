@@ -47,10 +47,11 @@ def _allowed(contrast: str, null: dict | None, which: str = "population") -> tup
     """Whether the verdict word of ``contrast``'s ``which`` rule (``population``: the pooled population
     verdict; ``any_direction``: every target's) may stand, and the clause that gives its measured rate."""
     rates = (null or {}).get("rates", {})
+    if which != "population" and contrast != "self_minus_sibling":
+        # only self minus sibling's null world has every direction at 0 (equal_null); the others keep the gap
+        return False, "its per-direction verdicts' rates are not simulated one by one"
     if contrast == "self_minus_cross":
-        r = rates.get("population" if which == "population" else "every_direction")
-        if which != "population":
-            return False, "its per-direction verdicts' rates are not simulated one by one"
+        r = rates.get("population")
     else:
         r = (rates.get("sibling") or {}).get(contrast, {}).get(which)
     if not r or not r["reps"]:
@@ -64,7 +65,12 @@ def _allowed(contrast: str, null: dict | None, which: str = "population") -> tup
 def _verdict_text(contrast: str, verdict: str, allowed: bool) -> str:
     if not allowed:
         return "no verdict"
-    return WORDS[contrast].get(verdict, "inconclusive")
+    return WORDS[contrast].get(verdict, "the verdict is inconclusive")
+
+
+def _cell(contrast: str, verdict: str, allowed: bool) -> str:
+    """A verdict as the table prints it: the rule's word, or "no verdict" where its rate does not allow one."""
+    return verdict if allowed else "no verdict"
 
 
 def contrast_sentences(sib: dict, null: dict | None) -> list[str]:
@@ -105,14 +111,14 @@ def contrast_table(sib: dict, null: dict | None) -> pd.DataFrame:
         ok, _ = _allowed(key, null)
         rows.append({"Contrast": name, "Target": "pooled", "Against": "-",
                      "New task": interval_text(c["population"]), "Observed tasks": interval_text(c["conditional"]),
-                     "Verdict (new task)": _verdict_text(key, c["population"]["verdict"], ok)})
+                     "Verdict (new task)": _cell(key, c["population"]["verdict"], ok)})
         ok_t, _ = _allowed(key, null, "any_direction")
         for d in c["by_target"]:
             pop = {"mean": d["population_mean"], "low": d["population_low"], "high": d["population_high"]}
             cond = {"mean": d["conditional_mean"], "low": d["conditional_low"], "high": d["conditional_high"]}
             rows.append({"Contrast": name, "Target": d["target"], "Against": d["other"],
                          "New task": interval_text(pop), "Observed tasks": interval_text(cond),
-                         "Verdict (new task)": _verdict_text(key, d["population_verdict"], ok_t)})
+                         "Verdict (new task)": _cell(key, d["population_verdict"], ok_t)})
     return pd.DataFrame(rows)
 
 

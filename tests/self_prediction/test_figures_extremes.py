@@ -22,7 +22,8 @@ def extreme_outputs(tmp_path_factory):
     from analysis.self_prediction.stage import run_analysis
     from reproduce.config import Analysis
 
-    tables = simulate_stage_tables(seed=1, tasks=TASKS, items=8, calibration_items=4, n_samples=10, extremes="all")
+    tables = simulate_stage_tables(seed=1, tasks=TASKS, items=8, calibration_items=4, n_samples=10, extremes="all",
+                                   sibling=True)
     mu = tables["meta_untrained"]
     silent = mu["predictor"] == "smollm2-135m"  # an untrained predictor that never answers validly: 0% compliance
     mu.loc[silent, ["meta_value", "meta_response"]] = [None, ""]
