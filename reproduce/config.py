@@ -426,7 +426,10 @@ def read_params(path: str | Path) -> tuple[str, dict]:
         raise ConfigError(f"params file {path} not found; run from the repository root, pass --params FILE, "
                           f"or create it with `looking-inward use-profile default`")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+                          f"write a fresh file with `looking-inward use-profile default --force`") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
