@@ -312,6 +312,38 @@ def analysed(run, trained, changed, tmp_path_factory):
     return {"profile": profile, "metrics": metrics, "out": tmp / "analysis", "root": tmp}
 
 
+def test_the_sibling_control_is_analysed_and_simulated(trained, analysed):
+    """The analysis fits self minus sibling and sibling minus cross on the real tiny tables (through the gate),
+    takes self minus cross from the advantage model, computes the similarity from the base models' own answers,
+    and the null simulation gives each new contrast its rates."""
+    import json
+
+    sib, out = analysed["metrics"]["sibling"], analysed["out"]
+    assert set(sib["contrasts"]) == {"self_minus_sibling", "sibling_minus_cross", "self_minus_cross"}
+    assert sib["contrasts"]["self_minus_cross"]["population"]["mean"] == analysed["metrics"]["advantage"]["population"]["mean"]
+    for name in ("self_minus_sibling", "sibling_minus_cross"):
+        c = sib["contrasts"][name]
+        assert c["diagnostics"]["r_hat_max"] <= 1.01 and c["diagnostics"]["divergences"] == 0
+        assert c["population"]["low"] <= c["population"]["mean"] <= c["population"]["high"]
+        assert {d["target"] for d in c["by_target"]} == set(MODELS)
+    arms = pd.read_parquet(out / "tidy" / "sibling_arms.parquet")
+    assert set(arms["arm"]) == {"self", "sibling", "cross"}
+    sim = pd.read_parquet(out / "tables" / "similarity.parquet")
+    agree = {(r["target"], r["arm"]): r["agreement"] for r in sib["agreement"]}
+    for t in MODELS:  # the self-predictor and its sibling share their base model's answers
+        assert agree[(t, "self")] == agree[(t, "sibling")]
+    # the raw accuracy of every arm is its rows' mean
+    for r in sib["accuracy"]:
+        rows = arms[(arms["target"] == r["target"]) & (arms["arm"] == r["arm"])]
+        assert r["n"] == len(rows) and r["accuracy"] == pytest.approx(100 * rows["correct"].mean())
+    assert sim["n"].sum() == len(arms)
+    rates = json.loads((out / "null" / "null.json").read_text())["rates"]["sibling"]
+    assert rates["self_minus_sibling"]["world"] == "equal_null" and "any_direction" in rates["self_minus_sibling"]
+    assert rates["sibling_minus_cross"]["world"] == "population_null"
+    reps = pd.read_parquet(out / "null" / "replicates.parquet")
+    assert set(reps["contrast"]) == {"self_minus_cross", "self_minus_sibling", "sibling_minus_cross"}
+
+
 def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
     import json
 
