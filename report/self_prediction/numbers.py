@@ -86,8 +86,13 @@ def _gate_text(rates: dict) -> str:
     g = rates.get("gate", {}).get("population_null")
     if not g:
         return ""
-    failed = (f"; {g['failed']} more failed it and carry no verdict, as the analysis would publish none"
-              if g["failed"] else "")
+    failed = ""
+    if g["failed"]:
+        head = rates.get("headline") or {"positives": 0}
+        worst = 100 * (head["positives"] + g["failed"]) / (g["passed"] + g["failed"])
+        failed = (f"; {g['failed']} more failed it even after the cures and carry no verdict, as the analysis would "
+                  f"publish none (were each of them a false positive, the headline rule's rate would be "
+                  f"{fmt(worst)}%)")
     return f" that passed the analysis's convergence gate, {g['resampled']} of them after its cures{failed}"
 
 

@@ -51,15 +51,21 @@ def _allowed(contrast: str, null: dict | None, which: str = "population") -> tup
         # only self minus sibling's null world has every direction at 0 (equal_null); the others keep the gap
         return False, "its per-direction verdicts' rates are not simulated one by one"
     if contrast == "self_minus_cross":
-        r = rates.get("population")
+        r, gate = rates.get("population"), rates.get("gate", {}).get("population_null")
     else:
-        r = (rates.get("sibling") or {}).get(contrast, {}).get(which)
+        x = (rates.get("sibling") or {}).get(contrast, {})
+        r, gate = x.get(which), x.get("gate")
     if not r or not r["reps"]:
         return False, "its false-positive rate was not measured"
     limit = 100 * (null or {}).get("max_rate", 0.05)
+    worst = ""
+    if gate and gate["failed"]:
+        bound = 100 * (r["positives"] + gate["failed"]) / (r["reps"] + gate["failed"])
+        worst = (f"; {gate['failed']} null fits failed the convergence gate, and were each a false positive the "
+                 f"rate would be {fmt(bound)}%")
     if not r["within"]:
-        return False, f"its false-positive rate is {_rate(r)}, above the {limit:g}% limit"
-    return True, f"false-positive rate {_rate(r)}"
+        return False, f"its false-positive rate is {_rate(r)}, above the {limit:g}% limit{worst}"
+    return True, f"false-positive rate {_rate(r)}{worst}"
 
 
 def _verdict_text(contrast: str, verdict: str, allowed: bool) -> str:

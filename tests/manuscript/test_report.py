@@ -742,6 +742,7 @@ def test_the_headline_carries_a_verdict_word_only_with_its_false_positive_rate_m
     gated["rates"]["gate"] = {"population_null": {"passed": 38, "failed": 2, "resampled": 5}}
     text = headline_text(a, gated)["headline_fpr_sentence"]
     assert "38 Bayesian fits that passed the analysis's convergence gate, 5 of them after its cures; 2 more failed" in text
+    assert "the headline rule's rate would be 7.5%" in text  # (1 + 2) of 40: the worst case beside the rate
     none_passed = {"reps": 1, "max_rate": 0.05, "rates": {"headline": rate(np.array([], dtype=bool))}}
     for null, why in ((_null(3, 40), "above the 5% limit"), (None, "was not measured"),
                       (none_passed, "no null world's fit passed the convergence gate")):
