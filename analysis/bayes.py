@@ -224,6 +224,18 @@ def diagnostics(idata) -> dict:
             "draws": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"])}
 
 
+def release_compiled() -> None:
+    """Free the compiled log densities and samplers of the fits so far. Every fit builds and compiles its own
+    (each model is a new graph, so JAX's caches never reuse them); a loop of many fits in one process (the null
+    simulation, the power check) otherwise grows until the compiler cannot allocate memory."""
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
+
+
 def _worst(stats, pick) -> tuple[float, str]:
     """The extreme (``pick`` = max or min) of a per-parameter statistic over every variable and element,
     and its label as ``az.summary`` writes it (``name[coord, ...]``)."""

@@ -49,7 +49,7 @@ from reproduce.versioning import code_version
 import analysis.self_prediction.hierarchical as M
 import analysis.self_prediction.population as population
 import analysis.self_prediction.sibling as S
-from analysis.bayes import sigmoid
+from analysis.bayes import release_compiled, sigmoid
 from analysis.intervals import wilson
 from analysis.verdicts import POSITIVE
 
@@ -191,6 +191,8 @@ def replicate(skeleton: pd.DataFrame, world: dict, name: str, groups: list[str],
         M.advantage_model(data), replace(settings, seed=replicate_seed(seed, name, rep, contrast)),
         f"null-{contrast}-{name}-{rep}")
     verdicts = rules(idata, data, rope, seed + rep) if idata is not None else NO_VERDICT
+    del idata
+    release_compiled()  # hundreds of fits run in one process
     return {"contrast": contrast, "world": name, "rep": rep, **verdicts, **record}
 
 

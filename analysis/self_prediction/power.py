@@ -305,6 +305,7 @@ def validate(design: Design, delta: float, reps: int, rope: float, seed: int, se
     from dataclasses import replace
 
     import analysis.self_prediction.hierarchical as M
+    from analysis.bayes import release_compiled
     from analysis.self_prediction.null import sample_gated_record
     from analysis.self_prediction.population import rule_verdicts
     from analysis.verdicts import POSITIVE
@@ -325,6 +326,8 @@ def validate(design: Design, delta: float, reps: int, rope: float, seed: int, se
             v = rule_verdicts(idata, data, rope, seed + r)
             bayes["observed_tasks"].append(v["conditional"]["verdict"] == POSITIVE)
             bayes["population"].append(v["population"]["verdict"] == POSITIVE)
+        del idata
+        release_compiled()
         if progress:
             progress(r + 1, reps)
     ok = np.array(passed, dtype=bool)

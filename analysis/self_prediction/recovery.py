@@ -24,6 +24,7 @@ from reproduce.errors import MissingInput, DataError
 from reproduce.io import atomic_path
 
 import analysis.self_prediction.hierarchical as M
+from analysis.bayes import release_compiled
 from analysis.self_prediction.simulate import simulate_directions
 from analysis.self_prediction.tidy import CELL, with_cell
 from analysis.verdicts import POSITIVE, headline, verdict
@@ -77,6 +78,7 @@ def sbc(reps: int = 100, seed: int = 0, settings: M.SamplerSettings | None = Non
         prior = pm.sample_prior_predictive(draws=reps, random_seed=seed)
     rows = []
     for r in range(reps):
+        release_compiled()  # the previous replicate's compiled model
         k = prior.prior_predictive["y"].isel(chain=0, draw=r).to_numpy()
         data = replace(design, cells=design.cells.assign(k=k))
         idata = M.sample(M.advantage_model(data), replace(settings, seed=seed + 1 + r))
@@ -123,6 +125,7 @@ def scenario(reps: int, delta: float, skill: tuple[float, ...], weights: tuple[f
     settings = settings or M.SamplerSettings(draws=500, tune=500, chains=2, target_accept=0.95)
     rows = []
     for r in range(reps):
+        release_compiled()  # the previous replicate's compiled model
         df, truth = simulate_directions(seed=seed + r, delta=delta, skill=skill, weights=weights, items=items,
                                         tasks=tasks, properties=properties)
         data = _data(df)
