@@ -90,9 +90,10 @@ def _gate_text(rates: dict) -> str:
     if g["failed"]:
         head = rates.get("headline") or {"positives": 0}
         worst = 100 * (head["positives"] + g["failed"]) / (g["passed"] + g["failed"])
-        failed = (f"; {g['failed']} more failed it even after the cures and carry no verdict, as the analysis would "
-                  f"publish none (were each of them a false positive, the headline rule's rate would be "
-                  f"{fmt(worst)}%)")
+        one = g["failed"] == 1
+        failed = (f"; {g['failed']} more failed it even after the cures and {'carries' if one else 'carry'} no "
+                  f"verdict, as the analysis would publish none (were {'it' if one else 'each of them'} a false "
+                  f"positive, the headline rule's rate would be {fmt(worst)}%)")
     return f" that passed the analysis's convergence gate, {g['resampled']} of them after its cures{failed}"
 
 
