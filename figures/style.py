@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from reproduce.errors import DataError  # noqa: E402
@@ -89,3 +90,23 @@ def save(fig, out: Path, name: str) -> list[Path]:
         paths.append(path)
     plt.close(fig)
     return paths
+
+
+def interval(ax, x, low, high, colour, horizontal=False):
+    """Intervals drawn from their own bounds, never as estimate +/- offsets: a percentile bootstrap of a biased
+    statistic (MAD) can legitimately exclude its point estimate, and must be shown as it is."""
+    x, low, high = np.asarray(x, float), np.asarray(low, float), np.asarray(high, float)
+    if horizontal:
+        ax.hlines(x, low, high, color=colour, lw=1)
+        ax.plot(np.r_[low, high], np.r_[x, x], "|", color=colour, ms=4, mew=1)
+    else:
+        ax.vlines(x, low, high, color=colour, lw=1)
+        ax.plot(np.r_[x, x], np.r_[low, high], "_", color=colour, ms=4, mew=1)
+
+
+def errorbar(ax, x, y, low, high, colour, marker, label, horizontal=False, **kw):
+    """A point with its interval; ``horizontal`` puts the value on the x axis."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    interval(ax, x, low, high, colour, horizontal)
+    px, py = (y, x) if horizontal else (x, y)
+    ax.plot(px, py, marker, color=colour, label=label, linestyle="none", **{"ms": 4, **kw})

@@ -17,7 +17,7 @@ from analysis.constants import INTERVAL_PERCENT as IV, MAD_BINS, POWER_TARGET, T
 from reproduce.errors import MissingInput
 
 from figures.self_prediction.sibling_plots import sibling_contrasts, similarity
-from figures.style import COLOURS, MARKERS
+from figures.style import COLOURS, MARKERS, errorbar as _errorbar, interval as _interval
 
 
 NEEDED = ("training", "training_common", "accuracy_by_target", "accuracy_by_seed", "advantage", "scaling", "calibration_curve", "mad",
@@ -49,26 +49,6 @@ class Outputs:
             path = self.root / "tables" / f"{name}.parquet"
             self._tables[name] = pd.read_parquet(path) if path.exists() else pd.DataFrame()
         return self._tables[name]
-
-
-def _interval(ax, x, low, high, colour, horizontal=False):
-    """Intervals drawn from their own bounds, never as estimate +/- offsets: a percentile bootstrap of a biased
-    statistic (MAD) can legitimately exclude its point estimate, and must be shown as it is."""
-    x, low, high = np.asarray(x, float), np.asarray(low, float), np.asarray(high, float)
-    if horizontal:
-        ax.hlines(x, low, high, color=colour, lw=1)
-        ax.plot(np.r_[low, high], np.r_[x, x], "|", color=colour, ms=4, mew=1)
-    else:
-        ax.vlines(x, low, high, color=colour, lw=1)
-        ax.plot(np.r_[x, x], np.r_[low, high], "_", color=colour, ms=4, mew=1)
-
-
-def _errorbar(ax, x, y, low, high, colour, marker, label, horizontal=False, **kw):
-    """A point with its interval; ``horizontal`` puts the value on the x axis."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    _interval(ax, x, low, high, colour, horizontal)
-    px, py = (y, x) if horizontal else (x, y)
-    ax.plot(px, py, marker, color=colour, label=label, linestyle="none", **{"ms": 4, **kw})
 
 
 def _targets(df: pd.DataFrame) -> list[str]:

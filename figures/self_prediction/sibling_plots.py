@@ -10,7 +10,7 @@ import numpy as np
 
 from analysis.constants import INTERVAL_PERCENT as IV
 
-from figures.style import COLOURS, MARKERS
+from figures.style import COLOURS, MARKERS, errorbar
 
 #: the sibling control's contrasts as the figure and the manuscript name them, in order
 SIBLING_CONTRASTS = {"self_minus_sibling": "self - sibling", "sibling_minus_cross": "sibling - cross",
@@ -40,17 +40,17 @@ def sibling_contrasts(o):
     colours = {"self_minus_sibling": COLOURS["sibling"], "sibling_minus_cross": COLOURS["cross"],
                "self_minus_cross": COLOURS["self"]}
     markers = {"self_minus_sibling": "^", "sibling_minus_cross": "s", "self_minus_cross": "o"}
+    row_of = {r: len(rows) - 1 - i for i, r in enumerate(rows)}
     for k, (key, label) in enumerate(SIBLING_CONTRASTS.items()):
         c = contrasts[key]
-        row_of = {r: len(rows) - 1 - i for i, r in enumerate(rows)}
         # pooled, then every (target, second-arm predictor) of the contrast on its target's row
         values = [("pooled", c["population"])] + [
             (d["target"], {"mean": d["population_mean"], "low": d["population_low"], "high": d["population_high"]})
             for d in c["by_target"]]
         y = np.array([row_of[r] for r, _ in values]) + 0.25 * (1 - k)
-        mean = np.array([v["mean"] for _, v in values])
-        err = np.array([mean - [v["low"] for _, v in values], [v["high"] for _, v in values] - mean])
-        ax.errorbar(mean, y, xerr=err, fmt=markers[key], color=colours[key], ms=4, lw=1, capsize=0, label=label)
+        # drawn from the bounds: a posterior mean may lie outside its equal-tailed interval
+        errorbar(ax, y, [v["mean"] for _, v in values], [v["low"] for _, v in values],
+                 [v["high"] for _, v in values], colours[key], markers[key], label, horizontal=True)
     ax.set_yticks(np.arange(len(rows))[::-1], [r if r == "pooled" else f"predicting {r}" for r in rows])
     ax.axvline(0, color="black", lw=0.8)
     for x in (-rope, rope):
