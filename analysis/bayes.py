@@ -26,11 +26,13 @@ from analysis.constants import BFMI_MIN, ESS_MIN, Q_HIGH, Q_LOW, RHAT_MAX  # noq
 class ConvergenceError(ProjectError, RuntimeError):
     """A posterior that fails the convergence gate: not published. ``problems``: what it missed."""
 
-    def __init__(self, message: str, problems: str = "", length_only: bool = False, divergent: bool = False):
+    def __init__(self, message: str, problems: str = "", length_only: bool = False, divergent: bool = False,
+                 samplings: int = 1):
         super().__init__(message)
         self.problems = problems
         self.length_only = length_only  # only r_hat or ESS missed: longer chains can pass
         self.divergent = divergent  # divergent transitions and an E-BFMI that passed: smaller steps can pass
+        self.samplings = samplings  # how many samplings failed before it was raised (sample_gated's cures)
 
 
 @dataclass(frozen=True)
@@ -321,7 +323,8 @@ def sample_gated(model, settings: SamplerSettings, name: str) -> tuple:
                     f"the {name} model failed the convergence gate {times}, from the same seed: "
                     f"{fits}. Its results are not published. Set analysis.draws and analysis.tune above "
                     f"{current.draws} and {current.tune}, or analysis.target_accept_retry closer to 1, in "
-                    "params.yaml and re-run the stage.", err.problems, err.length_only, err.divergent) from err
+                    "params.yaml and re-run the stage.", err.problems, err.length_only, err.divergent,
+                    samplings=len(missed) + 1) from err
             print(f"the {name} model missed the convergence gate ({err.problems}); sampling it again with "
                   f"{current.draws} draws and {current.tune} tuning steps at target acceptance "
                   f"{current.target_accept:g}", file=sys.stderr)

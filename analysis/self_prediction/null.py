@@ -152,10 +152,9 @@ def sample_gated_record(model, settings, name: str) -> tuple:
     try:
         idata, d = B.sample_gated(model, settings, name)
     except B.ConvergenceError as err:
-        nan, text = float("nan"), str(err)
+        nan = float("nan")
         return None, {"gate_passed": False, "r_hat_max": nan, "ess_bulk_min": nan, "ess_tail_min": nan,
-                      "divergences": -1, "target_accept": nan,
-                      "samplings": 3 if "three times" in text else 2 if "twice" in text else 1,
+                      "divergences": -1, "target_accept": nan, "samplings": err.samplings,
                       "gate_problems": err.problems}
     return idata, {"gate_passed": True, "r_hat_max": float(d["r_hat_max"]), "ess_bulk_min": float(d["ess_bulk_min"]),
                    "ess_tail_min": float(d["ess_tail_min"]), "divergences": int(d["divergences"]),
@@ -225,9 +224,7 @@ def summarise(reps: pd.DataFrame) -> dict:
     if (reps["world"] == "direction_null").any():
         out["every_direction"] = rate(d["every_direction"].to_numpy())
         out["every_direction_conditional"] = rate(d["conditional_every_direction"].to_numpy())
-    out["gate"] = {w: {"passed": int(g["gate_passed"].sum()), "failed": int((~g["gate_passed"]).sum()),
-                       "resampled": int((g["gate_passed"] & (g["samplings"] > 1)).sum())}
-                   for w, g in reps.groupby("world", sort=False)}
+    out["gate"] = {w: _gate_counts(g) for w, g in reps.groupby("world", sort=False)}
     if len(sibling):
         out["sibling"] = {c: _contrast_rates(g) for c, g in sibling.groupby("contrast", sort=False)}
     return out
@@ -241,8 +238,13 @@ def _contrast_rates(reps: pd.DataFrame) -> dict:
     world = str(reps["world"].iloc[0])
     return {"world": world, "population": rate((ok["population_verdict"] == POSITIVE).to_numpy()),
             **({"any_direction": rate(ok["any_direction"].to_numpy())} if world == "equal_null" else {}),
-            "gate": {"passed": int(reps["gate_passed"].sum()), "failed": int((~reps["gate_passed"]).sum()),
-                     "resampled": int((reps["gate_passed"] & (reps["samplings"] > 1)).sum())}}
+            "gate": _gate_counts(reps)}
+
+
+def _gate_counts(reps: pd.DataFrame) -> dict:
+    """How replicates' fits fared at the gate: passed, failed, and passed only after a cure (resampled)."""
+    ok = reps["gate_passed"]
+    return {"passed": int(ok.sum()), "failed": int((~ok).sum()), "resampled": int((ok & (reps["samplings"] > 1)).sum())}
 
 
 def shard_fingerprint(world: dict, groups: list[str], rope: float, settings, skeleton: pd.DataFrame) -> dict:

@@ -273,7 +273,7 @@ def test_the_gate_trips_on_a_deliberately_bad_fit(monkeypatch):
                        "draws at target acceptance 0.6 .*bulk ESS") as err:
         M.sample_gated(M.contrast_model(data), M.SamplerSettings(draws=100, tune=100, chains=2, seed=0,
                                                                  target_accept=0.6), "advantage")
-    assert sampled == [100, 200]
+    assert sampled == [100, 200] and err.value.samplings == 2  # the null simulation counts these
     assert "analysis.draws and analysis.tune above 200 and 200" in str(err.value)
     assert "ESS" in err.value.problems and err.value.problems in str(err.value)
 

@@ -134,7 +134,7 @@ def test_a_replicate_whose_fit_fails_the_gate_has_no_verdict(monkeypatch):
     def failing(model, settings, name):
         seen.append(settings.seed)
         raise B.ConvergenceError(f"the {name} model failed the convergence gate twice, from the same seed: ...",
-                                 "bulk ESS 120 < 400", length_only=True)
+                                 "bulk ESS 120 < 400", length_only=True, samplings=2)
 
     monkeypatch.setattr(B, "sample_gated", failing)
     sk = _skeleton(items=4)
