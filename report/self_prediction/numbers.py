@@ -80,6 +80,11 @@ def _rate_text(r: dict) -> str:
             f"({r['positives']} of {r['reps']} null worlds)")
 
 
+def worst_rate(positives: int, passed: int, failed: int) -> float:
+    """A simulated false-positive rate, in percent, were every fit that failed the convergence gate a positive."""
+    return 100 * (positives + failed) / (passed + failed)
+
+
 def _gate_text(rates: dict) -> str:
     """How the null population world's fits fared at the analysis's convergence gate, as a clause: those that
     passed are the rates' replicates; those that failed get no verdict, as the analysis would publish none."""
@@ -89,7 +94,7 @@ def _gate_text(rates: dict) -> str:
     failed = ""
     if g["failed"]:
         head = rates.get("headline") or {"positives": 0}
-        worst = 100 * (head["positives"] + g["failed"]) / (g["passed"] + g["failed"])
+        worst = worst_rate(head["positives"], g["passed"], g["failed"])
         one = g["failed"] == 1
         failed = (f"; {g['failed']} more failed it even after the cures and {'carries' if one else 'carry'} no "
                   f"verdict, as the analysis would publish none (were {'it' if one else 'each of them'} a false "

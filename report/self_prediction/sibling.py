@@ -11,6 +11,7 @@ import pandas as pd
 
 from reproduce.io import atomic_write_bytes
 from report.formatting import fmt, interval_text, md_table
+from report.self_prediction.numbers import _rate_text, worst_rate
 
 #: the contrasts in the order the manuscript gives them, with their names in prose
 NAMES = {"self_minus_sibling": "self minus sibling", "sibling_minus_cross": "sibling minus cross",
@@ -38,11 +39,6 @@ MEANING = (
     "sibling, and both above cross, points to similarity rather than introspection.")
 
 
-def _rate(r: dict) -> str:
-    return (f"{fmt(100 * r['rate'])}% [{fmt(100 * r['low'])}, {fmt(100 * r['high'])}] "
-            f"({r['positives']} of {r['reps']} null worlds)")
-
-
 def _allowed(contrast: str, null: dict | None, which: str = "population") -> tuple[bool, str]:
     """Whether the verdict word of ``contrast``'s ``which`` rule (``population``: the pooled population
     verdict; ``any_direction``: every target's) may stand, and the clause that gives its measured rate."""
@@ -60,12 +56,13 @@ def _allowed(contrast: str, null: dict | None, which: str = "population") -> tup
     limit = 100 * (null or {}).get("max_rate", 0.05)
     worst = ""
     if gate and gate["failed"]:
-        bound = 100 * (r["positives"] + gate["failed"]) / (r["reps"] + gate["failed"])
-        worst = (f"; {gate['failed']} null fits failed the convergence gate, and were each a false positive the "
-                 f"rate would be {fmt(bound)}%")
+        bound = worst_rate(r["positives"], r["reps"], gate["failed"])
+        one = gate["failed"] == 1
+        worst = (f"; {gate['failed']} null {'fit' if one else 'fits'} failed the convergence gate, and were "
+                 f"{'it' if one else 'each'} a false positive the rate would be {fmt(bound)}%")
     if not r["within"]:
-        return False, f"its false-positive rate is {_rate(r)}, above the {limit:g}% limit{worst}"
-    return True, f"false-positive rate {_rate(r)}{worst}"
+        return False, f"its false-positive rate is {_rate_text(r)}, above the {limit:g}% limit{worst}"
+    return True, f"false-positive rate {_rate_text(r)}{worst}"
 
 
 def _verdict_text(contrast: str, verdict: str, allowed: bool) -> str:
@@ -74,7 +71,7 @@ def _verdict_text(contrast: str, verdict: str, allowed: bool) -> str:
     return WORDS[contrast].get(verdict, "the verdict is inconclusive")
 
 
-def _cell(contrast: str, verdict: str, allowed: bool) -> str:
+def _cell(verdict: str, allowed: bool) -> str:
     """A verdict as the table prints it: the rule's word, or "no verdict" where its rate does not allow one."""
     return verdict if allowed else "no verdict"
 
@@ -117,14 +114,14 @@ def contrast_table(sib: dict, null: dict | None) -> pd.DataFrame:
         ok, _ = _allowed(key, null)
         rows.append({"Contrast": name, "Target": "pooled", "Against": "-",
                      "New task": interval_text(c["population"]), "Observed tasks": interval_text(c["conditional"]),
-                     "Verdict (new task)": _cell(key, c["population"]["verdict"], ok)})
+                     "Verdict (new task)": _cell(c["population"]["verdict"], ok)})
         ok_t, _ = _allowed(key, null, "any_direction")
         for d in c["by_target"]:
             pop = {"mean": d["population_mean"], "low": d["population_low"], "high": d["population_high"]}
             cond = {"mean": d["conditional_mean"], "low": d["conditional_low"], "high": d["conditional_high"]}
             rows.append({"Contrast": name, "Target": d["target"], "Against": d["other"],
                          "New task": interval_text(pop), "Observed tasks": interval_text(cond),
-                         "Verdict (new task)": _cell(key, d["population_verdict"], ok_t)})
+                         "Verdict (new task)": _cell(d["population_verdict"], ok_t)})
     return pd.DataFrame(rows)
 
 
