@@ -142,6 +142,12 @@ def answer_loss(model: torch.nn.Module, batch: Mapping[str, torch.Tensor], reduc
 TRAINING_PARAMS = ("lora_rank", "lora_alpha", "lora_dropout", "learning_rate", "epochs", "batch_size")
 
 
+def pairs_hash(examples: pd.DataFrame) -> str:
+    """A short hash of training pairs in order (prompt and answer): part of a run's fingerprint, and recorded in
+    the runs' index, where it is equal for the runs that trained on the same pairs."""
+    return short_hash("\n".join(examples["prompt"] + "\x00" + examples["answer"]))
+
+
 def fingerprint_fields(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, seed: int) -> dict:
     """Everything that determines a run's adapter: the model (its weights by content) and how its prompts are
     rendered, the examples in order, the seed, the training parameters, the resolved mixed precision, the dtype
@@ -153,7 +159,7 @@ def fingerprint_fields(lm: LoadedModel, examples: pd.DataFrame, cfg: Finetune, s
     return {
         "model": lm.ref.spec, "weights": lm.ref.fingerprint, "format": lm.format.kind,
         "system_prompt": lm.format.system_prompt, "chat_template": chat_template_hash(lm),
-        "data": short_hash("\n".join(examples["prompt"] + "\x00" + examples["answer"])), "seed": seed,
+        "data": pairs_hash(examples), "seed": seed,
         "params": {k: getattr(cfg, k) for k in TRAINING_PARAMS},
         "precision": resolve_mixed_precision(cfg.mixed_precision, lm.device), "base_dtype": lm.dtype_name,
         "device": lm.device.type,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from reproduce.lm.finetune import pairs_hash
 from reproduce.self_prediction.schemas import TRAINING_EXAMPLES
 from reproduce.self_prediction.runs import (_bases, cross_runs, _finetune_params, _grouped, _objects, Plan, _publish,
                                             self_runs, trained_model_name, _trained_objects, _training_dtype,
@@ -50,18 +51,10 @@ def _train(plan: Plan, runs: list[TrainingRun], examples: dict[tuple[str, int], 
     return index
 
 
-def pairs_hash(examples: pd.DataFrame) -> str:
-    """A short hash of a run's training pairs in order (prompt and answer): equal for the runs that trained on
-    the same pairs (a target's cross-predictors and its sibling)."""
-    from reproduce.io import short_hash
-
-    return short_hash("\n".join(examples["prompt"] + "\x00" + examples["answer"]))
-
-
 def _index_entry(run: "TrainingRun", ex: pd.DataFrame, summary: dict) -> dict:
     return {"run": run.name, "predictor": run.predictor_name, "base": run.predictor, "target": run.target,
             "kind": run.kind, "seed": run.seed, "train_seed": run.train_seed, "trained_on": run.trained_on,
-            "n_examples": len(ex), "pairs": pairs_hash(ex),
+            "n_examples": len(ex), "pairs": pairs_hash(ex),  # equal for a target's cross-predictors and sibling
             "scaling": run.n_examples is not None, "steps": summary["steps"],
             "first_loss": summary["first_loss"], "final_loss": summary["final_loss"],
             "mixed_precision": summary["mixed_precision"], "base_dtype": summary["base_dtype"],
