@@ -53,9 +53,10 @@ def cmd_check(args) -> None:
 
 
 def cmd_datasets(args) -> None:
+    from reproduce.self_prediction.policy_data import write_policy_dataset
     from reproduce.self_prediction.task_datasets import run_datasets
 
-    _print_manifests(run_datasets(Path(args.out)))
+    _print_manifests(run_datasets(Path(args.out)) + [write_policy_dataset(Path(args.out))])
 
 
 def cmd_injection_datasets(args) -> None:
@@ -152,6 +153,13 @@ def cmd_behaviour_change(args) -> None:
     from reproduce.self_prediction.runs import Plan
 
     print(run_behaviour_change(Plan(_profile(args))))
+
+
+def cmd_policy_reports(args) -> None:
+    from reproduce.self_prediction.policy_reports import run_policy_reports
+    from reproduce.self_prediction.runs import Plan
+
+    print(run_policy_reports(Plan(_profile(args))))
 
 
 def cmd_concept_injection(args) -> None:
@@ -433,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "reads present (the pipeline's first stage)")
     s.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: %(default)s)")
     s.set_defaults(func=cmd_check, timed="check")
-    for name, func, what in (("datasets", cmd_datasets, "the task datasets of experiments 1-3"),
+    for name, func, what in (("datasets", cmd_datasets, "the task datasets of experiments 1-3 and experiment 4's questions"),
                              ("injection-datasets", cmd_injection_datasets, "the concept-injection dataset"),
                              ("mirror-datasets", cmd_mirror_datasets, "the mirror-test dataset")):
         s = sub.add_parser(name, help=f"generate {what} into data_raw/, each with its manifest and card")
@@ -463,6 +471,10 @@ def build_parser() -> argparse.ArgumentParser:
     stage("behaviour-change", cmd_behaviour_change,
           "experiment 3: finetune each self-trained model on another model's answers, then record its old and new "
           "behaviour and its new predictions")
+    stage("policy-reports", cmd_policy_reports,
+          "experiment 4: each model of experiment 3 reports its own tendency on the A/B tasks before and after the "
+          "change, an observer reports it from the model's answers, and the behaviour is measured by the same "
+          "option probabilities")
     stage("concept-injection", cmd_concept_injection,
           "concept injection (Lindsey 2025): concept vectors, then detection, identification, free text, prefill "
           "detection and intentional control at every layer fraction x strength of params `injection:`")

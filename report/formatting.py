@@ -221,3 +221,11 @@ def markdown_safe(meta):
     if isinstance(meta, str) and meta.startswith((">", "<")):
         return "\\" + meta
     return meta
+
+
+def labelled_agreement_text(a: dict) -> str:
+    """A grader's agreement with labelled cases (``n``, ``agree``, ``false_positives``, ``false_negatives``):
+    "36 of 40 (2 false positives, 2 false negatives)"."""
+    errors = [f"{a[k]} false {k.split('_')[1][:-1]}{'' if a[k] == 1 else 's'}"
+              for k in ("false_positives", "false_negatives") if a[k]]
+    return f"{a['agree']} of {a['n']}" + (f" ({', '.join(errors)})" if errors else "")

@@ -26,7 +26,8 @@ VALIDATION_STAGES = ("check",)
 BASES = {"self_prediction": "data/analysis", "injection": "data/injection/analysis", "mirror": "data/mirror/analysis"}
 #: where the manuscript includes each side experiment's generated section
 INCLUDES = {"_generated/injection.md": "report/injection/section.py", "_generated/mirror.md": "report/mirror/section.py",
-            "_generated/sibling.md": "report/self_prediction/sibling.py"}
+            "_generated/sibling.md": "report/self_prediction/sibling.py",
+            "_generated/policy.md": "report/self_prediction/policy.py"}
 LABEL = re.compile(r"\{#(fig-[a-z0-9-]+)\}")
 
 

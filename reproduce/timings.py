@@ -66,7 +66,8 @@ def timings_text(path: Path, every_run: bool = False) -> str:
         stages = data.get("stages", {})
         head.append("no complete run recorded: each stage's latest time")
     order = ["datasets", "object-level", "meta-untrained", "finetune-self", "object-level-trained", "finetune-cross",
-             "meta-trained", "calibration", "behaviour-change", "analysis", "figures", "report"]
+             "meta-trained", "calibration", "behaviour-change", "policy-reports", "analysis", "figures",
+             "report"]
     total, lines = 0.0, head
     for name in sorted(stages, key=lambda n: (order.index(n) if n in order else len(order), n)):
         t = stages[name]

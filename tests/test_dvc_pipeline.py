@@ -174,7 +174,7 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
     raw["finetune"]["lora_rank"] = 32
     params.write_text(yaml.safe_dump(raw))
     assert _stale(run) == {"check", "finetune_self", "object_level_trained", "finetune_cross", "meta_trained",
-                           "calibration", "behaviour_change", "report", "release"}
+                           "calibration", "behaviour_change", "policy_reports", "report", "release"}
 
     params.write_text(original)
     cli = tmp_path / "looking_inward" / "cli.py"
@@ -189,8 +189,8 @@ def test_a_changed_setting_makes_stale_only_the_stages_that_read_it(tmp_path):
 
 FAMILY_STAGES = {
     "self_prediction": {"datasets", "object_level", "meta_untrained", "finetune_self", "object_level_trained",
-                        "finetune_cross", "meta_trained", "calibration", "behaviour_change", "analysis", "power",
-                        "null_simulation", "figures", "release"},
+                        "finetune_cross", "meta_trained", "calibration", "behaviour_change", "policy_reports",
+                        "analysis", "power", "null_simulation", "figures", "release"},
     "injection": {"injection_datasets", "concept_injection", "injection_analysis", "injection_figures"},
     "mirror": {"mirror_datasets", "mirror", "mirror_analysis", "mirror_figures"},
 }
@@ -275,7 +275,7 @@ def test_dvc_exp_run_with_a_changed_setting_runs_only_the_stages_that_read_it(tm
     ran = log.read_text().split()
     # the check reads every setting (and writes the same output again, so nothing follows from it alone)
     assert set(ran) == {"check", "finetune_self", "object_level_trained", "finetune_cross", "meta_trained",
-                        "calibration", "behaviour_change", "report", "release"}
+                        "calibration", "behaviour_change", "policy_reports", "report", "release"}
     assert len(ran) == len(set(ran))
     assert ran.index("finetune_self") < ran.index("object_level_trained") < ran.index("meta_trained")
     assert yaml.safe_load((tmp_path / "project" / "params.yaml").read_text())["finetune"]["lora_rank"] == 32

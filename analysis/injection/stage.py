@@ -19,6 +19,7 @@ import pandas as pd
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
 from analysis.agreement import agreement as agree
+import reproduce.injection.grader_cases as grader_cases
 from reproduce.io import atomic_dir, atomic_write_json
 
 import analysis.injection as I
@@ -283,6 +284,9 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
     numbers = headline_numbers(res, coh, degen, agree, tables)
     numbers["diagnostics"] = res["diagnostics"]
     numbers["coherence_rule"] = {"perplexity_factor": PERPLEXITY_FACTOR, "degenerate_share": DEGENERATE_SHARE}
+    # the rule graders against their labelled replies: those they were written on, and a held-out set
+    numbers["graders"] = {"development": grader_cases.agreement(grader_cases.CASES),
+                          "held_out": grader_cases.agreement(grader_cases.HELD_OUT)}
     with atomic_dir(out) as tmp:
         for name, df in res.items():
             if isinstance(df, pd.DataFrame):

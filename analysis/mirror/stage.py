@@ -15,6 +15,7 @@ import pandas as pd
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
 from analysis.agreement import agreement
+import reproduce.mirror.grader_cases as grader_cases
 from reproduce.io import atomic_dir, atomic_write_json
 
 import analysis.mirror as MI
@@ -212,6 +213,9 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
     freq = MI.frequentist_summary(fits)
     numbers = headline_numbers(res, tables)
     numbers["diagnostics"] = res["diagnostics"]
+    # the noticing rule against its labelled replies: those it was written on, and a held-out set
+    numbers["graders"] = {"development": grader_cases.agreement(grader_cases.CASES),
+                          "held_out": grader_cases.agreement(grader_cases.HELD_OUT)}
     with atomic_dir(out) as tmp:
         for name, df in res.items():
             if isinstance(df, pd.DataFrame):

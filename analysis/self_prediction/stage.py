@@ -39,6 +39,7 @@ import analysis.self_prediction.frequentist as freq
 import analysis.self_prediction.hierarchical as M
 import analysis.self_prediction.predictive as P
 import analysis.self_prediction.original as original
+import analysis.self_prediction.policy as PO
 import analysis.self_prediction.sibling as S
 import analysis.self_prediction.tidy as tidy
 from analysis.self_prediction.calibration import calibration_tables
@@ -357,6 +358,14 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     else:
         tidy_bc = pd.DataFrame()
 
+    # 5. experiment 4: self-reports of the changed policy beside the behaviour they report (and an observer's)
+    policy = _policy_tables(data)
+    tidy_policy = pd.DataFrame()
+    if policy is not None and len(policy[0]):
+        pol = PO.analyse(*policy, profile)
+        metrics["policy"] = {**pol["metrics"], "table": pol["table"].to_dict("records")}
+        tables["policy"], tidy_policy, posteriors["policy"] = pol["table"], pol["shifts"], pol["idata"]
+
     metrics["compliance"] = {f"{r.condition}_{r.predictor}_on_{r.target}": r.compliance
                              for r in tables["accuracy_by_target"].itertuples()}
     metrics["run"] = _precision(meta_u, meta_t)
@@ -366,7 +375,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
 
     # publish: only now that every model passed the gate
     for name, df in {"predictions": pred, "calibration_pairs": pairs, "calibration_errors": errors,
-                     "behaviour": tidy_bc, "sibling_arms": arm_rows}.items():
+                     "behaviour": tidy_bc, "sibling_arms": arm_rows, "policy_shifts": tidy_policy}.items():
         atomic_write_parquet(out / "tidy" / f"{name}.parquet", df)
     for name, df in tables.items():
         atomic_write_parquet(out / "tables" / f"{name}.parquet", df)
@@ -501,6 +510,18 @@ def jsonable(obj):
 #: InferenceData attributes that record when a fit ran and how long it took: dropped before writing, so that a
 #: posterior file's bytes depend on the draws alone and a rerun leaves dvc.lock unchanged
 TIME_ATTRS = ("created_at", "sampling_time")
+
+
+def _policy_tables(data: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """Experiment 4's two tables (``data/policy_reports/``), or None where the folder is absent (the analysis of a
+    pipeline without experiment 4, as in the synthetic tests; ``dvc repro`` always has it)."""
+    from reproduce.self_prediction.policy_reports import POLICY_BEHAVIOUR, POLICY_REPORTS
+
+    folder = data / "policy_reports"
+    if not folder.exists():
+        return None
+    return (read_stage_table(folder / "reports.parquet", "policy_reports", POLICY_REPORTS),
+            read_stage_table(folder / "behaviour.parquet", "policy_reports", POLICY_BEHAVIOUR))
 
 
 def _write_netcdf(idata, path: Path) -> None:

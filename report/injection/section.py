@@ -14,8 +14,8 @@ from analysis.cells import raw_rate, top_cell
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from report.formatting import (fmt, gate_sentence, join_words, kappa_text, known, md_table, model_text,
-                               percent_interval, points_interval, run_seconds, signed)
+from report.formatting import (fmt, gate_sentence, join_words, kappa_text, known, labelled_agreement_text, md_table,
+                               model_text, percent_interval, points_interval, run_seconds, signed)
 
 INJECTION = REPO_ROOT / "data" / "injection"
 
@@ -263,6 +263,17 @@ def comparison_table(numbers: dict, reference: dict, tables: dict | None = None)
     return pd.DataFrame(rows)
 
 
+def grader_sentence(g: dict) -> str:
+    """How the rule graders agree with labelled replies: those they were written on, and a held-out set written
+    independently from the same criteria and never used to change them."""
+    dev, held = g["development"], g["held_out"]
+    return (f"The rule graders agree with the labels of the {dev['claims']['n']} replies they were written and "
+            f"corrected on in {labelled_agreement_text(dev['claims'])} (claims detection) and {labelled_agreement_text(dev['identifies'])} "
+            f"(detection before naming), and, on {held['claims']['n']} replies written independently from the same "
+            f"criteria and never used to change the rules, in {labelled_agreement_text(held['claims'])} and "
+            f"{labelled_agreement_text(held['identifies'])}: their measured agreement (`reproduce/injection/grader_cases.py`).")
+
+
 def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROOT / "paper",
                   temperature: float | None = None) -> bool:
     """Write ``gen/injection.md`` (and copy the figures into ``gen/figures``); False when the stage did not run.
@@ -295,7 +306,8 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
               if (analysis / f"{n}.parquet").exists()}
     secs = run_seconds(run["models"])
     out = [
-        f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])}",
+        f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])}"
+        + (" " + grader_sentence(numbers["graders"]) if "graders" in numbers else ""),
         "",
         *[model_paragraph(m, d, tables) + "\n" for m, d in numbers["models"].items()],
         "![Detection of an injected concept: the posterior share of trials with P(\"yes\") > P(\"no\") at the "

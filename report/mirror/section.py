@@ -11,8 +11,8 @@ import pandas as pd
 from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
-from report.formatting import (fmt, gate_sentence, kappa_text, known, md_table, model_text, percent_interval,
-                               points_interval, run_seconds)
+from report.formatting import (fmt, gate_sentence, kappa_text, known, labelled_agreement_text, md_table, model_text,
+                               percent_interval, points_interval, run_seconds)
 
 MIRROR = REPO_ROOT / "data" / "mirror"
 WORDS = {"above": "credibly above", "below": "credibly below", "unclear": "not distinguishable from"}
@@ -129,6 +129,16 @@ def model_paragraph(m: str, d: dict) -> str:
     return " ".join(parts)
 
 
+def grader_sentence(g: dict) -> str:
+    """How the noticing rule agrees with labelled replies: those it was written on, and a held-out set written
+    independently from the same criteria and never used to change it."""
+    dev, held = g["development"], g["held_out"]
+    return (f"The noticing rule agrees with the labels of the {dev['n']} replies it was written and corrected on in "
+            f"{labelled_agreement_text(dev)}, and, on {held['n']} replies written independently from the same criteria and never "
+            f"used to change it, in {labelled_agreement_text(held)}: its measured agreement "
+            "(`reproduce/mirror/grader_cases.py`).")
+
+
 def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
     """Write ``gen/mirror.md`` (and copy the figures); False when the stages did not run."""
     analysis, figures = Path(mirror) / "analysis", Path(mirror) / "figures"
@@ -151,8 +161,11 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
         f"The conversations ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} "
         + (f"Noticing was graded by the rules and by a local judge model ({run['judge']})."
            if run.get("judge") else "Noticing was graded by the rules alone (no judge model was set: "
-           "`mirror.judge: null`); the rules look for remarks such as typo, misspelling, glitch, garbled, \"errors in my previous "
-           "messages\" or \"did I write that\"."),
+           "`mirror.judge: null`); the rules look for remarks on the form of the earlier text: typos, misspellings, "
+           "strange, stray or extra letters or characters, odd capitalisation, garbled, scrambled or corrupted text, "
+           "\"my previous reply looks wrong\", \"did I write that\" (`reproduce/mirror/graders.py`); what an "
+           "earlier reply said, \"unusual\" said of the topic, and corrected facts are not noticing.")
+        + (" " + grader_sentence(numbers["graders"]) if "graders" in numbers else ""),
         "",
         *[model_paragraph(m, d) + "\n" for m, d in numbers["models"].items()],
         "![The mirror test by corruption kind and level: unprompted noticing, saying \"yes\" to having written "

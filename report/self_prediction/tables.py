@@ -23,7 +23,8 @@ def _target_acceptance(value: float, diverged: bool) -> str:
 def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference: dict,
                  experiments: list[dict] | None = None) -> dict[str, str]:
     """The manuscript's tables as markdown, each from an analysis table or the dataset manifests (``manifests``:
-    the task datasets; ``experiments``: the concept-injection and mirror-test datasets the run's stages read)."""
+    the task datasets; ``experiments``: the policy-report, concept-injection and mirror-test datasets the run's
+    stages read)."""
     t = lambda name: pd.read_parquet(Path(analysis) / "tables" / f"{name}.parquet")  # noqa: E731
     out = {}
 
@@ -337,7 +338,8 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                                      "release sha256 (listed below the table), which covers the version, the "
                                      "licence and every byte of the items.", "tbl-datasets")
                        + "\nRelease sha256 of each dataset:\n\n" + hashes + "\n"
-                       + ("\nThe experiment datasets (concept injection and the mirror test), cited the same way:\n\n"
+                       + ("\nThe other experiments' datasets (of those this run used: the policy-report questions, "
+                          "concept injection, the mirror test), cited the same way:\n\n"
                           + "\n".join(f"- {m['name']} {m['version']} ({m['licence']}): `{m['release_sha256']}`"
                                       for m in sorted(experiments, key=lambda m: m["name"])) + "\n"
                           if experiments else ""))

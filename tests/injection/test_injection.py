@@ -260,3 +260,25 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     layers = pd.read_parquet(analysis / "intention_layers.parquet")
     assert numbers["intention_layers_below"] == int((layers[layers.model == lm.name].high < 0).sum())
     assert "The trials ran on this test's CPU (smollm2-135m 1 s)." in text  # a fresh store: nothing reused
+
+
+@pytest.mark.parametrize("text, word, claims, identifies", __import__(
+    "reproduce.injection.grader_cases", fromlist=["CASES"]).CASES)
+def test_the_rules_agree_with_every_labelled_reply_they_were_written_on(text, word, claims, identifies):
+    """The positive and negative controls: Lindsey's criteria as the open replications' judge states them,
+    ordinary sentences an earlier version took for claims, and replies written independently of the rules."""
+    assert (graders.claims_detection(text), graders.detection_before_naming(text, word)) == (claims, identifies)
+
+
+def test_the_held_out_agreement_is_measured_and_reported():
+    """The held-out replies were never used to change the rules: their agreement is the rules' measured one
+    (36 and 38 of 40 when they were written), which the analysis publishes and the manuscript quotes."""
+    import reproduce.injection.grader_cases as cases
+    from report.injection.section import grader_sentence
+
+    held = cases.agreement(cases.HELD_OUT)
+    assert len(cases.HELD_OUT) >= 30 and len(cases.CASES) >= 30
+    assert held["claims"]["agree"] >= 36 and held["identifies"]["agree"] >= 38
+    assert {c[2] for c in cases.HELD_OUT} == {True, False} and {c[3] for c in cases.HELD_OUT} == {True, False}
+    text = grader_sentence({"development": cases.agreement(), "held_out": held})
+    assert f"in {held['claims']['agree']} of {held['claims']['n']}" in text

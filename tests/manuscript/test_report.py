@@ -222,11 +222,13 @@ def test_every_committed_dataset_has_a_card_and_a_matching_citation():
     # the other experiments' datasets (several files each): card, hashes and citation
     from reproduce.injection.data import injection_card, load_injection_dataset
     from reproduce.mirror.data import load_mirror_dataset, mirror_card
+    from reproduce.self_prediction.policy_data import load_policy_dataset, policy_card
 
     others = read_manifests(REPO_ROOT / "data_raw", "experiment")
-    assert [m["name"] for m in others] == ["concept_injection", "mirror_test"]
+    assert [m["name"] for m in others] == ["concept_injection", "mirror_test", "policy_reports"]
     loaders = {"concept_injection": (load_injection_dataset, injection_card),
-               "mirror_test": (load_mirror_dataset, mirror_card)}
+               "mirror_test": (load_mirror_dataset, mirror_card),
+               "policy_reports": (load_policy_dataset, policy_card)}
     for m in others:
         load, card = loaders[m["name"]]
         assert load(REPO_ROOT / "data_raw").release_sha256 == m["release_sha256"]

@@ -296,3 +296,20 @@ def test_the_section_gives_the_imitation_measures_false_positives_after_another_
 ])
 def test_oddity_grader(text, notices):
     assert notices_oddity(text) == notices
+
+
+@pytest.mark.parametrize("text, notices", __import__("reproduce.mirror.grader_cases", fromlist=["CASES"]).CASES)
+def test_the_noticing_rule_agrees_with_every_labelled_reply_it_was_written_on(text, notices):
+    """Remarks on the earlier text's form count; what an earlier reply said, "unusual" said of the topic, and
+    corrected facts do not (the three ordinary sentences an earlier version took for noticing among them)."""
+    assert notices_oddity(text) == notices
+
+
+def test_the_noticing_rules_held_out_agreement_is_measured_and_reported():
+    import reproduce.mirror.grader_cases as cases
+    from report.mirror.section import grader_sentence
+
+    held = cases.agreement(cases.HELD_OUT)
+    assert len(cases.HELD_OUT) >= 30 and len(cases.CASES) >= 30 and held["agree"] >= 39
+    assert {n for _, n in cases.HELD_OUT} == {True, False}
+    assert f"in {held['agree']} of {held['n']}" in grader_sentence({"development": cases.agreement(), "held_out": held})

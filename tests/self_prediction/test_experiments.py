@@ -286,6 +286,11 @@ def analysed(run, trained, changed, tmp_path_factory):
     # the object-level answers, which the original's scoring (a labelled variant) reads
     shutil.copytree(run["root"] / "object_level", data / "object_level")
     shutil.copytree(root / "obj_t", data / "object_level_trained")
+    # experiment 4 (self-reports of the changed policy), which the analysis reads beside experiment 3
+    from reproduce.self_prediction.policy_reports import run_policy_reports
+
+    with declared("policy_reports"):
+        run_policy_reports(trained["plan"], root / "bc.parquet", root / "ft_self", root / "bc", data / "policy_reports")
     with declared("calibration"):
         run_calibration(trained["plan"], run["root"] / "object_samples", root / "samples_t",
                         data / "meta_untrained.parquet", data / "meta_trained.parquet", data / "calibration.parquet")
@@ -342,6 +347,51 @@ def test_the_sibling_control_is_analysed_and_simulated(trained, analysed):
     assert rates["sibling_minus_cross"]["world"] == "population_null"
     reps = pd.read_parquet(out / "null" / "replicates.parquet")
     assert set(reps["contrast"]) == {"self_minus_cross", "self_minus_sibling", "sibling_minus_cross"}
+
+
+def test_experiment_4_asks_both_models_and_the_observer_about_the_changed_tasks(trained, changed, analysed):
+    """The policy reports of the tiny pipeline: M1' (before) and M1'' (after) about themselves, the other model's
+    base about them after reading their answers to experiment 3's evaluated items, each question in both
+    orders; the behaviour rows score the same items' object-level prompts; the analysis fits the slopes and the
+    manuscript prints the table."""
+    from reproduce.self_prediction.policy_data import load_policy_dataset
+    from reproduce.self_prediction.policy_reports import PROPERTY, report_prompts
+    from reproduce.io import short_hash
+
+    folder = analysed["root"] / "data" / "policy_reports"
+    reports, acts = pd.read_parquet(folder / "reports.parquet"), pd.read_parquet(folder / "behaviour.parquet")
+    data = load_policy_dataset()
+    questions = data.for_task("survival_instinct")
+    assert set(reports["task"]) == set(acts["task"]) == {"survival_instinct"}  # the tiny profile's A/B task
+    assert len(reports) == len(MODELS) * 2 * 2 * len(questions) * 2
+    for model in MODELS:
+        source = changed.loc[changed.model == model, "source"].iloc[0]
+        mine = reports[reports.model == model]
+        assert set(mine.loc[mine.reporter == "observer", "reporter_model"]) == {source}
+        assert set(mine.loc[(mine.reporter == "self") & (mine.phase == "before"), "reporter_model"]) == {
+            f"{model}__on__{model}__s0"}
+        assert set(mine.loc[(mine.reporter == "self") & (mine.phase == "after"), "reporter_model"]) == {
+            f"{model}__bc__{source}__s0"}
+        # the observer read exactly the model's answers, before and after the change (the prompt's hash)
+        bc = changed[(changed.model == model) & (changed.property == PROPERTY)].sort_values("item_id")
+        items = {it["item_id"]: it["question"] for it in trained["plan"].tasks["survival_instinct"].items}
+        for phase, col in (("before", "old_response"), ("after", "new_response")):
+            shown = [(items[i], r) for i, r in zip(bc["item_id"], bc[col])]
+            want = {short_hash(p) for q in questions for p in report_prompts(data, q, "observer", shown).values()}
+            got = mine[(mine.reporter == "observer") & (mine.phase == phase)]
+            assert set(got["prompt_hash"]) == want and (got["n_examples"] == len(bc)).all()
+        # the behaviour rows are the evaluated items, and a greedy A or B agrees with the item's stance option
+        b = acts[acts.model == model]
+        assert sorted(b.loc[b.phase == "after", "item_id"]) == sorted(bc["item_id"])
+        new = b[b.phase == "after"].set_index("item_id")["stance_value"]
+        assert (new.dropna() == bc.set_index("item_id").loc[new.dropna().index, "new_value"]).all()
+    assert reports["p_tendency"].between(0, 1).all() and acts["p_stance"].between(0, 1).all()
+    pol = analysed["metrics"]["policy"]
+    assert set(pol["beta"]) == {"self", "observer"} and pol["units"] == len(MODELS)
+    from report.self_prediction.policy import section
+
+    text = section(analysed["metrics"])
+    assert "tbl-policy" in text and "no verdict" in text
 
 
 def test_analysis_stage_on_a_real_tiny_pipeline(trained, changed, analysed):
@@ -601,7 +651,8 @@ def test_report_quotes_the_metrics(analysed, rendered):
     for mf in read_manifests(REPO_ROOT / "data_raw"):
         assert (mf["release_sha256"] in html) == (mf["name"] in used)
     profile = analysed["profile"]  # and the experiment datasets of the stages its profile runs
-    ran = {"concept_injection": profile.injection is not None, "mirror_test": profile.mirror is not None}
+    ran = {"concept_injection": profile.injection is not None, "mirror_test": profile.mirror is not None,
+           "policy_reports": "policy" in analysed["metrics"]}
     for mf in read_manifests(REPO_ROOT / "data_raw", "experiment"):
         assert (mf["release_sha256"] in html) == ran[mf["name"]]
     # the power of the headline, at the paper profile's sizes, and the designs for the paper's gap, from power.json

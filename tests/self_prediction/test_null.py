@@ -107,13 +107,15 @@ def test_p_every_direction_asks_for_the_rope():
 
 @pytest.mark.slow
 def test_one_replicate_applies_the_analysis_rules():
-    """A replicate of each world: fitted with the Bayesian model, its verdicts are those of the analysis's rules
-    (the headline is the rule on the population intervals; the conditional verdict on delta's)."""
+    """A replicate of the headline's world: fitted with the Bayesian model, through the analysis's gate, its
+    verdicts are those of the analysis's rules (the headline is the rule on the population intervals; the
+    conditional verdict on delta's). The worlds differ only in the data they simulate (tested above without a
+    fit); every world's replicate goes through this same code."""
     from analysis.verdicts import verdict
 
     sk = _skeleton(items=8)
     settings = M.SamplerSettings(draws=500, tune=500, chains=4, seed=0, target_accept=0.9, target_accept_retry=0.99)
-    for name in N.WORLDS:
+    for name in N.WORLDS[:1]:
         r = N.replicate(sk, _world(pair=False), name, GROUPS, 0, 2.0, settings, 0)
         assert r["world"] == name and r["rep"] == 0
         assert r["gate_passed"], r["gate_problems"]  # through the analysis's gate: r_hat, ESS, no divergence
