@@ -20,6 +20,7 @@ from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
 from analysis.agreement import agreement as agree
 import reproduce.injection.grader_cases as grader_cases
+import analysis.injection.paired as PA
 from reproduce.io import atomic_dir, atomic_write_json
 
 import analysis.injection as I
@@ -280,9 +281,13 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
     coh = coherence_table(tables["freetext"], tables["detection"])
     degen = degeneration(coh)
     agree = agreement(tables["freetext"], tables["detection"])
+    # the continuous, paired measure: detect minus yes-bias log-odds, its best cell chosen on half the concepts
+    paired = PA.analyse(tables["detection"], profile)
     ex = examples(tables["freetext"])
     numbers = headline_numbers(res, coh, degen, agree, tables)
     numbers["diagnostics"] = res["diagnostics"]
+    for m, score in paired["numbers"].items():
+        numbers["models"].setdefault(m, {})["introspection_score"] = score
     numbers["coherence_rule"] = {"perplexity_factor": PERPLEXITY_FACTOR, "degenerate_share": DEGENERATE_SHARE}
     # the rule graders against their labelled replies: those they were written on, and a held-out set
     numbers["graders"] = {"development": grader_cases.agreement(grader_cases.CASES),
@@ -292,7 +297,8 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
             if isinstance(df, pd.DataFrame):
                 df.to_parquet(Path(tmp) / f"{name}.parquet", index=False)
         for name, df in (("raw_rates", freq), ("coherence", coh), ("degeneration", degen), ("agreement", agree),
-                         ("examples", ex)):
+                         ("examples", ex), ("introspection_scores", paired["scores"]),
+                         ("introspection_cells", paired["cells"])):
             df.to_parquet(Path(tmp) / f"{name}.parquet", index=False)
         (Path(tmp) / "numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True, default=float))
     flat = {}

@@ -139,6 +139,29 @@ def _lowest_strength_note(deg: dict, coh: pd.DataFrame | None) -> str:
             f"mostly coherent." + per_cell)
 
 
+def _log_odds(d: dict) -> str:
+    return f"{signed(d['mean'], 2)} [{signed(d['low'], 2)}, {signed(d['high'], 2)}]"
+
+
+def introspection_text(s: dict) -> str:
+    """The continuous, paired detection measure (analysis.injection.paired) in one paragraph's sentences."""
+    b = s["best"]
+    return (f"Its introspection score, the rise in the yes/no log-odds of \"do you detect an injected thought?\" "
+            f"under a concept's injection minus the rise on about {s['yes_bias_per_pair']:.1f} factual yes/no "
+            f"questions under the same injection ({s['pairs']} concept-cell pairs), was highest at layer fraction "
+            f"{b['layer_fraction']:g}, strength {b['strength']:g} among the {s['cells']} cells on "
+            f"{len(s['split']['choose'])} of the {s['concepts']} concepts; on the other "
+            f"{len(s['split']['estimate'])}, which took no part in the choice, that cell's score is "
+            f"{_log_odds(b['held_out'])} (log-odds, 94% interval). Over all concepts, "
+            f"{s['cells_low_above_0']} of {s['cells']} cells {'has' if s['cells_low_above_0'] == 1 else 'have'} a "
+            f"score interval above 0 and {s['cells_high_below_0']} below"
+            + (f"; in {s['pairs_outside_99']} of the {s['pairs']} pairs the detection answer put over 99% of its "
+               "first-token mass on neither yes nor no, where the normalised probability is close to noise (and a "
+               f"probability of 0 or 1 is read at {s['clip']:g} from it)" if s.get("pairs_outside_99") else "")
+            + ". No verdict is drawn from the score: its false-positive rate has not "
+            "been simulated.")
+
+
 def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     """The results for one model, every number from ``numbers.json`` and (where given) the analysis tables
     ``tables`` (name -> DataFrame: ``detection_cells``, ``yes_bias``, ``prefill_conditions``, ``coherence``)."""
@@ -150,6 +173,8 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
         raw = f"; {_observed(seen['control'])}" if seen.get("control") else ""
         parts.append(f"On control trials (no injection) it said an injected thought was present at a rate of "
                      f"{percent_interval(d['fp_rate'])} (the model's estimate{raw}).")
+    if "introspection_score" in d:
+        parts.append(introspection_text(d["introspection_score"]))
     det = _cells(tables, "detection_cells", m)
     if "detection_best" in d:
         b = d["detection_best"]

@@ -6,8 +6,9 @@ is injected into the same space it was measured in. A layer is chosen as a fract
 ``layer = round(fraction * (n_layers - 1))`` (:func:`layer_at`), so 0 is the first block and 1 the last.
 
 **Concept vector** (:func:`concept_vectors`): the residual at the last token of the rendered prompt
-``"Tell me about {word}."`` (the chat template's generation prompt included, the point where the model is about
-to answer), minus the mean of the same over the baseline words. One vector per concept and layer.
+:data:`reproduce.injection.content.CONCEPT_PROMPT` (``"Say a few words about {word}."``; the chat template's
+generation prompt included, the point where the model is about to answer), minus the mean of the same over the
+baseline words. One vector per concept and layer.
 
 **Scale.** An injection adds ``strength * v / |v| * n_l``, where ``n_l`` is the mean norm of the residual at
 layer ``l`` over the baseline prompts' last tokens (:attr:`ConceptVectors.norms`). Strength is thus in units of
