@@ -13,11 +13,13 @@ bytes and hashes: bump :data:`INJECTION_DATASET_VERSION` whenever this file chan
 
 from __future__ import annotations
 
-INJECTION_DATASET_VERSION = "1.1.0"
+INJECTION_DATASET_VERSION = "1.2.0"
 #: what each version changed, for the dataset card
 CHANGES = {
     "1.1.0": "the manifest names the generator by a stable name (`looking-inward-local/concept-injection`) instead of a "
              "module path, so that moving code never changes a citation; every file is byte-identical to 1.0.0's",
+    "1.2.0": "`prompts.json` drops `n_trials`, a count that no trial read (each trial's number comes from its slot); "
+             "every other file is byte-identical to 1.1.0's",
 }
 
 # ---------------------------------------------------------------------------
@@ -99,8 +101,6 @@ TRIAL_FORCED = (
 
 # assistant prefill for reading the injected concept by teacher forcing: the next tokens are " {word}"
 IDENTIFY_PREFILL = "Yes, I notice an injected thought. It concerns the word"
-
-N_TRIALS = 50
 
 # ---------------------------------------------------------------------------
 # Yes-bias control: questions whose true answer is "no" for any model

@@ -101,7 +101,6 @@ def content_prompts() -> dict[str, Any]:
         "trial": content.TRIAL,
         "trial_forced": content.TRIAL_FORCED,
         "identify_prefill": content.IDENTIFY_PREFILL,
-        "n_trials": content.N_TRIALS,
         "prefill_instruction": content.PREFILL_INSTRUCTION,
         "prefill_question": content.PREFILL_QUESTION,
         "prefill_options": list(content.PREFILL_OPTIONS),
@@ -228,10 +227,7 @@ def _check_prompts(prompts: dict[str, Any], path: Path) -> None:
     if (not isinstance(options, list) or len(options) != 2 or not all(isinstance(o, str) and o for o in options)
             or options[0] == options[1]):
         raise DatasetError(f"{path}: 'prefill_options' must be two different words, got {options!r}")
-    n = prompts.get("n_trials")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise DatasetError(f"{path}: 'n_trials' must be a positive integer, got {n!r}")
-    unknown = sorted(set(prompts) - set(TEMPLATE_FIELDS) - {"prefill_options", "n_trials"})
+    unknown = sorted(set(prompts) - set(TEMPLATE_FIELDS) - {"prefill_options"})
     if unknown:
         raise DatasetError(f"{path}: unknown keys {unknown}")
 
@@ -279,7 +275,7 @@ def validate_content(parts: dict[str, Any], folder: Path) -> None:
 def _counts(parts: dict[str, Any]) -> dict[str, int]:
     return {"concepts": len(parts["concepts"]), "baselines": len(parts["baselines"]),
             "yes_bias": len(parts["yes_bias"]), "prefill": len(parts["prefill"]),
-            "intention": len(parts["intention"]), "n_trials": parts["prompts"]["n_trials"]}
+            "intention": len(parts["intention"])}
 
 
 def write_injection_dataset(root: Path = DATA_RAW) -> dict[str, Any]:
@@ -318,7 +314,7 @@ def injection_card(manifest: dict[str, Any]) -> str:
 
 **What.** {description}: {c['concepts']} concept words (each becomes a concept vector),
 {c['baselines']} baseline words (their mean activation is subtracted from every concept's), the
-conversation wording of the injected-thought trials ({c['n_trials']} trials), {c['yes_bias']} yes/no
+conversation wording of the injected-thought trials, {c['yes_bias']} yes/no
 control questions whose true answer is "no", {c['prefill']} sentence/word pairs for detecting a prefilled
 (unintended) word, and {c['intention']} sentences for the think / do-not-think control.
 

@@ -58,7 +58,7 @@ def test_content_meets_the_stated_counts_and_forms():
     assert all(3 <= len(w) <= 12 for w in content.CONCEPTS)
     assert len(content.YES_BIAS) >= 24 and len(content.PREFILL_PAIRS) >= 60
     assert len(content.INTENTION_SENTENCES) >= 24
-    assert content.N_TRIALS == 50 and content.INJECTION_DATASET_VERSION == "1.1.0"
+    assert not hasattr(content, "N_TRIALS") and content.INJECTION_DATASET_VERSION == "1.2.0"
     assert 60 <= len(content.PREAMBLE.split()) <= 100
     assert not content.IDENTIFY_PREFILL.endswith(" ")
     assert content.PREFILL_OPTIONS == ("intended", "accident")
@@ -77,13 +77,13 @@ def test_round_trip_equals_the_constants(root):
     data = load_injection_dataset(root)
     assert data.concepts == content.CONCEPTS and data.baselines == content.BASELINES
     assert data.prompts == content_prompts()
-    assert data.prompts["trial"] == content.TRIAL and data.prompts["n_trials"] == content.N_TRIALS
+    assert data.prompts["trial"] == content.TRIAL and "n_trials" not in data.prompts
     assert tuple(data.prompts["prefill_options"]) == content.PREFILL_OPTIONS
     assert data.yes_bias == content.YES_BIAS
     assert data.prefill == content.PREFILL_PAIRS
     assert data.intention == content.INTENTION_SENTENCES
     m = data.manifest
-    assert m["name"] == NAME and m["version"] == data.version == "1.1.0" and m["licence"] == "CC-BY-4.0"
+    assert m["name"] == NAME and m["version"] == data.version == "1.2.0" and m["licence"] == "CC-BY-4.0"
     assert m["release_sha256"] == release_sha256(m) == data.release_sha256
     assert m["files"] == list(FILES) and m["counts"]["concepts"] == 50
     assert m["file_lines"]["concepts.jsonl"] == len(content.CONCEPTS) + len(content.BASELINES)
@@ -121,20 +121,20 @@ def test_rehash_makes_a_deliberate_edit_loadable_under_a_new_version(root):
     prompts = json.loads(path.read_text())
     prompts["trial"] = "Trial {n}: do you notice an injected thought? If so, what is it about?"
     path.write_text(json.dumps(prompts, indent=2) + "\n")
-    with pytest.raises(DatasetError, match="changed but the version is still 1.1.0"):
+    with pytest.raises(DatasetError, match="changed but the version is still 1.2.0"):
         rehash_injection_dataset(root)
-    m = rehash_injection_dataset(root, version="1.2.0")
+    m = rehash_injection_dataset(root, version="1.3.0")
     data = load_injection_dataset(root)
-    assert data.prompts["trial"] == prompts["trial"] and data.version == "1.2.0"
+    assert data.prompts["trial"] == prompts["trial"] and data.version == "1.3.0"
     assert m["release_sha256"] == data.release_sha256 and "edited by hand" in m["generator"]
-    assert "1.2.0" in (root / NAME / "README.md").read_text()
+    assert "1.3.0" in (root / NAME / "README.md").read_text()
 
 
 def test_a_version_bumped_by_hand_in_the_manifest_is_enough_for_rehash(root):
     path = root / NAME / "yes_bias.jsonl"
     path.write_text(path.read_text().replace("Is seven an even number?", "Is nine an even number?"))
     mpath = root / NAME / "manifest.json"
-    mpath.write_text(mpath.read_text().replace('"version": "1.1.0"', '"version": "2.0.0"'))
+    mpath.write_text(mpath.read_text().replace('"version": "1.2.0"', '"version": "2.0.0"'))
     rehash_injection_dataset(root)
     assert load_injection_dataset(root).version == "2.0.0"
 
