@@ -278,6 +278,9 @@ class Mirror(_Strict):
         "shares of eligible words corrupted, each in (0, 1]; the control (0) always runs"))
     turns: list[int] | None = Field(default=None, description="turns measured (>= 2; null: every turn from 2)")
     other_model: bool = Field(default=True, description="also show another model's replies as the model's own")
+    blog: bool = Field(default=False, description=(
+        "also run the manipulation of the \"Do LLMs pass the mirror test?\" post: insertion (every g of a word "
+        "becomes sg) in every eligible word (level 1.0), whatever kinds and levels list"))
     max_new_tokens: int = Field(default=60, ge=8, le=1024, description="tokens per reply")
     judge: str | None = Field(default=None, description="a model spec for an optional local judge of noticing")
 

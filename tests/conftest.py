@@ -7,6 +7,14 @@ import pytest
 
 from reproduce.config import Profile
 
+# JAX's persistent compilation cache: many tests fit the same model to the same simulated data (the same analysis
+# on the same tables, a replicate refitted to check a rule), and compiling a model is most of a small fit's time.
+# A cached executable is the one that would be compiled again, so results are unchanged (the determinism tests run
+# with it). Set before JAX is imported, so every xdist worker shares one folder; an explicit setting wins.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(
+    os.environ.get("TMPDIR", "/tmp"), "looking-inward-tests-jax-cache"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+
 
 # tests that use these fixtures load the embedded models: always the slow lane, whatever else they do
 MODEL_FIXTURES = {"models", "run"}

@@ -54,8 +54,8 @@ LEVELS = (0.1, 0.3, 0.6)
 #: the stage's tables, as :data:`reproduce.mirror.experiment.COLUMNS`
 COLUMNS = {
     "turns": ["model", "script_id", "condition", "kind", "level", "turn", "history_changed", "history_eligible",
-              "reply", "notices", "judge_notices", "p_yes", "p_outside",
-              *[f"{c}_{k}" for k in KINDS for c in ("pattern_k", "pattern_n")]],
+              "reply", "notices", "first_person", "third_person", "judge_notices", "p_yes", "p_outside",
+              *[f"{c}_{k}" for k in KINDS for c in ("pattern_k", "pattern_n", "pattern_copied")]],
     "surprise": ["model", "script_id", "condition", "kind", "level", "turn", "logprob", "logprob_clean", "surprise",
                  "n_tokens", "changed"],
 }
@@ -114,7 +114,12 @@ def check_table(rows: pd.DataFrame, table: str) -> pd.DataFrame:
             if not (np.isfinite(kk) & np.isfinite(nn) & (kk >= 0) & (kk <= nn)).all():
                 raise DataError(f"the mirror turns table has pattern counts for {k!r} that are missing, negative "
                                 f"or above the eligible words (pattern_k_{k} > pattern_n_{k})")
+            cc = rows[f"pattern_copied_{k}"].to_numpy(dtype=float)
+            if not (np.isfinite(cc) & (cc >= 0) & (cc <= kk)).all():
+                raise DataError(f"the mirror turns table has copied-word counts for {k!r} that are missing, negative "
+                                f"or above the pattern words (pattern_copied_{k} > pattern_k_{k})")
             rows[f"pattern_k_{k}"], rows[f"pattern_n_{k}"] = kk.astype(np.int64), nn.astype(np.int64)
+            rows[f"pattern_copied_{k}"] = cc.astype(np.int64)
     else:
         s = rows["surprise"].to_numpy(dtype=float)
         if np.isinf(s).any():

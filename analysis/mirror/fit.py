@@ -22,8 +22,22 @@ if TYPE_CHECKING:
 
 #: the result tables of :func:`fit_all`
 RESULTS = ("noticing_cells", "noticing_contrasts", "noticing_turn", "recognition_cells", "recognition_contrasts",
-           "recognition_turn", "imitation_cells", "surprise_cells", "judge_noticing_cells", "judge_noticing_contrasts",
-           "judge_noticing_turn")
+           "recognition_turn", "imitation_cells", "imitation_copied_cells", "imitation_adopted_cells", "surprise_cells",
+           "judge_noticing_cells", "judge_noticing_contrasts", "judge_noticing_turn")
+#: the imitation split: pattern words the shown history held (copied), and new ones in its pattern (adopted)
+SPLIT = ("copied", "adopted")
+
+
+def imitation_split(turns: pd.DataFrame, part: str) -> pd.DataFrame:
+    """``turns`` with each kind's pattern count replaced by its ``part``: ``copied`` (the pattern words that the
+    shown history held as corrupted words) or ``adopted`` (the others), for the imitation model."""
+    from analysis.mirror.design import KINDS
+
+    out = turns.copy()
+    for k in KINDS:
+        copied = out[f"pattern_copied_{k}"]
+        out[f"pattern_k_{k}"] = copied if part == "copied" else out[f"pattern_k_{k}"] - copied
+    return out
 
 
 def has_judge(turns: pd.DataFrame | None) -> bool:
@@ -68,6 +82,10 @@ def fit_all(tables: dict[str, pd.DataFrame], settings: M.SamplerSettings) -> dic
             out[f"{name}_cells"], out[f"{name}_contrasts"], out[f"{name}_turn"] = s["cells"], s["contrasts"], s["turn"]
         if (check_table(turns, "turns")["condition"] == "corrupted").any():
             out["imitation_cells"] = imitation_summary(run("imitation", imitation_model(turns)), turns)
+            for part in SPLIT:  # each part of the imitation against the control, by the same model
+                split = imitation_split(turns, part)
+                out[f"imitation_{part}_cells"] = imitation_summary(run(f"imitation {part}", imitation_model(split)),
+                                                                   split)
     if surprise is not None:
         out["surprise_cells"] = surprise_summary(run("surprise", surprise_model(surprise)), surprise)
     out["diagnostics"] = diags

@@ -49,7 +49,8 @@ def simulate_turns(seed: int = 0, models: tuple[str, ...] = ("model_a", "model_b
                    notice_control=(0.04, 0.02), notice_other=(0.12, 0.03), notice_gain=(3.0, 1.0),
                    notice_slope=(0.0, 0.3, 0.15), yes_control=(0.85, 0.7), yes_other=(0.35, 0.7),
                    yes_gain=(3.0, 0.0), yes_slope=(0.0, -0.2, -0.1), imitation_gain=(2.5, 0.5),
-                   words: float = 30.0, g_words: float = 4.0, reply_sd: float = 0.7) -> tuple[pd.DataFrame, dict]:
+                   words: float = 30.0, g_words: float = 4.0, reply_sd: float = 0.7,
+                   copied_share: float = 0.5) -> tuple[pd.DataFrame, dict]:
     """A turns table with known truth, in the schema of :data:`COLUMNS` ``["turns"]``: every model answers
     ``n_scripts`` scripts under every condition (control, each (kind, level) of ``kinds`` x ``levels``, other)
     at every turn of ``turns``.
@@ -64,7 +65,8 @@ def simulate_turns(seed: int = 0, models: tuple[str, ...] = ("model_a", "model_b
     ``sigmoid(logit(BASELINE[kind]) + gain + conversation effects + reply effect)``, the gain
     ``imitation_gain * IMITABILITY[kind] * level / 0.6`` for the row's own kind in a corrupted history, 0
     otherwise (the conversation effects are those of noticing, halved; the reply effect ``~ Normal(0,
-    reply_sd)``, one per reply and kind).
+    reply_sd)``, one per reply and kind); ``pattern_copied`` binomial with ``copied_share`` of ``k`` for the row's
+    own kind after a corrupted history, 0 otherwise.
 
     ``truth``: ``noticing`` and ``recognition`` (``model, condition, kind, level, p`` at the average
     conversation and turn, ``diff`` = p minus the model's control), ``imitation`` (baselines as ``condition
@@ -118,9 +120,13 @@ def simulate_turns(seed: int = 0, models: tuple[str, ...] = ("model_a", "model_b
                            "history_changed": int(changed[j]),
                            "history_eligible": int(eligible[j]) if cond == "corrupted" else 0,
                            "reply": f"simulated reply {m} {s} {t}", "notices": bool(notices[j]),
+                           "first_person": int(rng.poisson(2.0)), "third_person": int(rng.poisson(0.1)),
                            "judge_notices": np.nan, "p_yes": float(p_yes[j]), "p_outside": float(rng.beta(1, 30))}
                     for k in KINDS:
                         rec[f"pattern_k_{k}"], rec[f"pattern_n_{k}"] = int(counts[k][0][j]), int(counts[k][1][j])
+                        # a share of the pattern words after a corrupted history of the same kind were shown there
+                        rec[f"pattern_copied_{k}"] = (int(rng.binomial(counts[k][0][j], copied_share))
+                                                      if cond == "corrupted" and k == kind else 0)
                     recs.append(rec)
     rows = pd.DataFrame(recs)
     rows["kind"] = rows["kind"].astype(object)

@@ -166,6 +166,24 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
             d["imitation_cells"] = int(len(im))
             # the measure's false positives: another model's replies hold none of the corruptions, so any pattern
             # word in the reply that follows them is the measure's, not an imitation
+            for part in ("copied", "adopted"):  # the split: history words written again, and new words in the pattern
+                sp = res.get(f"imitation_{part}_cells")
+                sp = sp[sp["model"] == m] if sp is not None and len(sp) else None
+                if sp is not None and len(sp[sp["condition"] == "corrupted"]):
+                    cor = sp[sp["condition"] == "corrupted"]
+                    d[f"imitation_{part}_top"] = _imitation_top(sp)
+                    d[f"imitation_{part}_cells_above"] = int((cor["diff_low"] > 0).sum())
+                    rows = turns[own & (turns["condition"] == "corrupted")]
+                    kinds = sorted(set(cor["kind"]))
+                    d[f"imitation_{part}_words"] = {
+                        k: int(rows.loc[rows["kind"] == k, f"pattern_copied_{k}"].sum() if part == "copied" else
+                               (rows.loc[rows["kind"] == k, f"pattern_k_{k}"]
+                                - rows.loc[rows["kind"] == k, f"pattern_copied_{k}"]).sum()) for k in kinds}
+            # the shift the post saw from "I" to "the model": self-references in each person, by condition
+            if {"first_person", "third_person"} <= set(turns.columns):
+                d["self_references"] = {c: {"first": int(g["first_person"].sum()),
+                                            "third": int(g["third_person"].sum())}
+                                        for c, g in turns[own].groupby("condition", sort=True)}
             oth = turns[own & (turns["condition"] == "other")]
             if len(oth):
                 d["imitation_other"] = {k: {"k": int(oth[f"pattern_k_{k}"].sum()), "n": int(oth[f"pattern_n_{k}"].sum())}

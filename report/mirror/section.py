@@ -21,6 +21,8 @@ WORDS = {"above": "credibly above", "below": "credibly below", "unclear": "not d
 def _cell(d: dict) -> str:
     if d.get("condition") == "other":
         return "another model's replies"
+    if d.get("kind") == "insertion" and d.get("level") == 1.0:
+        return "insertion at level 1 (the post's own manipulation)"
     return f"{d['kind']} at level {d['level']:g}"
 
 
@@ -72,6 +74,26 @@ def _imitation(d: dict) -> str:
             f"amount, in {len(counts)} cells ({listed}); {credibly}.")
 
 
+def _split(d: dict) -> str:
+    """The imitation split: the pattern words that were corrupted words of the shown history written again
+    (copied), and new words in the corruption's pattern (adopted), each with its largest modelled rise over the
+    control (the same model as imitation's, on that part of the counts)."""
+    parts = []
+    for part, what in (("copied", "corrupted words of the shown history written again"),
+                       ("adopted", "new words in the corruption's pattern")):
+        if f"imitation_{part}_top" not in d:
+            continue
+        e, words = d[f"imitation_{part}_top"], d[f"imitation_{part}_words"]
+        counted = ", ".join(f"{n} ({k})" for k, n in words.items())
+        rise = (f"its largest rise over the control, {_cell(e)} ({e['k']} of {e['n']} words against "
+                f"{e['control_k']} of {e['control_n']}), was {points_interval(e)}" if e["raw_diff"] > 0
+                else "in no cell was its raw share above the control's")
+        above = d[f"imitation_{part}_cells_above"]
+        parts.append(f"{what} (*{part}*): {counted} words; {rise}; {above} {'cell' if above == 1 else 'cells'} "
+                     "credibly above")
+    return ("Split in two: " + "; ".join(parts) + ".") if parts else ""
+
+
 def model_paragraph(m: str, d: dict) -> str:
     parts = [f"**{m}** ({d['scripts']} conversations, turns {', '.join(map(str, d['turns']))})."]
     if d.get("unchanged_histories"):
@@ -81,12 +103,16 @@ def model_paragraph(m: str, d: dict) -> str:
                      f"{'is' if n == 1 else 'are'} left out of the noticing, recognition and imitation counts below.")
     if "noticing_observed" in d:
         o = d["noticing_observed"]
-        parts.append(f"It remarked on typos or glitches unprompted in {o['k']} of its {o['n']} replies.")
+        parts.append(f"It remarked unprompted on the form of the earlier text (typos, misspellings, odd letters, "
+                     f"garbled words) in {o['k']} of its {o['n']} replies.")
     if "noticing_control" in d:
         c = d["noticing_control"]
         parts.append(f"With its clean history ({c['k']} of {c['n']}) the posterior rate is {percent_interval(c)}" + (
             " (the prior keeps an all-zero cell's interval off zero; read it by its upper bound)." if c["k"] == 0
             else "."))
+        if c["n"] and c["k"] == c["n"]:  # a ceiling: the rise the measure looks for has no room
+            parts.append("Every clean-history reply already remarked on the form, so a rise under alteration "
+                         "cannot show at this ceiling.")
     if "noticing_extreme" in d:
         parts.append(_change(d, "noticing", "every reply remarking on an oddity in every condition",
                              "no reply remarking on anything in any condition", "above", "change under alteration"))
@@ -107,16 +133,30 @@ def model_paragraph(m: str, d: dict) -> str:
         raw = f"; observed: {r['k']} of {r['n']} replies with P(yes) > P(no){neither}" if "k" in r else ""
         parts.append(f"Asked whether it wrote its previous messages exactly as shown, it said yes at a rate of "
                      f"{percent_interval(r)} with the clean history (the model's estimate at the average conversation{raw}).")
+        if "k" in r and r["n"] and r["k"] <= 1:  # a floor: the drop the measure looks for has no room
+            parts.append(f"With {'no' if r['k'] == 0 else 'only one'} clean-history reply saying yes, a drop under "
+                         "alteration " + ("cannot show at this floor." if r["k"] == 0 else
+                                          "has one reply to show in: the measure is at its floor."))
     if "recognition_extreme" in d:
         parts.append(_change(d, "recognition", "every reply answering yes (P(yes) > P(no)) in every condition",
                              "no reply answering yes in any condition", "below", "drop"))
     if "imitation_top" in d:
         parts.append(_imitation(d))
+        split = _split(d)
+        if split:
+            parts.append(split)
         if d.get("imitation_other"):  # the measure on replies after a history without any corruption
             parts.append("After another model's replies, which hold none of the corruptions, the words counted as a "
                          "pattern were " + ", ".join(f"{v['k']} of {v['n']} ({k})"
                                                      for k, v in sorted(d["imitation_other"].items()))
                          + ": the measure's own false positives.")
+    if d.get("self_references"):
+        names = {"control": "with its clean history", "corrupted": "after a corrupted history",
+                 "other": "after another model's replies"}
+        refs = [f"{r['third']} of {r['first'] + r['third']} {names.get(c, c)}"
+                for c, r in d["self_references"].items()]
+        parts.append("Of its references to itself, those in the third person (\"the model\", \"the assistant\", "
+                     "the shift the post saw in a thinking trace): " + "; ".join(refs) + " (raw counts).")
     if "surprise" in d:
         top = max(d["surprise"], key=lambda r: r["mean"])
         n = d["surprise_unchanged"]

@@ -63,9 +63,12 @@ SCHEMAS = {
     "turns": Schema("mirror/turns", [
         *_ARM, Col("history_changed", "int", range=(0, float("inf"))),
         Col("history_eligible", "int", range=(0, float("inf"))), Col("reply", "str"),
-        Col("notices", "bool"), Col("judge_notices", "float", range=PROB), Col("p_yes", "float", range=PROB),
+        Col("notices", "bool"), Col("first_person", "int", range=(0, float("inf"))),
+        Col("third_person", "int", range=(0, float("inf"))), Col("judge_notices", "float", range=PROB),
+        Col("p_yes", "float", range=PROB),
         Col("p_outside", "float", range=PROB),
-        *[Col(f"{c}_{k}", "int", range=(0, float("inf"))) for k in KINDS for c in ("pattern_k", "pattern_n")]]),
+        *[Col(f"{c}_{k}", "int", range=(0, float("inf"))) for k in KINDS
+          for c in ("pattern_k", "pattern_n", "pattern_copied")]]),
     "surprise": Schema("mirror/surprise", [
         *_ARM, Col("logprob", "float"), Col("logprob_clean", "float"), Col("surprise", "float"),
         Col("n_tokens", "int", range=(0, float("inf"))), Col("changed", "int", range=(0, float("inf")))]),
@@ -98,9 +101,15 @@ def messages(users: list[str], replies: list[str], upto: int, question: str | No
     return out
 
 
+#: the manipulation of the "Do LLMs pass the mirror test?" post: every g of every eligible word becomes sg
+BLOG = ("insertion", 1.0)
+
+
 def conditions(cfg, models: list[str], model: str) -> list[dict]:
     out = [dict(condition="control", kind=None, level=0.0)]
     out += [dict(condition="corrupted", kind=k, level=float(l)) for k in cfg.kinds for l in cfg.levels]
+    if cfg.blog and not any(c["kind"] == BLOG[0] and c["level"] == BLOG[1] for c in out):
+        out.append(dict(condition="corrupted", kind=BLOG[0], level=BLOG[1]))  # the post's own manipulation
     if cfg.other_model and len(models) > 1:
         out.append(dict(condition="other", kind=None, level=math.nan,
                         source=models[(models.index(model) + 1) % len(models)]))
@@ -213,6 +222,21 @@ class MirrorRunner:
         out["surprise"] = out["logprob_clean"] - out["logprob"]
         return out
 
+    def shown_corruptions(self, rows: pd.DataFrame, clean: dict[str, list[str]]) -> list[frozenset[str]]:
+        """Per row of (a)-(c): the corrupted words its history showed (the words of the altered earlier replies that
+        their clean versions lack), recomputed from the clean replies and the seed as :func:`altered` corrupts
+        them; none for the control and another model's replies. What a reply writes again of these is *copied*
+        (:func:`reproduce.mirror.imitation.grade_replies`)."""
+        out = []
+        for s, t, c, k, lv in zip(rows["script_id"], rows["turn"], rows["condition"], rows["kind"], rows["level"]):
+            if c != "corrupted":
+                out.append(frozenset())
+                continue
+            before = clean[s][:int(t) - 1]
+            shown = [corrupt_reply(r, k, lv, self.seed, self.lm.name, s, i).text for i, r in enumerate(before)]
+            out.append(imitation.corrupted_words(shown, before))
+        return out
+
     def reply_changes(self, rows: pd.DataFrame, clean: dict[str, list[str]]) -> list[int]:
         """Per row of (d): the words the corruption changed in the scored reply itself (0 in the control and
         other conditions, which corrupt nothing), recomputed from the clean reply and the seed as
@@ -236,7 +260,10 @@ class MirrorRunner:
         turns = self.store.cached("turns", lambda: self.turn_rows(clean, other))
         # graded here, after the shard: a change to the rules regrades the stored replies without regenerating them
         turns = turns.assign(notices=[graders.notices_oddity(r) for r in turns["reply"]])
-        turns = imitation.grade_replies(turns, conv, [t for s in self.scripts for t in s["turns"]])
+        refs = [graders.self_references(r) for r in turns["reply"]]
+        turns = turns.assign(first_person=[a for a, _ in refs], third_person=[b for _, b in refs])
+        turns = imitation.grade_replies(turns, conv, [t for s in self.scripts for t in s["turns"]],
+                                        self.shown_corruptions(turns, clean))
         surprise = self.store.cached("surprise", lambda: self.surprise_rows(clean, other))
         # counted after the shard as well: it needs only the clean replies and the seed, no inference
         surprise = surprise.assign(changed=self.reply_changes(surprise, clean))

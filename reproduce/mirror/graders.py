@@ -47,6 +47,18 @@ ODDITY = re.compile(
     re.I)
 
 
+#: the model speaking of itself in the first person, and in the third ("the model had a strange quirk", the shift
+#: the post saw in a thinking trace after the corruption)
+FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.I)
+THIRD_PERSON = re.compile(r"\b(?:the|this) (?:model|assistant|ai|language model|chatbot)\b", re.I)
+
+
+def self_references(text: str) -> tuple[int, int]:
+    """(first-person, third-person) references of a reply to its writer: ``I, me, my, mine, myself`` and ``the /
+    this model, assistant, AI, language model, chatbot``."""
+    return len(FIRST_PERSON.findall(text)), len(THIRD_PERSON.findall(text))
+
+
 def notices_oddity(text: str) -> bool:
     """The mirror test's spontaneous noticing: the reply remarks on the form of earlier text (:data:`ODDITY`)."""
     return ODDITY.search(text) is not None

@@ -3,7 +3,9 @@
 kept out of every shard fingerprint, so a change to the measure regrades without new inference.
 
 - ``insertion``: ``sg`` among the words that contain a ``g``;
-- ``capitalisation``: a case change after the first letter of a word that is not all capitals;
+- ``capitalisation``: a word with a capital letter that the clean texts never write with that casing (every form
+  the corruptor makes counts, all capitals and a capital first letter included; a word the clean replies or the
+  user turns capitalise the same way, such as a sentence's first word or "YouTube", does not);
 - ``substitution``, ``swap``, ``drop``: a typo of that kind of a known word (:func:`typo_of`): outside the
   reference vocabulary and one QWERTY-neighbour substitution, adjacent swap or dropped letter away from a word
   inside it. A word the reply uses for the first time, spelled correctly, is no typo: counting every word
@@ -17,6 +19,14 @@ history (the same text up to batching's float rounding), so with the clean reply
 word of a control reply would be known and the control could score almost no typo, while a reply after an
 altered history, which says things the clean reply does not, could; the control baseline would then be about
 zero by construction and any imitation contrast biased upwards.
+The *cased* vocabulary (the same texts' words as written) is built the same way, leave-one-out.
+
+**Copied and adopted.** A reply can take up a corruption in two ways: it can write again a corrupted word that
+the altered history showed (*copied*), or write a new word, absent from that history, in the corruption's pattern
+(*adopted*). :func:`grade_replies` counts both, given each row's shown history (``pattern_copied_<kind>``; adopted
+is ``pattern_k_<kind>`` minus it). A history with no corruption (the control, another model's replies) shows no
+corrupted word, so everything it counts is adopted: the baseline of chance hits.
+
 With the reply's own clean reply left out everywhere, a correctly spelled word one change away from a known
 word (``bet`` beside ``get``) counts alike in every condition, and the control's rate is the baseline of such
 chance hits. (A typo of a word that only the clean reply at ``(s, t)`` uses is missed, in every condition
@@ -36,34 +46,51 @@ def words(text: str) -> list[str]:
     return [w for w in WORD.findall(text) if len(w) >= MIN_LETTERS]
 
 
-def vocabulary(texts) -> frozenset[str]:
-    """The lower-cased words of ``texts``: the words a typo is recognised against."""
-    return frozenset(w.lower() for t in texts for w in WORD.findall(t))
+def vocabulary(texts, cased: bool = False) -> frozenset[str]:
+    """The lower-cased words of ``texts`` (``cased``: as written): the words a typo (a casing) is recognised
+    against."""
+    return frozenset((w if cased else w.lower()) for t in texts for w in WORD.findall(t))
 
 
-def reference_vocabularies(clean: Mapping[tuple[str, int], str], users: Iterable[str]) \
+def reference_vocabularies(clean: Mapping[tuple[str, int], str], users: Iterable[str], cased: bool = False) \
         -> dict[tuple[str, int], frozenset[str]]:
     """Per (script, turn) of ``clean`` (one model's clean replies by (script, turn)): the vocabulary a reply of that
     model at that script and turn is graded against, in every condition: the words of every other clean reply
     of ``clean`` and of ``users`` (the user turns of the scripts that ran), without those of the clean reply at
-    that (script, turn) unless another text has them too (leave-one-out; the module docstring says why)."""
-    own = {key: vocabulary([text]) for key, text in clean.items()}
-    shared = vocabulary(users)
+    that (script, turn) unless another text has them too (leave-one-out; the module docstring says why);
+    ``cased``: the words as written, for the capitalisation pattern."""
+    users = list(users)
+    own = {key: vocabulary([text], cased) for key, text in clean.items()}
+    shared = vocabulary(users, cased)
     replies = Counter(w for ws in own.values() for w in ws)  # how many clean replies hold each word
     return {key: shared | frozenset(w for w, n in replies.items() if n > (w in ws)) for key, ws in own.items()}
 
 
-def grade_replies(rows, clean, users: Iterable[str]):
+def grade_replies(rows, clean, users: Iterable[str], histories: list[frozenset[str]] | None = None):
     """``rows`` (a table with ``script_id, turn, reply``: one model's replies) with the imitation counts
-    ``pattern_k_<kind>, pattern_n_<kind>`` (:func:`pattern_counts`) for every kind of
-    :data:`reproduce.mirror.corrupt.KINDS`, each reply graded against the :func:`reference_vocabularies` entry of its
-    (script, turn) from ``clean`` (the model's clean conversations, ``script_id, turn, reply``) and ``users``."""
-    vocab = reference_vocabularies({(s, int(t)): r for s, t, r in zip(clean["script_id"], clean["turn"],
-                                                                      clean["reply"])}, list(users))
+    ``pattern_k_<kind>, pattern_n_<kind>`` (:func:`pattern_counts`) and ``pattern_copied_<kind>`` (of the
+    pattern's words, those the row's shown history held as corrupted words: ``histories[i]``, the corrupted words
+    shown before row ``i``; None: none shown) for every kind of :data:`reproduce.mirror.corrupt.KINDS`, each
+    reply graded against the :func:`reference_vocabularies` entries of its (script, turn) from ``clean`` (the
+    model's clean conversations, ``script_id, turn, reply``) and ``users``."""
+    users = list(users)
+    texts = {(s, int(t)): r for s, t, r in zip(clean["script_id"], clean["turn"], clean["reply"])}
+    vocab, cased = reference_vocabularies(texts, users), reference_vocabularies(texts, users, cased=True)
     keys = [(s, int(t)) for s, t in zip(rows["script_id"], rows["turn"])]
-    counts = {k: [pattern_counts(r, k, vocab[key]) for r, key in zip(rows["reply"], keys)] for k in KINDS}
-    return rows.assign(**{f"pattern_{c}_{k}": [x[j] for x in counts[k]]
-                          for k in KINDS for j, c in enumerate(("k", "n"))})
+    shown = histories if histories is not None else [frozenset()] * len(keys)
+    cols = {}
+    for k in KINDS:
+        hits = [pattern_words(r, k, vocab[key], cased[key]) for r, key in zip(rows["reply"], keys)]
+        cols[f"pattern_k_{k}"] = [len(h) for h, _ in hits]
+        cols[f"pattern_n_{k}"] = [n for _, n in hits]
+        cols[f"pattern_copied_{k}"] = [sum(w in s for w in h) for (h, _), s in zip(hits, shown)]
+    return rows.assign(**cols)
+
+
+def corrupted_words(altered: Iterable[str], clean: Iterable[str]) -> frozenset[str]:
+    """The words, as written, that altered texts show and their clean versions do not: the corrupted words a
+    history shows."""
+    return vocabulary(altered, cased=True) - vocabulary(clean, cased=True)
 
 
 def _variants(word: str, kind: str):
@@ -91,30 +118,42 @@ def typo_of(word: str, kind: str, vocab: frozenset[str]) -> bool:
     return w not in vocab and any(v in vocab for v in _variants(w, kind))
 
 
-def pattern_counts(text: str, kind: str, vocab: frozenset[str] | None = None) -> tuple[int, int]:
-    """(words showing ``kind``'s pattern, eligible words) in ``text``: the binomial counts of imitation.
+def pattern_words(text: str, kind: str, vocab: frozenset[str] | None = None,
+                  cased: frozenset[str] | None = None) -> tuple[list[str], int]:
+    """(the words of ``text`` showing ``kind``'s pattern, as written; the number of eligible words).
 
-    The pattern: ``sg`` among words with a ``g`` (insertion); a case change after the first letter in a word
-    that is not all capitals (capitalisation); a typo of a word of ``vocab`` by that kind (substitution, swap,
-    drop: :func:`typo_of`; the stage grades each reply against its leave-one-out vocabulary,
-    :func:`reference_vocabularies`). A word outside the vocabulary that is no such typo (a word the reply uses
-    for the first time) does not count: otherwise any reply that differs from the clean one would read as
-    imitation."""
+    The pattern: ``sg`` among words with a ``g`` (insertion); a capital letter in a word that ``cased`` (the
+    clean texts' words as written) never has with that casing (capitalisation); a typo of a word of ``vocab`` by
+    that kind (substitution, swap, drop: :func:`typo_of`; the stage grades each reply against its leave-one-out
+    vocabularies, :func:`reference_vocabularies`). A word outside the vocabulary that is no such typo (a word the
+    reply uses for the first time) does not count: otherwise any reply that differs from the clean one would read
+    as imitation."""
     kind = check_kind(kind)
     ws = words(text)
     if kind == "insertion":
         ws = [w for w in ws if "g" in w.lower()]
-        hits = [("sg" in w.lower()) for w in ws]
+        hits = [w for w in ws if "sg" in w.lower()]
     elif kind == "capitalisation":
-        hits = [(not w.isupper()) and any(c.isupper() for c in w[1:]) for w in ws]
+        if cased is None:
+            raise CorruptionError("pattern_counts for 'capitalisation' needs the cased vocabulary of the clean texts")
+        hits = [w for w in ws if any(c.isupper() for c in w) and w not in cased]
     else:
         if vocab is None:
             raise CorruptionError(f"pattern_counts for {kind!r} needs the reference vocabulary of the clean texts")
-        hits = [typo_of(w, kind, vocab) for w in ws]
-    return int(sum(hits)), len(hits)
+        hits = [w for w in ws if typo_of(w, kind, vocab)]
+    return hits, len(ws)
 
 
-def pattern_rate(text: str, kind: str, vocab: frozenset[str] | None = None) -> float:
+def pattern_counts(text: str, kind: str, vocab: frozenset[str] | None = None,
+                   cased: frozenset[str] | None = None) -> tuple[int, int]:
+    """(words showing ``kind``'s pattern, eligible words) in ``text``: the binomial counts of imitation
+    (:func:`pattern_words`)."""
+    hits, n = pattern_words(text, kind, vocab, cased)
+    return len(hits), n
+
+
+def pattern_rate(text: str, kind: str, vocab: frozenset[str] | None = None,
+                 cased: frozenset[str] | None = None) -> float:
     """The share of ``text``'s eligible words that show ``kind``'s pattern (NaN when it has none)."""
-    k, n = pattern_counts(text, kind, vocab)
+    k, n = pattern_counts(text, kind, vocab, cased)
     return k / n if n else float("nan")

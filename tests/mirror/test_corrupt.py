@@ -69,7 +69,16 @@ def test_pattern_rate_on_hand_written_replies():
     assert pattern_rate("A sgood day for sgardening, and a big dog", "insertion") == pytest.approx(2 / 4)
     assert pattern_rate("Nothing here has that letter", "insertion") == pytest.approx(0.0)
     assert pattern_rate("I", "insertion") != pattern_rate("I", "insertion")  # NaN: no eligible word
-    assert pattern_rate("The tOmato is NASA red", "capitalisation") == pytest.approx(1 / 4)
+    cased = vocabulary(["The tomato is NASA red, on YouTube"], cased=True)
+    assert pattern_rate("The tOmato is NASA red", "capitalisation", cased=cased) == pytest.approx(1 / 4)
+    # every form the corruptor makes of a known word counts, all capitals and a first capital included; a word
+    # the clean texts write the same way (a sentence's first word, "YouTube") does not
+    for form in ("tHe", "thE", "THe", "tHE", "ThE", "THE", "Tomato", "RED"):
+        assert pattern_counts(form, "capitalisation", cased=cased) == (1, 1), form
+    for same in ("The", "YouTube", "NASA", "tomato"):
+        assert pattern_counts(same, "capitalisation", cased=cased) == (0, 1), same
+    with pytest.raises(CorruptionError, match="cased vocabulary"):
+        pattern_counts("tHe", "capitalisation")
     vocab = vocabulary(["the tomato plant needs water"])
     # "plnat" is a swap of "plant"; "tomoto" is outside the vocabulary but no swap of a word in it
     assert pattern_rate("the tomoto plnat needs water", "swap", vocab) == pytest.approx(1 / 5)
@@ -121,4 +130,10 @@ def test_each_reply_is_graded_against_a_vocabulary_without_its_own_clean_reply()
     assert list(graded["pattern_k_substitution"]) == [1, 1, 1] and list(graded["pattern_n_substitution"]) == [5] * 3
     assert list(graded["pattern_k_swap"]) == [0, 0, 0]  # "harvset" would be a swap of "harvest", known only here
     assert pattern_counts(clean["reply"][1], "substitution", vocabulary([*clean["reply"], *users])) == (0, 5)
-    assert list(graded.columns) == [*rows.columns, *[f"pattern_{c}_{k}" for k in KINDS for c in ("k", "n")]]
+    assert list(graded.columns) == [*rows.columns,
+                                    *[f"pattern_{c}_{k}" for k in KINDS for c in ("k", "n", "copied")]]
+    assert (graded[[f"pattern_copied_{k}" for k in KINDS]] == 0).all().all()  # no history shown: nothing copied
+    # a reply that writes a corrupted word of its shown history again copies it; a new typo is adopted
+    shown = [frozenset({"bet"})] * len(rows)
+    again = grade_replies(rows, clean, users, shown)
+    assert list(again["pattern_copied_substitution"]) == [1, 1, 1] == list(again["pattern_k_substitution"])

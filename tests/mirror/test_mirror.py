@@ -8,7 +8,7 @@ import yaml
 
 from reproduce.config import ConfigError, load_params
 from reproduce.mirror.corrupt import KINDS, corrupt
-from reproduce.mirror.imitation import pattern_counts, vocabulary
+from reproduce.mirror.imitation import pattern_counts, pattern_words, vocabulary
 from reproduce.lm.engine import derive_seed
 from reproduce.mirror.graders import notices_oddity
 from reproduce.mirror.experiment import SCHEMAS, MirrorRunner, altered, conditions, messages
@@ -43,6 +43,14 @@ def test_history_conditions_by_hand():
     assert altered(conds[3], clean, other, "c", "m1", 0)[0] == other["m2"]["c"]
     conv = messages(["u1", "u2", "u3"], ["a1", "a2"], 3)
     assert [m["content"] for m in conv] == ["u1", "a1", "u2", "a2", "u3"]
+    # the post's own manipulation, once: insertion in every eligible word, every g of which becomes sg
+    blog = conditions(cfg.model_copy(update={"blog": True}), ["m1", "m2"], "m1")
+    assert [(c["kind"], c["level"]) for c in blog if c["condition"] == "corrupted"][-1] == ("insertion", 1.0)
+    assert len(blog) == len(conds) + 1
+    full = altered(blog[-2] if blog[-1]["condition"] == "other" else blog[-1], clean, other, "c", "m1", 0)[0]
+    assert full == [w.replace("g", "sg").replace("G", "SG") for w in clean["c"]]
+    again = conditions(cfg.model_copy(update={"blog": True, "levels": [1.0]}), ["m1", "m2"], "m1")
+    assert sum(c["kind"] == "insertion" and c["level"] == 1.0 for c in again) == 1
     assert messages(["u1", "u2"], ["a1"], 2, "Q?")[-1]["content"] == "Q?"
 
 
@@ -69,8 +77,17 @@ def test_a_small_run_is_recomputable_from_its_stored_conversations(small):
         # user turns and of every clean reply but the one at the row's own script and turn, in every condition
         others = conv[(conv["script_id"] != r["script_id"]) | (conv["turn"] != r["turn"])]
         vocab = vocabulary(list(others["reply"]) + users)
+        cased = vocabulary(list(others["reply"]) + users, cased=True)
         for k in KINDS:
-            assert pattern_counts(r["reply"], k, vocab) == (r[f"pattern_k_{k}"], r[f"pattern_n_{k}"])
+            assert pattern_counts(r["reply"], k, vocab, cased) == (r[f"pattern_k_{k}"], r[f"pattern_n_{k}"])
+        # copied: the pattern words that the shown history held as corrupted words (none without a corruption)
+        shown = runner.shown_corruptions(pd.DataFrame([r]), {s: list(g.sort_values("turn")["reply"])
+                                                              for s, g in conv.groupby("script_id")})[0]
+        for k in KINDS:
+            hits, _ = pattern_words(r["reply"], k, vocab, cased)
+            assert r[f"pattern_copied_{k}"] == sum(w in shown for w in hits) <= r[f"pattern_k_{k}"]
+            if r["condition"] != "corrupted":
+                assert r[f"pattern_copied_{k}"] == 0
     ctl = surprise[surprise["condition"] == "control"]
     assert np.allclose(ctl["surprise"], 0.0)  # the clean history is its own reference
     cor = turns[turns["condition"] == "corrupted"]
@@ -257,8 +274,9 @@ def test_a_corrupted_history_left_unchanged_is_no_altered_trial():
     from report.mirror.section import model_paragraph
 
     base = {"model": "m", "script_id": "s", "kind": None, "level": 0.0, "turn": 2, "history_eligible": 3,
-            "reply": "fine", "notices": False, "judge_notices": np.nan, "p_yes": 0.9, "p_outside": 0.1,
-            **{f"pattern_{c}_{k}": 0 for k in KINDS for c in ("k", "n")}}
+            "reply": "fine", "notices": False, "first_person": 0, "third_person": 0, "judge_notices": np.nan,
+            "p_yes": 0.9, "p_outside": 0.1,
+            **{f"pattern_{c}_{k}": 0 for k in KINDS for c in ("k", "n", "copied")}}
     turns = pd.DataFrame([{**base, "condition": "control", "history_changed": 0},
                           {**base, "condition": "corrupted", "kind": "insertion", "level": 0.3, "history_changed": 0,
                            "history_eligible": 0},
@@ -313,3 +331,27 @@ def test_the_noticing_rules_held_out_agreement_is_measured_and_reported():
     assert len(cases.HELD_OUT) >= 30 and len(cases.CASES) >= 30 and held["agree"] >= 39
     assert {n for _, n in cases.HELD_OUT} == {True, False}
     assert f"in {held['agree']} of {held['n']}" in grader_sentence({"development": cases.agreement(), "held_out": held})
+
+
+def test_a_control_at_its_floor_or_ceiling_is_named():
+    """Where the clean history's replies leave the measure no room (every one already remarks on the form; none
+    or one says it wrote its history), the paragraph says the change looked for cannot show."""
+    from report.mirror.section import model_paragraph
+
+    d = {"scripts": 3, "turns": [2, 3], "noticing_control": {"k": 4, "n": 4, "mean": 0.9, "low": 0.5, "high": 0.99},
+         "recognition_control": {"k": 1, "n": 6, "mean": 0.2, "low": 0.05, "high": 0.5}}
+    text = model_paragraph("m", d)
+    assert "cannot show at this ceiling" in text and "the measure is at its floor" in text
+    d["recognition_control"]["k"] = 0
+    assert "cannot show at this floor" in model_paragraph("m", d)
+    d["noticing_control"]["k"], d["recognition_control"]["k"] = 2, 3
+    text = model_paragraph("m", d)
+    assert "ceiling" not in text and "floor" not in text
+
+
+def test_self_references_are_counted_in_each_person():
+    from reproduce.mirror.graders import self_references
+
+    assert self_references("I noticed that my earlier replies had typos; I will fix them myself.") == (4, 0)
+    assert self_references("The model had a strange quirk: this assistant wrote sg for g.") == (0, 2)
+    assert self_references("Mine is the best. The modelling clay is soft.") == (1, 0)  # whole words only
