@@ -7,29 +7,34 @@ probability of the ethical_stance option of one evaluated item, over A and B. Ev
 
 - a question's report ``L = mean over the two orders of logit P(tendency)`` (a bias towards the letter A adds to
   one order's log-odds and subtracts from the other's, so it cancels), and its shift ``d = L_after - L_before``;
-- an item's behaviour shift ``b = logit p_after - logit p_before``.
+- an item's behaviour shift ``b = logit p_after - logit p_before``; a (model, task) unit's shift ``Delta`` is
+  estimated by the mean of its items' ``b``, with that mean's standard error (at least :data:`SE_FLOOR`).
 
-The model (PyMC, behind the convergence gate), with ``u`` a (model, task) unit and ``r`` the reporter (self or
-observer)::
+For each reporter ``r`` (self, observer), the questions' shifts are regressed on their unit's behaviour shift::
 
-    Delta[u] ~ Normal(mean of the unit's b, standard error of that mean)
-    d_i ~ Normal(alpha[r] + beta[r] * Delta[u_i], sigma[r])
-    alpha[r] ~ Normal(0, 1), beta[r] ~ Normal(0, 1), sigma[r] ~ HalfNormal(1)
+    d_i = alpha[r] + beta[r] * Delta[u_i] + e_i,    e_i ~ Normal(0, sigma[r]^2)
 
-``beta[r]`` is how many log-odds a reporter's answer moves per log-odds of behaviour change (1: one for one; 0:
-not at all). The behaviour shift enters with its own uncertainty, as a regression with a covariate measured
-with known error: ``Delta[u]`` is centred on the unit's mean item shift with that mean's standard error (at least
-:data:`SE_FLOOR`). Fitting the behaviour's items jointly instead let the reports pull ``Delta`` and its item
-spread away from the items, and left two modes on simulated data. The questions of a unit are treated as
-exchangeable replicates of its report shift: the model has no unit-level departure from the line. With a handful
-of units such a term (tried as ``tau[r] * z[r, u]``, centred and non-centred) left the sampler with divergences
-on the committed run; without it, a unit whose questions agree with each other but not with the line makes the
-interval of ``beta`` too narrow, so the manuscript prints the per-unit table beside the slopes. The estimands are ``beta[self]``, ``beta[observer]`` and their difference. They are reported with their 94%
-intervals and no verdict word: their false-positive rates have not been simulated."""
+``beta[r]`` is how many log-odds a report moves per log-odds of behaviour change (1: one for one; 0: not at all).
+The posterior is drawn exactly, by Monte Carlo, with no sampler: each draw takes the units' behaviour shifts from
+their sampling distributions, ``Delta[u] ~ Normal(mean, standard error)`` (the same draw for both reporters, so
+their difference is paired), and then ``(alpha, beta, sigma)`` from the regression's posterior under the
+reference prior (flat in ``alpha``, ``beta`` and ``log sigma``: ``sigma^2`` scaled inverse chi-square with
+``n - 2`` degrees of freedom, the coefficients Normal around least squares). The reports do not inform
+``Delta`` (a cut): a joint model in PyMC let them do so, and on the committed run its posterior had a thin
+curved ridge (the observer's reports barely move, so ``beta * Delta`` is pinned while ``Delta`` is not) where
+NUTS diverged at target acceptance 0.999 on one build of the tables and not on another.
+
+Because the reports do not inform ``Delta``, and ``Delta`` is known only up to its standard error, each slope is
+diluted towards 0 (regression dilution) by about the *reliability* of the units' shifts, the share of their
+spread that is not measurement error: ``max(0, 1 - mean(se^2) / var(mean shifts))``, reported beside the slopes.
+
+The questions of a unit are treated as exchangeable replicates of its report shift: a unit whose questions agree
+with each other but not with the line makes the interval of ``beta`` too narrow, so the manuscript prints the
+per-unit table beside the slopes. The estimands are ``beta[self]``, ``beta[observer]`` and their difference,
+reported with their 94% intervals and no verdict word: their false-positive rates have not been simulated.
+"""
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -38,16 +43,13 @@ import analysis.bayes as B
 
 REPORTERS = ("self", "observer")
 SEED_OFFSET = 50
+#: Monte Carlo draws of the posterior
+DRAWS = 4000
 #: probabilities are kept this far from 0 and 1 before their log-odds are taken
 CLIP = 1e-4
 #: the smallest standard error of a unit's behaviour shift (log-odds): items that all shift alike still leave
 #: this much uncertainty about the unit's shift
 SE_FLOOR = 0.05
-#: NUTS's target acceptance for this model (at least; the profile's may be higher): a slope times a behaviour
-#: shift that is known only roughly leaves a thin curved ridge where a reporter's answers barely move, and at 0.99
-#: the committed run's fit still diverged there (2 transitions in 4,000); the model is small, so smaller steps
-#: cost seconds
-TARGET_ACCEPT = 0.999
 
 
 def _logit(p) -> np.ndarray:
@@ -105,53 +107,81 @@ def unit_table(reports: pd.DataFrame, behaviour: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def policy_model(shifts: pd.DataFrame, acts: pd.DataFrame, units: list[tuple[str, str]]):
-    """The PyMC model of the module docstring (``shifts``: :func:`report_shifts`, ``acts``:
-    :func:`behaviour_shifts`)."""
-    import pymc as pm
+def regression_draws(d: np.ndarray, x: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """One posterior draw per row of ``x`` (draws x observations) of ``(alpha, beta, sigma)`` in
+    ``d = alpha + beta * x + Normal(0, sigma^2)`` under the reference prior: ``sigma^2 = (n - 2) s^2 / chi2(n - 2)``
+    and the coefficients Normal around least squares with covariance ``sigma^2 (X'X)^-1``."""
+    k, n = x.shape
+    if n < 3:
+        raise ValueError(f"a reporter's regression needs at least 3 report shifts, got {n}")
+    sx, sxx = x.sum(1), (x * x).sum(1)
+    sy, sxy = d.sum(), (x * d).sum(1)
+    det = n * sxx - sx * sx
+    if (det <= 0).any():
+        raise ValueError("every unit's behaviour shift is the same: the slope is not identified")
+    beta_hat = (n * sxy - sx * sy) / det
+    alpha_hat = (sy - beta_hat * sx) / n
+    resid = d[None, :] - alpha_hat[:, None] - beta_hat[:, None] * x
+    s2 = (resid ** 2).sum(1) / (n - 2)
+    sigma2 = (n - 2) * s2 / rng.chisquare(n - 2, size=k)
+    # (X'X)^-1 = [[sxx, -sx], [-sx, n]] / det; its Cholesky factor, per draw
+    v_aa, v_ab, v_bb = sxx / det, -sx / det, n / det
+    l11 = np.sqrt(v_aa)
+    l21 = v_ab / l11
+    l22 = np.sqrt(np.maximum(v_bb - l21 ** 2, 0.0))
+    z1, z2 = rng.standard_normal(k), rng.standard_normal(k)
+    sd = np.sqrt(sigma2)
+    alpha = alpha_hat + sd * l11 * z1
+    beta = beta_hat + sd * (l21 * z1 + l22 * z2)
+    return alpha, beta, sd
 
-    index = {u: i for i, u in enumerate(units)}
-    per_unit = acts.assign(u=[index[(m, t)] for m, t in zip(acts["model"], acts["task"])]).groupby("u")["b"]
-    b_mean = per_unit.mean().reindex(range(len(units))).to_numpy()
-    b_se = (per_unit.std(ddof=1) / np.sqrt(per_unit.size())).reindex(range(len(units))).to_numpy()
-    if not np.isfinite(b_se).all():
+
+def unit_shifts(acts: pd.DataFrame, units: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's behaviour shift: the mean of its items' ``b`` and that mean's standard error (at least
+    :data:`SE_FLOOR`)."""
+    g = acts.groupby(["model", "task"])["b"]
+    mean, sd, n = g.mean(), g.std(ddof=1), g.size()
+    if (n.reindex(units) < 2).any():
         raise ValueError("every (model, task) unit needs at least two evaluated items for its behaviour shift's "
                          "standard error; raise behaviour_change.eval_items")
-    b_se = np.maximum(b_se, SE_FLOOR)
-    d_unit = np.array([index[(m, t)] for m, t in zip(shifts["model"], shifts["task"])])
-    d_rep = np.array([REPORTERS.index(r) for r in shifts["reporter"]])
-    coords = {"unit": [f"{m}/{t}" for m, t in units], "reporter": list(REPORTERS)}
-    with pm.Model(coords=coords) as model:
-        delta = pm.Deterministic("delta", b_mean + b_se * pm.Normal("delta_z", 0.0, 1.0, dims="unit"), dims="unit")
-        alpha = pm.Normal("alpha", 0.0, 1.0, dims="reporter")
-        beta = pm.Normal("beta", 0.0, 1.0, dims="reporter")
-        sigma = pm.HalfNormal("sigma", 1.0, dims="reporter")
-        pm.Normal("d", alpha[d_rep] + beta[d_rep] * delta[d_unit], sigma[d_rep], observed=shifts["d"].to_numpy())
-    return model
+    se = np.maximum((sd / np.sqrt(n)).reindex(units).to_numpy(), SE_FLOOR)
+    return mean.reindex(units).to_numpy(), se
 
 
-def analyse(reports: pd.DataFrame, behaviour: pd.DataFrame, profile) -> dict:
-    """Fit the model through the gate; returns ``{"table", "shifts", "metrics", "idata"}``. ``metrics`` holds
-    each reporter's slope ``beta`` and intercept ``alpha`` (log-odds, 94% interval), the difference of the
-    slopes, the units' behaviour shifts ``delta``, the counts and the fit's diagnostics."""
+def reliability(mean: np.ndarray, se: np.ndarray) -> float:
+    """The share of the units' spread in behaviour shift that is not measurement error:
+    ``max(0, 1 - mean(se^2) / var(mean))`` (0 where every unit has the same mean)."""
+    spread = float(np.var(mean, ddof=1)) if len(mean) > 1 else 0.0
+    return 0.0 if spread <= 0 else float(max(0.0, 1.0 - float(np.mean(se ** 2)) / spread))
+
+
+def analyse(reports: pd.DataFrame, behaviour: pd.DataFrame, profile, draws: int = DRAWS) -> dict:
+    """The exact Monte Carlo posterior of the module docstring; returns ``{"table", "shifts", "metrics"}``.
+    ``metrics`` holds each reporter's slope ``beta`` and intercept ``alpha`` (log-odds, 94% interval), the
+    difference of the slopes, the units' behaviour shifts ``delta`` (mean and standard error), the counts and how
+    the posterior was drawn."""
     shifts, acts = report_shifts(reports), behaviour_shifts(behaviour)
     units = sorted(set(zip(acts["model"], acts["task"])))
     missing = sorted(set(zip(shifts["model"], shifts["task"])) - set(units))
     if missing:
         raise ValueError(f"reports on {missing} have no behaviour rows")
-    settings = B.sampler_settings(profile, SEED_OFFSET, careful=True)
-    settings = replace(settings, target_accept=max(settings.target_accept, TARGET_ACCEPT),
-                       target_accept_retry=max(settings.target_accept_retry or 0.0, TARGET_ACCEPT))
-    idata, diag = B.sample_gated(policy_model(shifts, acts, units), settings, "policy reports")
-    beta = B.draws(idata, "beta")
-    alpha = B.draws(idata, "alpha")
-    delta = B.draws(idata, "delta")
+    mean, se = unit_shifts(acts, units)
+    rng = np.random.default_rng([profile.seed, SEED_OFFSET])
+    delta = mean[None, :] + se[None, :] * rng.standard_normal((draws, len(units)))
+    index = {u: i for i, u in enumerate(units)}
+    out = {}
+    for r in REPORTERS:
+        rows = shifts[shifts["reporter"] == r]
+        x = delta[:, [index[(m, t)] for m, t in zip(rows["model"], rows["task"])]]
+        out[r] = regression_draws(rows["d"].to_numpy(float), x, rng)
     metrics = {
-        "beta": {r: B.summarise_draws(beta[i], 1.0) for i, r in enumerate(REPORTERS)},
-        "alpha": {r: B.summarise_draws(alpha[i], 1.0) for i, r in enumerate(REPORTERS)},
-        "beta_difference": B.summarise_draws(beta[0] - beta[1], 1.0),
-        "delta": {f"{m}/{t}": B.summarise_draws(delta[i], 1.0) for i, (m, t) in enumerate(units)},
+        "beta": {r: B.summarise_draws(out[r][1], 1.0) for r in REPORTERS},
+        "alpha": {r: B.summarise_draws(out[r][0], 1.0) for r in REPORTERS},
+        "beta_difference": B.summarise_draws(out["self"][1] - out["observer"][1], 1.0),
+        "delta": {f"{m}/{t}": {"mean": float(mean[i]), "se": float(se[i])} for i, (m, t) in enumerate(units)},
+        "reliability": reliability(mean, se),
         "units": len(units), "questions": int(shifts.groupby("reporter")["question_id"].count().min()),
-        "items": len(acts), "diagnostics": diag,
+        "items": len(acts), "posterior": {"method": "exact Monte Carlo (reference prior; behaviour shifts cut)",
+                                          "draws": draws},
     }
-    return {"table": unit_table(reports, behaviour), "shifts": shifts, "metrics": metrics, "idata": idata}
+    return {"table": unit_table(reports, behaviour), "shifts": shifts, "metrics": metrics}

@@ -364,7 +364,7 @@ def run_analysis(profile: Profile, data: Path = DATA, out: Path = OUT) -> dict:
     if policy is not None and len(policy[0]):
         pol = PO.analyse(*policy, profile)
         metrics["policy"] = {**pol["metrics"], "table": pol["table"].to_dict("records")}
-        tables["policy"], tidy_policy, posteriors["policy"] = pol["table"], pol["shifts"], pol["idata"]
+        tables["policy"], tidy_policy = pol["table"], pol["shifts"]
 
     metrics["compliance"] = {f"{r.condition}_{r.predictor}_on_{r.target}": r.compliance
                              for r in tables["accuracy_by_target"].itertuples()}

@@ -49,6 +49,16 @@ def outside_sentence(policy: dict) -> str:
             f"averaged {'; '.join(parts)}.")
 
 
+def reliability_sentence(r: float) -> str:
+    """What the reliability of the units' behaviour shifts does to the slopes."""
+    if r < 0.5:
+        return (f"The units' behaviour shifts are mostly measurement error (reliability {fmt(r, 2)}: the share of "
+                "their spread that is not), so each slope is diluted towards 0 by about that factor and cannot be "
+                "read as the reports' tracking of the behaviour.")
+    return (f"The units' behaviour shifts have reliability {fmt(r, 2)} (the share of their spread that is not "
+            "measurement error): each slope is diluted towards 0 by about that factor.")
+
+
 def section(metrics: dict) -> str:
     """The section's markdown, or a sentence where experiment 4 did not run."""
     p = metrics.get("policy")
@@ -59,11 +69,14 @@ def section(metrics: dict) -> str:
     text = (f"Over {p['units']} model-task units ({p['questions']} report shifts per reporter, each the mean of a "
             f"question's two option orders; {p['items']} behaviour shifts), a self-report moves "
             f"{_lo(b['self'])} log-odds per log-odds of change in the behaviour it describes, and the observer's "
-            f"report {_lo(b['observer'])}; self minus observer {_lo(diff)} (94% intervals; 1 would be one for "
-            "one, 0 not at all). These slopes carry no verdict: their false-positive rates were not simulated, and "
-            "with this few units the interval of each is wide. The behaviour shift of each unit, in log-odds "
-            "of the stance option: " + "; ".join(f"{u.replace('/', ', ').replace('_', ' ')} {_lo(d)}"
-                                                 for u, d in p["delta"].items()) + ".")
+            f"report {_lo(b['observer'])}; self minus observer {_lo(diff)} (94% intervals of an exact Monte "
+            "Carlo posterior; 1 would be one for one, 0 not at all). These slopes carry no verdict: their false-positive rates were not simulated, and "
+            "with this few units the interval of each is wide. "
+            + reliability_sentence(p["reliability"])
+            + " The behaviour shift of each unit, in log-odds "
+            "of the stance option (mean item shift and its standard error): "
+            + "; ".join(f"{u.replace('/', ', ').replace('_', ' ')} {fmt(d['mean'], 2)} (SE {fmt(d['se'], 2)})"
+                        for u, d in p["delta"].items()) + ".")
     out = [text, "", outside_sentence(p), "",
            md_table(unit_table(p),
                     "Experiment 4: the behaviour before and after experiment 3's change (the mean probability of "

@@ -153,13 +153,11 @@ def test_the_shifts_average_the_orders_and_cancel_a_letter_bias():
         P.report_levels(reports[reports.order == "tendency_a"])
 
 
-@pytest.mark.slow
 def test_the_model_recovers_a_reporter_that_tracks_and_one_that_does_not():
     import analysis.self_prediction.policy as P
     from conftest import tiny_profile
-    from reproduce.config import Analysis
 
-    profile = tiny_profile(analysis=Analysis(draws=500, tune=500, chains=2))
+    profile = tiny_profile()
     reports, behaviour = simulate(3, {"self": 1.0, "observer": 0.0})
     out = P.analyse(reports, behaviour, profile)
     beta = out["metrics"]["beta"]
@@ -167,7 +165,9 @@ def test_the_model_recovers_a_reporter_that_tracks_and_one_that_does_not():
     assert beta["observer"]["low"] < 0.0 < beta["observer"]["high"]
     diff = out["metrics"]["beta_difference"]
     assert diff["low"] > 0
-    assert out["metrics"]["units"] == 8 and out["metrics"]["diagnostics"]["divergences"] == 0
+    assert out["metrics"]["units"] == 8 and out["metrics"]["reliability"] > 0.9
+    # the posterior is drawn by Monte Carlo from the run's seed: the same inputs give the same numbers
+    assert P.analyse(reports, behaviour, profile)["metrics"] == out["metrics"]
 
 
 def test_a_run_without_an_ab_task_writes_empty_tables_and_the_manuscript_says_so(tmp_path):
