@@ -52,6 +52,21 @@ def citation(manifest: dict[str, Any]) -> str:
             f"release sha256 {manifest['release_sha256']}. Licence {manifest['licence']}.")
 
 
+class VersionedData:
+    """What every loaded dataset of this kind answers from its ``manifest``: the version and the release sha256
+    that cite it."""
+
+    manifest: dict[str, Any]
+
+    @property
+    def version(self) -> str:
+        return self.manifest["version"]
+
+    @property
+    def release_sha256(self) -> str:
+        return self.manifest["release_sha256"]
+
+
 @dataclass(frozen=True)
 class FileDataset:
     """One dataset of several files. ``module`` is the dataset module (``reproduce.injection.data``), whose

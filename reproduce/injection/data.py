@@ -24,7 +24,7 @@ from typing import Any
 import reproduce.injection.content as content
 from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
-from reproduce.experiment_data import FileDataset, changes_text, citation, jsonl, parse_jsonl
+from reproduce.experiment_data import FileDataset, VersionedData, changes_text, citation, jsonl, parse_jsonl
 
 NAME = "concept_injection"
 LICENCE = "CC-BY-4.0"
@@ -62,7 +62,7 @@ WRITE_COMMAND = "python -m reproduce.injection.data write"
 
 
 @dataclass(frozen=True)
-class InjectionData:
+class InjectionData(VersionedData):
     """The loaded, verified dataset: word lists, the prompts dict and the three item lists."""
 
     concepts: tuple[str, ...]
@@ -72,14 +72,6 @@ class InjectionData:
     prefill: tuple[dict[str, str], ...]
     intention: tuple[dict[str, str], ...]
     manifest: dict[str, Any]
-
-    @property
-    def version(self) -> str:
-        return self.manifest["version"]
-
-    @property
-    def release_sha256(self) -> str:
-        return self.manifest["release_sha256"]
 
     def concept_index(self, word: str) -> int:
         """Position of ``word`` in the concept list (the row of its concept vector)."""

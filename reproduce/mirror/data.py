@@ -25,7 +25,7 @@ from typing import Any
 import reproduce.mirror.content as content
 from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
-from reproduce.experiment_data import FileDataset, changes_text, citation, jsonl, parse_jsonl
+from reproduce.experiment_data import FileDataset, VersionedData, changes_text, citation, jsonl, parse_jsonl
 
 NAME = "mirror_test"
 LICENCE = "CC-BY-4.0"
@@ -50,20 +50,12 @@ WRITE_COMMAND = "python -m reproduce.mirror.data write"
 
 
 @dataclass(frozen=True)
-class MirrorData:
+class MirrorData(VersionedData):
     """The loaded, verified dataset: the conversation scripts, the prompts dict and the manifest."""
 
     scripts: tuple[dict[str, Any], ...]
     prompts: dict[str, Any]
     manifest: dict[str, Any]
-
-    @property
-    def version(self) -> str:
-        return self.manifest["version"]
-
-    @property
-    def release_sha256(self) -> str:
-        return self.manifest["release_sha256"]
 
     def script(self, script_id: str) -> dict[str, Any]:
         """The script with id ``script_id`` (``{"id", "topic", "turns"}``)."""

@@ -21,7 +21,7 @@ from typing import Any
 import reproduce.self_prediction.policy_content as content
 from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
-from reproduce.experiment_data import FileDataset, changes_text, citation, jsonl, parse_jsonl
+from reproduce.experiment_data import FileDataset, VersionedData, changes_text, citation, jsonl, parse_jsonl
 
 NAME = "policy_reports"
 LICENCE = "CC-BY-4.0"
@@ -39,20 +39,12 @@ REHASH_COMMAND = "python -m reproduce.self_prediction.policy_data rehash"
 
 
 @dataclass(frozen=True)
-class PolicyData:
+class PolicyData(VersionedData):
     """The loaded, verified dataset."""
 
     questions: tuple[dict[str, Any], ...]
     prompts: dict[str, str]
     manifest: dict[str, Any]
-
-    @property
-    def version(self) -> str:
-        return self.manifest["version"]
-
-    @property
-    def release_sha256(self) -> str:
-        return self.manifest["release_sha256"]
 
     def for_task(self, task: str) -> list[dict[str, Any]]:
         """The questions about ``task``, in file order."""
