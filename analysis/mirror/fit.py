@@ -37,6 +37,7 @@ def imitation_split(turns: pd.DataFrame, part: str) -> pd.DataFrame:
     for k in KINDS:
         copied = out[f"pattern_copied_{k}"]
         out[f"pattern_k_{k}"] = copied if part == "copied" else out[f"pattern_k_{k}"] - copied
+        out[f"pattern_copied_{k}"] = copied if part == "copied" else 0  # the part's own copied words
     return out
 
 

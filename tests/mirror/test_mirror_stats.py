@@ -110,10 +110,13 @@ def test_bad_values_are_refused_with_the_fix(sim):
 @pytest.mark.slowest  # realistic-size joint fits (4 x 1000 draws)
 def test_every_fit_passes_the_gate(fitted, zeros):
     res, _ = fitted
-    assert sorted(d["fit"] for d in res["diagnostics"]) == ["imitation", "noticing", "recognition", "surprise"]
+    assert sorted(d["fit"] for d in res["diagnostics"]) == ["imitation", "imitation adopted", "imitation copied",
+                                                               "noticing", "recognition", "surprise"]
     for g in [d["diagnostics"] for d in res["diagnostics"]] + [zeros[1]]:
         assert g["r_hat_max"] <= K.RHAT_MAX and min(g["ess_bulk_min"], g["ess_tail_min"]) >= K.ESS_MIN
-        assert g["divergences"] == 0 and g["chains"] == 4 and g["draws"] == 1000
+        # at the first sampling, or after the gate's one cure for a short ESS (twice the draws): the copied part
+        # of imitation has no copied word in the control, whose baseline then mixes slowly
+        assert g["divergences"] == 0 and g["chains"] == 4 and g["draws"] in (1000, 2000)
     assert all(d["model"] == "all" for d in res["diagnostics"])  # the models are fitted jointly
 
 
