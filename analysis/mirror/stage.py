@@ -20,6 +20,7 @@ from reproduce.io import atomic_dir, atomic_write_json
 
 import analysis.mirror as MI
 from analysis.mirror.design import unchanged_history
+from analysis.mirror.fit import imitation_split
 from analysis.mirror.surprise import unchanged_reply
 from analysis.bayes import sampler_settings
 from analysis.verdicts import interval_side as verdict
@@ -173,21 +174,17 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
                     cor = sp[sp["condition"] == "corrupted"]
                     d[f"imitation_{part}_top"] = _imitation_top(sp)
                     d[f"imitation_{part}_cells_above"] = int((cor["diff_low"] > 0).sum())
-                    rows = turns[own & (turns["condition"] == "corrupted")]
-                    kinds = sorted(set(cor["kind"]))
-                    d[f"imitation_{part}_words"] = {
-                        k: int(rows.loc[rows["kind"] == k, f"pattern_copied_{k}"].sum() if part == "copied" else
-                               (rows.loc[rows["kind"] == k, f"pattern_k_{k}"]
-                                - rows.loc[rows["kind"] == k, f"pattern_copied_{k}"]).sum()) for k in kinds}
-            # the shift the post saw from "I" to "the model": self-references in each person, by condition
-            if {"first_person", "third_person"} <= set(turns.columns):
-                d["self_references"] = {c: {"first": int(g["first_person"].sum()),
-                                            "third": int(g["third_person"].sum())}
-                                        for c, g in turns[own].groupby("condition", sort=True)}
+                    rows = imitation_split(turns[own & (turns["condition"] == "corrupted")], part)
+                    d[f"imitation_{part}_words"] = {k: int(rows.loc[rows["kind"] == k, f"pattern_k_{k}"].sum())
+                                                    for k in sorted(set(cor["kind"]))}
             oth = turns[own & (turns["condition"] == "other")]
             if len(oth):
                 d["imitation_other"] = {k: {"k": int(oth[f"pattern_k_{k}"].sum()), "n": int(oth[f"pattern_n_{k}"].sum())}
                                         for k in sorted(set(im["kind"]))}
+        if {"first_person", "third_person"} <= set(turns.columns):
+            # the shift the post saw from "I" to "the model": self-references in each person, by condition
+            d["self_references"] = {c: {"first": int(g["first_person"].sum()), "third": int(g["third_person"].sum())}
+                                    for c, g in turns[own].groupby("condition", sort=True)}
         su = res["surprise_cells"]
         su = su[su["model"] == m] if len(su) else su
         if len(su):

@@ -68,9 +68,10 @@ def report_levels(reports: pd.DataFrame) -> pd.DataFrame:
     return r.groupby(keys, as_index=False).agg(L=("L", "mean"), p_outside=("p_outside", "mean"))
 
 
-def report_shifts(reports: pd.DataFrame) -> pd.DataFrame:
-    """One row per model x reporter x task x question: ``d = L_after - L_before``."""
-    w = report_levels(reports).pivot_table(index=["model", "reporter", "task", "question_id"], columns="phase",
+def report_shifts(levels: pd.DataFrame) -> pd.DataFrame:
+    """One row per model x reporter x task x question: ``d = L_after - L_before`` (``levels``:
+    :func:`report_levels`)."""
+    w = levels.pivot_table(index=["model", "reporter", "task", "question_id"], columns="phase",
                                            values="L").reset_index()
     return w.assign(d=w["after"] - w["before"])[["model", "reporter", "task", "question_id", "d"]]
 
@@ -82,13 +83,12 @@ def behaviour_shifts(behaviour: pd.DataFrame) -> pd.DataFrame:
     return w.assign(b=w["after"] - w["before"])[["model", "task", "item_id", "b"]]
 
 
-def unit_table(reports: pd.DataFrame, behaviour: pd.DataFrame) -> pd.DataFrame:
+def unit_table(levels: pd.DataFrame, behaviour: pd.DataFrame) -> pd.DataFrame:
     """The table the manuscript prints, one row per model x task: the behaviour before and after (mean
     probability of the stance option; greedy answers that pick it, of those that pick A or B), and each
     reporter's mean probability of the tendency before and after (the two orders' mean log-odds, back on the
     probability scale, averaged over questions), with the mean mass on neither letter."""
     rows = []
-    levels = report_levels(reports)
     for (model, task), g in behaviour.groupby(["model", "task"], sort=True):
         row = {"model": model, "task": task, "items": int(g["item_id"].nunique())}
         for phase in ("before", "after"):
@@ -160,7 +160,8 @@ def analyse(reports: pd.DataFrame, behaviour: pd.DataFrame, profile, draws: int 
     ``metrics`` holds each reporter's slope ``beta`` and intercept ``alpha`` (log-odds, 94% interval), the
     difference of the slopes, the units' behaviour shifts ``delta`` (mean and standard error), the counts and how
     the posterior was drawn."""
-    shifts, acts = report_shifts(reports), behaviour_shifts(behaviour)
+    levels = report_levels(reports)
+    shifts, acts = report_shifts(levels), behaviour_shifts(behaviour)
     units = sorted(set(zip(acts["model"], acts["task"])))
     missing = sorted(set(zip(shifts["model"], shifts["task"])) - set(units))
     if missing:
@@ -184,4 +185,4 @@ def analyse(reports: pd.DataFrame, behaviour: pd.DataFrame, profile, draws: int 
         "items": len(acts), "posterior": {"method": "exact Monte Carlo (reference prior; behaviour shifts cut)",
                                           "draws": draws},
     }
-    return {"table": unit_table(reports, behaviour), "shifts": shifts, "metrics": metrics}
+    return {"table": unit_table(levels, behaviour), "shifts": shifts, "metrics": metrics}

@@ -141,10 +141,10 @@ def test_the_shifts_average_the_orders_and_cancel_a_letter_bias():
     assert len(levels) == len(reports) // 2
     r0 = reports.iloc[:2]  # one question's two orders before the change
     assert np.isclose(P.report_levels(r0)["L"].iloc[0], np.mean(np.log(r0["p_tendency"] / (1 - r0["p_tendency"]))))
-    shifts = P.report_shifts(reports)
+    shifts = P.report_shifts(levels)
     acts = P.behaviour_shifts(behaviour)
     assert len(shifts) == 2 * 2 * 3 and len(acts) == 2 * 6
-    table = P.unit_table(reports, behaviour)
+    table = P.unit_table(levels, behaviour)
     assert list(table[["greedy_before_n", "greedy_after_n"]].iloc[0]) == [6, 6]
     b = behaviour[(behaviour.model == table.model.iloc[0]) & (behaviour.task == table.task.iloc[0])]
     assert np.isclose(table["behaviour_before"].iloc[0], b[b.phase == "before"]["p_stance"].mean())
