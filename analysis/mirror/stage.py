@@ -20,6 +20,8 @@ from reproduce.io import atomic_dir, atomic_write_json
 
 import analysis.mirror as MI
 from analysis.mirror.design import unchanged_history
+from analysis.mirror.discrimination import discrimination
+from analysis.mirror.pairs import paired_choice
 from analysis.mirror.fit import imitation_split
 from analysis.mirror.surprise import unchanged_reply
 from analysis.bayes import sampler_settings
@@ -28,7 +30,7 @@ from analysis.verdicts import interval_side as verdict
 RAW = REPO_ROOT / "data" / "mirror" / "raw"
 OUT = REPO_ROOT / "data" / "mirror" / "analysis"
 METRICS = REPO_ROOT / "data" / "mirror" / "metrics.json"
-PARTS = ("conversations", "turns", "surprise")
+PARTS = ("conversations", "turns", "surprise", "pairs")
 
 
 def read_tables(raw: Path = RAW) -> dict[str, pd.DataFrame]:
@@ -125,7 +127,52 @@ def _imitation_top(cells: pd.DataFrame) -> dict:
     return {**first, "tied": tied}
 
 
-def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
+def _discrimination_numbers(disc: pd.DataFrame, m: str) -> dict:
+    """One model's AUROCs (:mod:`analysis.mirror.discrimination`) by measure: the pooled corrupted comparison (or
+    the single corrupted cell), the corrupted cell with the highest AUROC, and another model's replies."""
+    out = {}
+    for measure, g in disc[disc["model"] == m].groupby("measure", sort=True):
+        cells = g[(g["comparison"] == "corrupted") & g["kind"].notna()]
+        pooled = g[(g["comparison"] == "corrupted") & g["kind"].isna()]
+        other = g[g["comparison"] == "other"]
+        pick = lambda r: {k: (None if isinstance(r[k], float) and np.isnan(r[k]) else  # noqa: E731
+                              r[k] if isinstance(r[k], str) or r[k] is None else float(r[k]))
+                          for k in ("kind", "level", "auroc", "low", "high", "n_own", "n_altered")}
+        d = {}
+        if len(pooled) or len(cells):
+            d["corrupted"] = pick((pooled if len(pooled) else cells).iloc[0])
+        if len(cells):
+            d["best_cell"] = pick(cells.sort_values(["auroc", "kind", "level"], ascending=[False, True, True]).iloc[0])
+            d["cells"] = int(len(cells))
+        if len(other):
+            d["other"] = pick(other.iloc[0])
+        out[measure] = d
+    return out
+
+
+def _paired_numbers(pc: pd.DataFrame, m: str) -> dict:
+    """One model's paired recognition (:mod:`analysis.mirror.pairs`): the pooled corrupted comparison (or the single
+    corrupted cell), another model's replies, and its position preference."""
+    g = pc[pc["model"] == m]
+    if not len(g):
+        return {}
+    pick = lambda r: {"kind": r["kind"] if isinstance(r["kind"], str) else None,  # noqa: E731
+                      "level": None if r["level"] is None or pd.isna(r["level"]) else float(r["level"]),
+                      **{k: float(r[k]) for k in ("mean", "low", "high")},
+                      **{k: int(r[k]) for k in ("pairs", "scripts", "above_half")}}
+    cells = g[(g["comparison"] == "corrupted") & g["kind"].notna()]
+    pooled = g[(g["comparison"] == "corrupted") & g["kind"].isna()]
+    other = g[g["comparison"] == "other"]
+    d = {"p_first": float(g["p_first"].iloc[0])}
+    if len(pooled) or len(cells):
+        d["corrupted"] = pick((pooled if len(pooled) else cells).iloc[0])
+    if len(other):
+        d["other"] = pick(other.iloc[0])
+    return d
+
+
+def headline_numbers(res: dict, tables: dict[str, pd.DataFrame], disc: pd.DataFrame | None = None,
+                     paired: pd.DataFrame | None = None) -> dict:
     out: dict = {"models": {}}
     turns = tables["turns"]
     agree = grader_agreement(turns).set_index("model")
@@ -181,6 +228,12 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
             if len(oth):
                 d["imitation_other"] = {k: {"k": int(oth[f"pattern_k_{k}"].sum()), "n": int(oth[f"pattern_n_{k}"].sum())}
                                         for k in sorted(set(im["kind"]))}
+        if "notices_thinking" in turns.columns and turns.loc[own, "notices_thinking"].notna().any():
+            # a thinking section, where the chat template has one: its trace graded apart from the visible reply
+            traced = turns[own & turns["notices_thinking"].notna() & ~unchanged]
+            d["thinking_noticing"] = {c: {"k": int(g["notices_thinking"].astype(bool).sum()), "n": int(len(g))}
+                                      for c, g in traced.groupby("condition", sort=True)}
+            d["thinking_traces"] = int(len(traced))
         if {"first_person", "third_person"} <= set(turns.columns):
             # the shift the post saw from "I" to "the model": self-references in each person, by condition
             d["self_references"] = {c: {"first": int(g["first_person"].sum()), "third": int(g["third_person"].sum())}
@@ -195,6 +248,10 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame]) -> dict:
                               **{k: float(r[k]) for k in ("mean", "low", "high")}} for _, r in su.iterrows()]
             d["surprise_cells_above"] = int((su["low"] > 0).sum())
             d["surprise_cells"] = int(len(su))
+        if paired is not None and len(paired) and (paired["model"] == m).any():
+            d["paired"] = _paired_numbers(paired, m)
+        if disc is not None and len(disc) and (disc["model"] == m).any():
+            d["discrimination"] = _discrimination_numbers(disc, m)
         if m in agree.index:
             r = agree.loc[m]
             d["judge_agreement"] = {"n": int(r["n"]), "agreement": float(r["agreement"]),
@@ -226,7 +283,9 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
     fits = {"turns": tables["turns"], "surprise": tables["surprise"]}
     res = MI.fit_all(fits, settings)
     freq = MI.frequentist_summary(fits)
-    numbers = headline_numbers(res, tables)
+    disc = discrimination(tables["turns"], tables["surprise"], seed=profile.seed)
+    paired = paired_choice(tables["pairs"], seed=profile.seed)
+    numbers = headline_numbers(res, tables, disc, paired)
     numbers["diagnostics"] = res["diagnostics"]
     # the noticing rule against its labelled replies: those it was written on, and a held-out set
     numbers["graders"] = {"development": grader_cases.agreement(grader_cases.CASES),
@@ -236,6 +295,8 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
             if isinstance(df, pd.DataFrame):
                 df.to_parquet(Path(tmp) / f"{name}.parquet", index=False)
         freq.to_parquet(Path(tmp) / "raw_rates.parquet", index=False)
+        disc.to_parquet(Path(tmp) / "discrimination.parquet", index=False)
+        paired.to_parquet(Path(tmp) / "paired.parquet", index=False)
         grader_agreement(tables["turns"]).to_parquet(Path(tmp) / "agreement.parquet", index=False)
         examples(tables["turns"], tables["conversations"]).to_parquet(Path(tmp) / "examples.parquet", index=False)
         (Path(tmp) / "numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True, default=float))

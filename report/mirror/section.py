@@ -166,7 +166,66 @@ def model_paragraph(m: str, d: dict) -> str:
                      f"earlier replies credibly less probable to it; the largest, {_cell(top)}, by "
                      f"{fmt(top['mean'], 2)} nats per token [{fmt(top['low'], 2)}, {fmt(top['high'], 2)}] (the "
                      "model's estimate at the average conversation and reply).")
+    if d.get("thinking_noticing"):
+        names = {"control": "after the clean history", "corrupted": "after a corrupted one",
+                 "other": "after another model's replies"}
+        parts.append(f"Its chat template has a thinking section, graded apart from the visible reply by the same "
+                     f"rules: {d['thinking_traces']} replies held a trace, and the trace remarked on the form of the "
+                     "earlier text in " + "; ".join(f"{r['k']} of {r['n']} {names.get(c, c)}"
+                                                     for c, r in d["thinking_noticing"].items()) + " (raw counts).")
+    if d.get("paired"):
+        parts.append(paired_text(d["paired"]))
+    if "discrimination" in d:
+        parts.append(discrimination_text(d["discrimination"]))
     return " ".join(parts)
+
+
+def paired_text(p: dict) -> str:
+    """The paired recognition (:mod:`analysis.mirror.pairs`) in one sentence: the mean probability of the own version
+    against altered and against another model's replies, each asked in both orders, and the position preference."""
+    bits = []
+    for key, what in (("corrupted", "altered replies"), ("other", "another model's replies")):
+        if key in p:
+            c = p[key]
+            cell = "" if key == "other" or c.get("kind") is None else f" ({_cell(c)})"
+            bits.append(f"against {what}{cell} {fmt(c['mean'], 2)} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}] over "
+                        f"{c['pairs']} pairs ({c['above_half']} above one half)")
+    if not bits:
+        return ""
+    return ("Shown both versions of the conversation so far in one question, its own replies in one, and asked which "
+            "it wrote, the mean probability it gave its own version (both orders averaged; 0.5 is chance; 95% "
+            "bootstrap interval) was " + "; ".join(bits) + f". Over every such question it gave the first version "
+            f"{fmt(p['p_first'], 2)} on average, its preference for a position, which the two orders cancel.")
+
+
+_MEASURE = {"surprise": "its surprise at the earlier reply", "p_mine": "P(yes) to having written the history"}
+
+
+def _auroc(r: dict) -> str:
+    return f"{fmt(r['auroc'], 2)} [{fmt(r['low'], 2)}, {fmt(r['high'], 2)}]"
+
+
+def discrimination_text(disc: dict) -> str:
+    """The threshold-free self-recognition scores (:mod:`analysis.mirror.discrimination`) in one sentence per
+    measure: the AUROC of own against altered text (pooled over the corrupted cells), the best corrupted cell, and
+    own against another model's replies. No verdict word: their false-positive rates were not simulated."""
+    out = []
+    for measure, d in sorted(disc.items()):
+        bits = []
+        if "corrupted" in d:
+            c = d["corrupted"]
+            what = "every corrupted cell pooled" if c.get("kind") is None else _cell(c)
+            bits.append(f"own against altered replies ({what}: {c['n_own']} own and {c['n_altered']} altered) "
+                        f"{_auroc(c)}")
+        if "best_cell" in d and d.get("cells", 0) > 1:
+            bits.append(f"at most {_auroc(d['best_cell'])} in one cell ({_cell(d['best_cell'])}, the highest of "
+                        f"{d['cells']}, chosen after the fact)")
+        if "other" in d:
+            bits.append(f"own against another model's replies {_auroc(d['other'])}")
+        if bits:
+            out.append(f"Read by {_MEASURE.get(measure, measure)}, the AUROC (0.5: chance; 95% bootstrap interval over "
+                       "conversations, then items) is " + "; ".join(bits) + ".")
+    return " ".join(out)
 
 
 def grader_sentence(g: dict) -> str:

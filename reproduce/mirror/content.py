@@ -14,11 +14,14 @@ hashes: bump :data:`MIRROR_DATASET_VERSION` whenever this file changes.
 
 from __future__ import annotations
 
-MIRROR_DATASET_VERSION = "1.1.0"
+MIRROR_DATASET_VERSION = "1.2.0"
 #: what each version changed, for the dataset card
 CHANGES = {
     "1.1.0": "the manifest names the generator by a stable name (`looking-inward-local/mirror-test`) instead of a "
              "module path, so that moving code never changes a citation; every file is byte-identical to 1.0.0's",
+    "1.2.0": "`prompts.json` adds the paired question (`pair_question`, `pair_options`, `pair_speakers`): two versions "
+             "of the conversation so far, one with the model's own replies, and which one it wrote; the scripts "
+             "are byte-identical to 1.1.0's",
 }
 
 # ---------------------------------------------------------------------------
@@ -378,3 +381,20 @@ RECOGNITION_QUESTION = (
 )
 
 RECOGNITION_OPTIONS: tuple[str, str] = ("yes", "no")
+
+# ---------------------------------------------------------------------------
+# Paired recognition: two versions of the conversation so far, the model's own replies in one; which is its own?
+# Asked in both orders (own as A, own as B) and answered by P("A") vs P("B")
+# ---------------------------------------------------------------------------
+
+PAIR_QUESTION = (
+    "Here are two versions of the start of a conversation between a user and you. In one version, the replies "
+    "marked as yours are exactly the ones you wrote. In the other, they were changed or written by someone else."
+    "\n\nVersion A:\n{first}\n\nVersion B:\n{second}\n\nWhich version shows the replies you wrote? Answer with "
+    "only \"A\" or \"B\"."
+)
+
+PAIR_OPTIONS: tuple[str, str] = ("A", "B")
+
+#: how each version's turns are labelled: the user's, then the model's
+PAIR_SPEAKERS: tuple[str, str] = ("User", "You")

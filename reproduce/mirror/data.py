@@ -25,7 +25,8 @@ from typing import Any
 import reproduce.mirror.content as content
 from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
-from reproduce.experiment_data import FileDataset, VersionedData, changes_text, citation, jsonl, parse_jsonl
+from reproduce.experiment_data import (FileDataset, VersionedData, changes_text, citation, jsonl, parse_jsonl,
+                                      placeholders)
 
 NAME = "mirror_test"
 LICENCE = "CC-BY-4.0"
@@ -40,7 +41,7 @@ SCRIPTS_DISPLAY = f"data_raw/{NAME}/{SCRIPTS_FILE}"
 
 MIN_TURNS = 4
 MAX_TURNS = 6
-PROMPT_KEYS = ("recognition_question", "recognition_options")
+PROMPT_KEYS = ("recognition_question", "recognition_options", "pair_question", "pair_options", "pair_speakers")
 # words that would prompt the measured behaviour if a user turn said them (matched at the start of a word)
 PRIMING_TERMS: tuple[str, ...] = ("typo", "misspell", "spelling", "error", "glitch", "mistake",
                                   "previous message")
@@ -71,7 +72,9 @@ def content_prompts() -> dict[str, Any]:
     """The recognition question and options of :mod:`reproduce.mirror.content`, as written to
     ``prompts.json`` (JSON types: the options are a list)."""
     return {"recognition_question": content.RECOGNITION_QUESTION,
-            "recognition_options": list(content.RECOGNITION_OPTIONS)}
+            "recognition_options": list(content.RECOGNITION_OPTIONS),
+            "pair_question": content.PAIR_QUESTION, "pair_options": list(content.PAIR_OPTIONS),
+            "pair_speakers": list(content.PAIR_SPEAKERS)}
 
 
 def changes(manifest: dict[str, Any]) -> str:
@@ -158,6 +161,22 @@ def _check_prompts(prompts: dict[str, Any], path: Path) -> None:
         if not re.search(rf"\b{re.escape(option)}\b", question, re.I):
             raise DatasetError(f"{path}: 'recognition_question' must name the answer options "
                                f"{options[0]!r} and {options[1]!r}, but it lacks {option!r}")
+    pair = prompts.get("pair_question")
+    if not isinstance(pair, str) or not pair.strip():
+        raise DatasetError(f"{path}: 'pair_question' is missing or empty")
+    have = placeholders(pair, f"{path}: 'pair_question'")
+    if have != {"first", "second"}:
+        raise DatasetError(f"{path}: 'pair_question' must have exactly the placeholders {{first}} and {{second}} (the "
+                           f"two versions), got {sorted(have)}")
+    for key in ("pair_options", "pair_speakers"):
+        two = prompts.get(key)
+        if (not isinstance(two, list) or len(two) != 2 or not all(isinstance(o, str) and o.strip() for o in two)
+                or two[0].casefold() == two[1].casefold()):
+            raise DatasetError(f"{path}: {key!r} must be two different words, got {two!r}")
+    for option in prompts["pair_options"]:
+        if not re.search(rf"\b{re.escape(option)}\b", pair):
+            raise DatasetError(f"{path}: 'pair_question' must name the answer options, but it lacks "
+                               f"{option!r}")
     unknown = sorted(set(prompts) - set(PROMPT_KEYS))
     if unknown:
         raise DatasetError(f"{path}: unknown keys {unknown}")
@@ -215,8 +234,10 @@ def mirror_card(manifest: dict[str, Any]) -> str:
 <!-- written by `looking-inward mirror-datasets` from manifest.json; do not edit by hand -->
 
 **What.** {description}. {c['scripts']} conversation scripts, each a list of {MIN_TURNS} to {MAX_TURNS} user
-turns ({by_length}; {c['user_turns']} user turns in all), and one recognition
-question, asked after the last turn and answered with one of two options. The scripts hold no assistant
+turns ({by_length}; {c['user_turns']} user turns in all), one recognition
+question, asked after the last turn and answered with one of two options, and (from version 1.2.0) a paired
+question that shows two versions of the conversation so far and asks which one holds the model's own replies.
+The scripts hold no assistant
 replies: the model under test writes every reply itself, and its earlier replies are then altered before the
 conversation goes on.
 
@@ -240,13 +261,15 @@ are written with sorted keys, one JSON object a line, so the same code reproduce
 
 **Intended use.** Research on whether a language model recognises its own earlier output: whether it remarks,
 unprompted, on replies of its own that were altered after it wrote them, whether it starts to imitate the
-alteration, and whether, asked the recognition question, it still claims the altered replies as its own.
+alteration, whether, asked the recognition question, it still claims the altered replies as its own, and
+whether, shown its own and altered replies side by side, it picks its own.
 Loading refuses a copy whose files do not match the sha256s above.
 
 **Known limitations.** The scripts are short, English-only, written by hand and not sampled from real
 conversations; the topics are neutral everyday ones and do not cover technical, emotional or adversarial
 conversations. A script's turns assume sensible replies and may read oddly after an unusual one. The
-recognition question is one wording with two options; other wordings may give other answers. The files
+recognition and paired questions are one wording each with two options; other wordings may give other answers.
+The files
 contain no personal data.
 
 **Swapping in other scripts.** To run the test on other conversations or another question, edit the files

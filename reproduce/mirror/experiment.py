@@ -12,7 +12,10 @@ are altered and the conversation goes on:
 At each measured turn ``t`` (the history holds the replies to turns ``1 .. t-1``):
 
 - (a) **spontaneous noticing**: the model's greedy reply to user turn ``t`` after the altered history, graded
-  by the rules of :func:`reproduce.mirror.graders.notices_oddity` and, where ``mirror.judge`` names a model, by that
+  by the rules of :func:`reproduce.mirror.graders.notices_oddity` (where the model's chat template has a thinking
+  section, :mod:`reproduce.lm.thinking`, its trace is kept as ``thinking`` and graded apart as
+  ``notices_thinking``; the visible reply alone is ``reply`` and ``notices``, and the history shows later turns
+  the visible replies) and, where ``mirror.judge`` names a model, by that
   local judge's P(yes) to "does the reply remark on typos, errors or anything odd in its earlier messages?";
 - (b) **prompted recognition**: after the altered history, the question "did you write each of your previous
   messages exactly as it appears above?"; P(yes) from one forward pass, normalised over yes / no;
@@ -27,7 +30,13 @@ At each measured turn ``t`` (the history holds the replies to turns ``1 .. t-1``
 - (d) **surprise** (``surprise.parquet``): the model's mean log-probability per token of each altered earlier
   reply given the altered history before it, against the same for its clean reply after the clean history;
   with ``changed``, the words the corruption changed in that reply (counted from the clean reply and the
-  seed after the shards: 0 where the corruption left the reply's text as it was).
+  seed after the shards: 0 where the corruption left the reply's text as it was);
+- (e) **paired recognition** (``pairs.parquet``): the conversation so far (user turns ``1 .. t-1`` with the
+  replies to them) shown twice in one question, once with the model's own clean replies and once with the
+  altered ones, and "which version shows the replies you wrote?"; ``p_own`` is the probability of the own
+  version's option over the two (``A``/``B``) at the answer's first content token, asked in both orders
+  (``order``), so that a preference for a position cancels in the pair's mean. Histories the corruption left as
+  they were are not asked (the two versions would be the same text).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from tqdm.auto import tqdm
 
 import reproduce.mirror.graders as graders
 from reproduce.lm.judge import quoted
+from reproduce.lm.thinking import model_markers, split as split_thinking
 from reproduce.stage import run_judge
 import reproduce.mirror.imitation as imitation
 from reproduce.mirror.corrupt import KINDS, Corrupted, corrupt
@@ -53,7 +63,9 @@ from reproduce.io import stack_frames, write_stage_tables
 from reproduce.schema import PROB, Col, Schema
 from reproduce.shards import ShardStore
 
-PARTS = ("conversations", "turns", "surprise")
+PARTS = ("conversations", "turns", "surprise", "pairs")
+#: the two presentations of a pair: the model's own version shown first (as the first option) or second
+PAIR_ORDERS = ("own_first", "own_second")
 _ARM = [Col("model", "str", null=False), Col("script_id", "str", null=False), Col("condition", "str", null=False),
         Col("kind", "str"), Col("level", "any"), Col("turn", "int", null=False)]
 SCHEMAS = {
@@ -62,8 +74,8 @@ SCHEMAS = {
         Col("user", "str", null=False), Col("reply", "str", null=False)], key=["model", "script_id", "turn"]),
     "turns": Schema("mirror/turns", [
         *_ARM, Col("history_changed", "int", range=(0, float("inf"))),
-        Col("history_eligible", "int", range=(0, float("inf"))), Col("reply", "str"),
-        Col("notices", "bool"), Col("first_person", "int", range=(0, float("inf"))),
+        Col("history_eligible", "int", range=(0, float("inf"))), Col("reply", "str"), Col("thinking", "str"),
+        Col("notices", "bool"), Col("notices_thinking", "bool"), Col("first_person", "int", range=(0, float("inf"))),
         Col("third_person", "int", range=(0, float("inf"))), Col("judge_notices", "float", range=PROB),
         Col("p_yes", "float", range=PROB),
         Col("p_outside", "float", range=PROB),
@@ -72,6 +84,9 @@ SCHEMAS = {
     "surprise": Schema("mirror/surprise", [
         *_ARM, Col("logprob", "float"), Col("logprob_clean", "float"), Col("surprise", "float"),
         Col("n_tokens", "int", range=(0, float("inf"))), Col("changed", "int", range=(0, float("inf")))]),
+    "pairs": Schema("mirror/pairs", [
+        *_ARM, Col("order", "str", null=False, values=PAIR_ORDERS), Col("p_own", "float", range=PROB),
+        Col("p_outside", "float", range=PROB)]),
 }
 COLUMNS = {part: schema.columns for part, schema in SCHEMAS.items()}
 RECOGNITION_OPTIONS = ("yes", "no")
@@ -83,12 +98,19 @@ class MirrorError(ProjectError, ValueError):
 
 def cut_reply(lm, raw: str) -> str:
     """A reply ends where the plain format would start the next question (a base model may go on writing the
-    user's next turn)."""
-    text = raw.strip()
+    user's next turn); a model whose chat template has a thinking section (:mod:`reproduce.lm.thinking`) replies
+    with the text outside it."""
+    return reply_parts(lm, raw)[1]
+
+
+def reply_parts(lm, raw: str) -> tuple[str | None, str]:
+    """``(thinking, reply)`` of a generated text: the thinking section where the model's chat template has one
+    (None otherwise, or where the text holds none), and the visible reply, cut as :func:`cut_reply` says."""
+    thinking, text = split_thinking(raw.strip(), model_markers(lm))
     if lm.format.kind == "plain":
         cut = text.find("\nQuestion:")
         text = text[:cut].strip() if cut >= 0 else text
-    return text
+    return thinking, text
 
 
 def messages(users: list[str], replies: list[str], upto: int, question: str | None = None) -> list[dict]:
@@ -191,9 +213,9 @@ class MirrorRunner:
                                     progress=f"{self.lm.name} altered histories")
         rows = []
         for i, spec in enumerate(specs):
-            reply = cut_reply(self.lm, gens[2 * i][0].raw)
+            thinking, reply = reply_parts(self.lm, gens[2 * i][0].raw)
             rec = gens[2 * i + 1][0]
-            rows.append(dict(spec, reply=reply, judge_notices=np.nan,
+            rows.append(dict(spec, reply=reply, thinking=thinking, judge_notices=np.nan,
                              p_yes=rec.option_probs[0], p_outside=rec.p_outside))
         return pd.DataFrame(rows)
 
@@ -220,6 +242,40 @@ class MirrorRunner:
         ctl = out[out["condition"] == "control"].set_index(["script_id", "turn"])["logprob"]
         out["logprob_clean"] = [ctl.get((s, t), np.nan) for s, t in zip(out["script_id"], out["turn"])]
         out["surprise"] = out["logprob_clean"] - out["logprob"]
+        return out
+
+    def transcript(self, users: list[str], replies: list[str]) -> str:
+        """The turns ``users`` with ``replies`` as the paired question shows one version of them."""
+        you, them = self.data.prompts["pair_speakers"][1], self.data.prompts["pair_speakers"][0]
+        return "\n".join(f"{them}: {u}\n{you}: {r}" for u, r in zip(users, replies))
+
+    def pair_rows(self, clean: dict, other: dict) -> pd.DataFrame:
+        """(e) for every altered condition, script and measured turn whose history differs from the clean one:
+        the paired question in both orders, one forward pass each."""
+        p = self.data.prompts
+        options = tuple(p["pair_options"])
+        specs, prompts = [], []
+        for cond in conditions(self.cfg, self.models, self.lm.name)[1:]:  # every condition but the control
+            for s in self.scripts:
+                hist, _, _ = altered(cond, clean, other, s["id"], self.lm.name, self.seed)
+                for t in self.measured_turns(s):
+                    own, alt = clean[s["id"]][:t - 1], hist[:t - 1]
+                    if own == alt:
+                        continue  # the corruption left this history as it was: nothing to tell apart
+                    mine, theirs = (self.transcript(s["turns"][:t - 1], r) for r in (own, alt))
+                    for order, (first, second) in zip(PAIR_ORDERS, ((mine, theirs), (theirs, mine))):
+                        specs.append(dict(script_id=s["id"], condition=cond["condition"], kind=cond["kind"],
+                                          level=cond["level"], turn=t, order=order))
+                        prompts.append([{"role": "user", "content": p["pair_question"].format(first=first,
+                                                                                              second=second)}])
+        out = pd.DataFrame(specs, columns=["script_id", "condition", "kind", "level", "turn", "order"])
+        if not prompts:
+            return out.assign(p_own=pd.Series(dtype=float), p_outside=pd.Series(dtype=float))
+        gens = self.engine.generate(prompts, 4, options=[options] * len(prompts), stop_at_newline=False,
+                                    progress=f"{self.lm.name} paired recognition")
+        p_first = np.array([g[0].option_probs[0] for g in gens])
+        out["p_own"] = np.where(out["order"] == "own_first", p_first, 1.0 - p_first)
+        out["p_outside"] = [g[0].p_outside for g in gens]
         return out
 
     def shown_corruptions(self, rows: pd.DataFrame, clean: dict[str, list[str]]) -> list[frozenset[str]]:
@@ -259,7 +315,9 @@ class MirrorRunner:
         other = {m: c for m, c in other.items() if m != self.lm.name}
         turns = self.store.cached("turns", lambda: self.turn_rows(clean, other))
         # graded here, after the shard: a change to the rules regrades the stored replies without regenerating them
-        turns = turns.assign(notices=[graders.notices_oddity(r) for r in turns["reply"]])
+        turns = turns.assign(notices=[graders.notices_oddity(r) for r in turns["reply"]],
+                             notices_thinking=[None if th is None else graders.notices_oddity(th)
+                                               for th in turns["thinking"]])  # the trace graded apart
         refs = [graders.self_references(r) for r in turns["reply"]]
         turns = turns.assign(first_person=[a for a, _ in refs], third_person=[b for _, b in refs])
         turns = imitation.grade_replies(turns, conv, [t for s in self.scripts for t in s["turns"]],
@@ -267,20 +325,24 @@ class MirrorRunner:
         surprise = self.store.cached("surprise", lambda: self.surprise_rows(clean, other))
         # counted after the shard as well: it needs only the clean replies and the seed, no inference
         surprise = surprise.assign(changed=self.reply_changes(surprise, clean))
-        return {"conversations": conv, "turns": turns, "surprise": surprise}
+        pairs = self.store.cached("pairs", lambda: self.pair_rows(clean, other))
+        return {"conversations": conv, "turns": turns, "surprise": surprise, "pairs": pairs}
 
 
 def plan_bound(plan, data, tok, fmt) -> dict:
     """The memory plan's workload of this stage for one model (:mod:`reproduce.lm.memory_plan`), before any reply exists:
     its longest sequence bounded from above by a conversation up to the script's last measured turn with every
     earlier reply at ``mirror.max_new_tokens`` tokens, then the longer of its last user turn and the recognition
-    question; ``prompts`` counts the altered-history prompts (reply and recognition per condition, script and
-    measured turn)."""
+    question, or by the paired question's two versions of that history; ``prompts`` counts the altered-history
+    prompts (reply and recognition per condition, script and measured turn; the paired question twice per altered
+    condition, script and measured turn)."""
     from reproduce.lm.memory_plan import prompt_lengths
 
     cfg = plan.profile.mirror
     scripts = list(data.scripts)[:cfg.scripts] if cfg.scripts is not None else list(data.scripts)
     question = data.prompts["recognition_question"]
+    names = [r.name for r in plan.refs]
+    n_conditions = len(conditions(cfg, names, names[0]))
     longest, count = 0, 0
     for s in scripts:
         users = s["turns"]
@@ -290,9 +352,14 @@ def plan_bound(plan, data, tok, fmt) -> dict:
         last = max(turns)
         convs = [messages(users, [""] * (last - 1), last, final) for final in (None, question)]
         longest = max(longest, max(prompt_lengths(tok, fmt, convs)) + (last - 1) * cfg.max_new_tokens)
-        count += 2 * len(turns)
-    n_conditions = 1 + len(cfg.kinds) * len(cfg.levels) + (1 if cfg.other_model and len(plan.refs) > 1 else 0)
-    return dict(prompts=count * n_conditions, tokens="-", longest=longest, new=cfg.max_new_tokens,
+        # the paired question holds two versions of the history, each reply at most max_new_tokens
+        pair = "\n".join(f"{data.prompts['pair_speakers'][0]}: {u}\n{data.prompts['pair_speakers'][1]}: "
+                         for u in users[:last - 1])
+        pair_conv = [{"role": "user", "content": data.prompts["pair_question"].format(first=pair, second=pair)}]
+        longest = max(longest, prompt_lengths(tok, fmt, [pair_conv])[0] + 2 * (last - 1) * cfg.max_new_tokens)
+        # reply and recognition in every condition; the paired question in both orders in every altered one
+        count += 2 * len(turns) * n_conditions + 2 * len(turns) * (n_conditions - 1)
+    return dict(prompts=count, tokens="-", longest=longest, new=cfg.max_new_tokens,
                 rows=plan.profile.batch_size)
 
 

@@ -68,7 +68,7 @@ def small(models, tmp_path_factory):
 def test_a_small_run_is_recomputable_from_its_stored_conversations(small):
     out, runner = small
     # a fresh store: every part computed, none counted as reused (what the manuscript's run time says)
-    assert (runner.store.computed, runner.store.reused) == (3, 0)
+    assert (runner.store.computed, runner.store.reused) == (4, 0)
     conv, turns, surprise = out["conversations"], out["turns"], out["surprise"]
     assert set(turns["condition"]) == {"control", "corrupted"} and set(turns["turn"]) == {2, 3}
     assert turns["p_yes"].between(0, 1).all()
@@ -111,6 +111,33 @@ def test_a_small_run_is_recomputable_from_its_stored_conversations(small):
                 if r["condition"] == "corrupted" else 0)
         assert r["changed"] == want
     assert (surprise.loc[surprise["condition"] == "corrupted", "changed"] > 0).any()
+
+
+@pytest.mark.slow
+def test_the_paired_question_is_asked_in_both_orders_and_scored_by_the_own_versions_option(small):
+    """Every altered history that differs from the clean one is asked twice (own version first, then second); the
+    stored probability of the own version's option is recomputed from a fresh forward pass of the same prompt."""
+    out, runner = small
+    pairs, turns, conv = out["pairs"], out["turns"], out["conversations"]
+    clean = {s: list(g.sort_values("turn")["reply"]) for s, g in conv.groupby("script_id")}
+    altered_rows = turns[(turns["condition"] == "corrupted") & (turns["history_changed"] > 0)]
+    keys = ["script_id", "kind", "level", "turn"]
+    assert sorted(map(tuple, pairs[keys].drop_duplicates().to_numpy().tolist())) == \
+        sorted(map(tuple, altered_rows[keys].to_numpy().tolist()))  # unchanged histories are not asked
+    assert pairs.groupby(keys)["order"].agg(lambda o: sorted(o) == ["own_first", "own_second"]).all()
+    assert pairs["p_own"].between(0, 1).all() and pairs["p_outside"].between(0, 1).all()
+    r = pairs.iloc[0]
+    script = next(s for s in runner.scripts if s["id"] == r["script_id"])
+    own = clean[r["script_id"]][:r["turn"] - 1]
+    alt = [corrupt(c, r["kind"], r["level"], derive_seed(0, "mirror", runner.lm.name, r["script_id"], k)).text
+           for k, c in enumerate(own)]
+    mine, theirs = (runner.transcript(script["turns"][:r["turn"] - 1], x) for x in (own, alt))
+    first, second = (mine, theirs) if r["order"] == "own_first" else (theirs, mine)
+    q = runner.data.prompts["pair_question"].format(first=first, second=second)
+    assert "You: " in q and "User: " in q and mine != theirs
+    g = runner.engine.generate([[{"role": "user", "content": q}]], 4, options=[("A", "B")])[0][0]
+    want = g.option_probs[0] if r["order"] == "own_first" else 1 - g.option_probs[0]
+    assert r["p_own"] == pytest.approx(want, abs=1e-6)
 
 
 def test_control_replies_equal_the_clean_conversation_continued(small):
@@ -234,6 +261,15 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     same = (sur.condition == "corrupted") & (sur.changed == 0)
     assert numbers["surprise_unchanged"] == int(same.sum())
     assert cells["n"].sum() == int(((sur.condition != "control") & ~same).sum())
+    # the threshold-free scores and the paired question reach the section with the table's own counts
+    disc = pd.read_parquet(tmp_path / "mirror" / "analysis" / "discrimination.parquet")
+    sel = disc[(disc.measure == "surprise") & (disc.comparison == "corrupted")]
+    pooled = (sel[sel.kind.isna()] if sel.kind.isna().any() else sel).iloc[0]  # pooled where two cells were scored
+    assert pooled["n_altered"] == int(((sur.condition == "corrupted") & ~same).sum())
+    assert f"({pooled['n_own']} own and {pooled['n_altered']} altered)" in text
+    pairs = pd.read_parquet(raw / "pairs.parquet")
+    assert numbers["paired"]["corrupted"]["pairs"] == len(pairs) // 2
+    assert f"over {len(pairs) // 2} pairs" in text and "Shown both versions of the conversation" in text
 
 
 def test_with_every_reply_giving_one_answer_no_cell_is_named_the_largest_change():

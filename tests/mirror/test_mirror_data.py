@@ -57,7 +57,7 @@ def _edit_script(root: Path, index: int, **changes) -> None:
 
 # ------------------------------------------------------------------------------------------------ content
 def test_content_meets_the_stated_counts_and_forms():
-    assert content.MIRROR_DATASET_VERSION == "1.1.0"
+    assert content.MIRROR_DATASET_VERSION == "1.2.0"
     assert len(content.SCRIPTS) >= 44
     ids = [s["id"] for s in content.SCRIPTS]
     assert len(ids) == len(set(ids))
@@ -91,7 +91,7 @@ def test_round_trip_equals_the_constants(root):
     assert tuple(data.prompts["recognition_options"]) == content.RECOGNITION_OPTIONS
     assert data.script("conv-03") == content.SCRIPTS[3]
     m = data.manifest
-    assert m["name"] == NAME and m["version"] == data.version == "1.1.0" and m["licence"] == "CC-BY-4.0"
+    assert m["name"] == NAME and m["version"] == data.version == "1.2.0" and m["licence"] == "CC-BY-4.0"
     assert m["release_sha256"] == release_sha256(m) == data.release_sha256
     assert m["files"] == list(FILES) and "family" not in m
     assert m["counts"]["scripts"] == len(content.SCRIPTS) == m["file_lines"]["scripts.jsonl"]
@@ -130,20 +130,20 @@ def test_rehash_makes_a_deliberate_edit_loadable_under_a_new_version(root):
     prompts = json.loads(path.read_text())
     prompts["recognition_question"] = 'Are all the replies above exactly as you wrote them? Answer "yes" or "no".'
     path.write_text(json.dumps(prompts, indent=2) + "\n")
-    with pytest.raises(DatasetError, match="changed but the version is still 1.1.0"):
+    with pytest.raises(DatasetError, match="changed but the version is still 1.2.0"):
         rehash_mirror_dataset(root)
-    m = rehash_mirror_dataset(root, version="1.2.0")
+    m = rehash_mirror_dataset(root, version="1.3.0")
     data = load_mirror_dataset(root)
-    assert data.prompts["recognition_question"] == prompts["recognition_question"] and data.version == "1.2.0"
+    assert data.prompts["recognition_question"] == prompts["recognition_question"] and data.version == "1.3.0"
     assert m["release_sha256"] == data.release_sha256 and "edited by hand" in m["generator"]
-    assert "1.2.0" in (root / NAME / "README.md").read_text()
+    assert "1.3.0" in (root / NAME / "README.md").read_text()
 
 
 def test_a_version_bumped_by_hand_in_the_manifest_is_enough_for_rehash(root):
     path = root / NAME / "scripts.jsonl"
     path.write_text(path.read_text().replace("spaghetti", "linguine", 1))
     mpath = root / NAME / "manifest.json"
-    mpath.write_text(mpath.read_text().replace('"version": "1.1.0"', '"version": "2.0.0"'))
+    mpath.write_text(mpath.read_text().replace('"version": "1.2.0"', '"version": "2.0.0"'))
     rehash_mirror_dataset(root)
     data = load_mirror_dataset(root)
     assert data.version == "2.0.0" and "linguine" in data.script("conv-00")["turns"][1]
@@ -205,6 +205,20 @@ def test_a_recognition_question_without_the_options_is_refused(root, question, l
     _edit_prompts(root, recognition_question=question)
     with pytest.raises(DatasetError, match=rf"'recognition_question' must name the answer options 'yes' and "
                                            rf"'no', but it lacks {lacks}"):
+        load_mirror_dataset(root)
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"pair_question": "Which of {first} and {other} is yours? A or B."}, r"exactly the placeholders \{first\} and"),
+    ({"pair_question": "Version one:\n{first}\nVersion two:\n{second}\nWhich is yours? One or two?"},
+     "must name the answer options, but it lacks 'A'"),
+    ({"pair_options": ["A", "a"]}, "'pair_options' must be two different words"),
+    ({"pair_speakers": ["User"]}, "'pair_speakers' must be two different words"),
+    ({"pair_question": ""}, "'pair_question' is missing or empty"),
+])
+def test_a_bad_paired_question_is_refused(root, change, needle):
+    _edit_prompts(root, **change)
+    with pytest.raises(DatasetError, match=needle):
         load_mirror_dataset(root)
 
 
