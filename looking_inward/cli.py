@@ -61,8 +61,9 @@ def cmd_datasets(args) -> None:
 
 def cmd_injection_datasets(args) -> None:
     from reproduce.injection.data import write_injection_dataset
+    from reproduce.injection.lindsey_data import write_variants
 
-    _print_manifests([write_injection_dataset(Path(args.out))])
+    _print_manifests([write_injection_dataset(Path(args.out)), *write_variants(Path(args.out))])
 
 
 def cmd_mirror_datasets(args) -> None:

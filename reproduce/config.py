@@ -211,7 +211,8 @@ class FreeText(_Strict):
     """Sampled free-text answers to the open detection question, graded by rules (and the optional judge)."""
 
     concepts: int = Field(default=8, ge=0, description="the first n concepts get free-text trials at every cell")
-    samples: int = Field(default=1, ge=1, le=100, description="samples per trial")
+    samples: int = Field(default=3, ge=1, le=100, description=(
+        "samples per trial: several per concept and cell, so that one sampled answer does not decide a cell"))
     max_new_tokens: int = Field(default=100, ge=8, le=1024)
     temperature: float = Field(default=1.0, gt=0, le=5)
 
@@ -223,7 +224,11 @@ class Injection(_Strict):
     layer_fractions: list[float] = Field(default=[0.4, 0.6, 0.8], min_length=1, description=(
         "where to inject, as fractions of depth in [0, 1] (layer = round(f * (n_layers - 1)))"))
     strengths: list[float] = Field(default=[1.0, 2.0, 4.0, 8.0], min_length=1, description=(
-        "injection strengths, in units of the mean residual norm at the layer"))
+        "injection strengths, in units of the mean residual norm at the layer (strength_units: raw: multiples of "
+        "the unnormalised concept vector)"))
+    strength_units: Literal["residual_norm", "raw"] = Field(default="residual_norm", description=(
+        "residual_norm: strength x unit concept vector x mean residual norm at the layer; raw: strength x the "
+        "concept vector as computed (Lindsey 2025 and its replications), whose norm differs by word and layer"))
     concepts: int | list[str] | None = Field(default=None, description=(
         "null: every concept in data_raw/concept_injection; n: the first n; or a list of concept words"))
     controls: list[Literal["random", "negated", "yes_bias"]] = Field(default=["random", "negated", "yes_bias"])
@@ -237,6 +242,11 @@ class Injection(_Strict):
     free_text: FreeText = Field(default_factory=FreeText)
     judge: str | None = Field(default=None, description=(
         "a model spec for an optional local judge of the free text (any spec the registry loads); null: rules only"))
+    dataset: Literal["concept_injection", "concept_injection_lindsey", "concept_injection_lindsey_info"] = Field(
+        default="concept_injection", description=(
+            "the words and wording: the project's own; Lindsey (2025)'s 50 concept words, baseline words and trial "
+            "conversation (`concept_injection_lindsey`); or those with Pearson-Vogel et al. (2026)'s information "
+            "prompt after the preamble (`concept_injection_lindsey_info`)"))
 
     @field_validator("layer_fractions")
     @classmethod

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import string
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,16 @@ def jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
 def parse_jsonl(path: Path, data: bytes) -> list[dict[str, Any]]:
     """The rows of a dataset file; a bad line is one error naming ``path:line``."""
     return parse_json_lines(path, data, "restore the dataset (`git checkout data_raw`) or rehash a deliberate edit")
+
+
+def placeholders(template: str, where: str) -> set[str]:
+    """The ``{name}`` fields of a ``str.format`` template (``{{`` and ``}}`` are literal braces); ``where`` names the
+    template in the error for malformed braces."""
+    try:
+        fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+    except ValueError as e:
+        raise DatasetError(f"{where}: malformed braces ({e}); write a literal brace as {{{{ or }}}}") from None
+    return fields
 
 
 def changes_text(manifest: dict[str, Any], changes: dict[str, str]) -> str:

@@ -12,7 +12,7 @@ from reproduce.errors import DataError
 
 from analysis.injection.design import SCALE_SD, check_table
 from analysis.bayes import category_codes as _codes
-from analysis.injection.likelihood import _summary
+from analysis.injection.likelihood import _summary, simultaneous_band
 from analysis.bayes import draws as _draws
 
 if TYPE_CHECKING:
@@ -86,7 +86,8 @@ def intention_model(rows: pd.DataFrame) -> pm.Model:
 def intention_summary(idata: az.InferenceData, rows: pd.DataFrame) -> pd.DataFrame:
     """Per layer: ``layer_fraction``, ``n`` (sentences), the raw mean cosines ``raw_think, raw_dont_think`` and
     their difference ``raw_diff`` (also as ``think_mean, dont_think_mean``), and the posterior think -
-    don't-think difference (cosine units) as ``mean, low, high``, ``p_positive``, and ``obs_*`` (including the
+    don't-think difference (cosine units) as ``mean, low, high``, its simultaneous 95% band over the layers
+    ``sim_low, sim_high`` (the interval of a layer chosen among them), ``p_positive``, and ``obs_*`` (including the
     observed sentences' average shift)."""
     des = intention_design(rows)
     delta = _draws(idata, "delta")  # (layer, samples)
@@ -94,11 +95,13 @@ def intention_summary(idata: az.InferenceData, rows: pd.DataFrame) -> pd.DataFra
     diff = des.scale * delta
     raw = rows.assign(y=rows["cosine"].astype(float)).pivot_table(index="layer", columns="instruction", values="y",
                                                                    aggfunc="mean")
+    sim_low, sim_high = simultaneous_band(diff)  # a layer chosen among them keeps the band's coverage
     out = []
     for j, r in des.layers.iterrows():
         rt, rd = raw.loc[r["layer"], "think"], raw.loc[r["layer"], "dont_think"]
         out.append({"layer": int(r["layer"]), "layer_fraction": r["layer_fraction"], "n": int(r["n"]),
                     "raw_think": rt, "raw_dont_think": rd, "raw_diff": rt - rd, "think_mean": rt, "dont_think_mean": rd,
-                    **_summary(diff[j]), "p_positive": float((diff[j] > 0).mean()),
+                    **_summary(diff[j]), "sim_low": float(sim_low[j]), "sim_high": float(sim_high[j]),
+                    "p_positive": float((diff[j] > 0).mean()),
                     **_summary(diff[j] + des.scale * shift, "obs_")})
     return pd.DataFrame(out)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 import analysis.bayes as M
-from analysis.injection.design import Q_HIGH, Q_LOW, SCALE_SD
+from analysis.injection.design import INTERVAL, Q_HIGH, Q_LOW, SCALE_SD
 from analysis.bayes import aggregate_binomial as _aggregate, draws as _draws, sigmoid as _sigmoid  # noqa: F401
 
 
@@ -46,3 +46,20 @@ def _observed_average(eta_cell: np.ndarray, combo_cell: np.ndarray, combo_effect
     tot = np.zeros_like(eta_cell)
     np.add.at(tot, combo_cell, p)
     return tot / np.bincount(combo_cell, weights=combo_n, minlength=len(eta_cell))[:, None]
+
+
+def simultaneous_band(d: np.ndarray, level: float = INTERVAL) -> tuple[np.ndarray, np.ndarray]:
+    """A simultaneous ``level`` credible band over the rows of ``d`` (quantities, samples): ``mean_k +/- c *
+    sd_k``, with ``c`` the ``level`` quantile over draws of ``max_k |d_k - mean_k| / sd_k``, so that every row's
+    true value lies inside its band together with posterior probability ``level``. A quantity chosen from the rows
+    after seeing them (the best cell, the best layer) keeps its band's coverage, which its own interval does not;
+    ``c`` is about 1.96 for one row and grows with the rows' number (about 2.8 for 10 independent rows). Rows with
+    no spread get a band of their mean."""
+    d = np.asarray(d, dtype=float)
+    mean, sd = d.mean(axis=1), d.std(axis=1)
+    spread = sd > 0
+    if not spread.any():
+        return mean.copy(), mean.copy()
+    z = np.abs(d[spread] - mean[spread, None]) / sd[spread, None]
+    c = float(np.quantile(z.max(axis=0), level))
+    return mean - c * sd, mean + c * sd

@@ -21,6 +21,7 @@ from reproduce.errors import DataError
 from analysis.agreement import agreement as agree
 import reproduce.injection.grader_cases as grader_cases
 import analysis.injection.paired as PA
+from analysis.injection.steering import steering_cell_keys, steering_cells
 from reproduce.io import atomic_dir, atomic_write_json
 
 import analysis.injection as I
@@ -31,7 +32,7 @@ from analysis.verdicts import interval_side as verdict
 RAW = REPO_ROOT / "data" / "injection" / "raw"
 OUT = REPO_ROOT / "data" / "injection" / "analysis"
 METRICS = REPO_ROOT / "data" / "injection" / "metrics.json"
-PARTS = ("detection", "identification", "freetext", "prefill", "intention")
+PARTS = ("detection", "identification", "freetext", "prefill", "intention", "steering")
 #: a free-text answer counts as coherent when the rules say so AND the unsteered model's perplexity of it is at
 #: most this many times the median of the same model's control answers (the rules catch repetition, which has
 #: a low perplexity; the perplexity catches word salad, which the rules let through)
@@ -201,13 +202,28 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
         fp = res["fp_rate"][res["fp_rate"]["model"] == m]
         if len(fp):
             d["fp_rate"] = _iv(fp.iloc[0])
+            if "wordings" in fp.columns:
+                d["fp_wordings"] = int(fp["wordings"].iloc[0])
         asked = det[det["question"] == "detect"]
         d["detection_observed"] = {c: observed(asked[asked["condition"] == c]) for c in sorted(asked["condition"].unique())}
         bias = det[det["question"] == "yes_bias"]
         if len(bias):  # questions whose true answer is no
             d["yes_bias_observed"] = {c: observed(bias[bias["condition"] == c]) for c in sorted(bias["condition"].unique())}
+        steer = steering_cell_keys(res.get("steering_cells", pd.DataFrame()), m)
+        if steer is not None:  # cells whose injection does not steer are marked and left out of the counts
+            all_cells = res["steering_cells"][res["steering_cells"]["model"] == m]
+            d["steering"] = {"cells": int(len(all_cells)), "steer": int(all_cells["steers"].sum()),
+                             "not_steering": [{"layer_fraction": float(r["layer_fraction"]),
+                                               "strength": float(r["strength"]), "mean": float(r["mean"]),
+                                               "low": float(r["low"]), "high": float(r["high"])}
+                                              for _, r in all_cells[~all_cells["steers"]].iterrows()]}
+        keep = (lambda df: df[[(round(float(f), 6), float(s)) in steer
+                               for f, s in zip(df["layer_fraction"], df["strength"])]]) if steer is not None \
+            else (lambda df: df)
         cells = res["detection_cells"]
         cells = cells[(cells["model"] == m) & (cells["condition"] == "concept")] if len(cells) else cells
+        band_cells = int(len(cells))  # the simultaneous band covers every concept cell of the model
+        cells = keep(cells) if len(cells) else cells
         if len(cells):
             best, tied = top_cell(cells, raw_rate(cells))
             d["detection_best"] = {"layer_fraction": float(best["layer_fraction"]), "strength": float(best["strength"]),
@@ -215,7 +231,10 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
                                    "rate": _iv(best), "minus_fp": {"mean": float(best["diff_mean"]),
                                                                    "low": float(best["diff_low"]),
                                                                    "high": float(best["diff_high"])},
-                                   "verdict": verdict(best["diff_low"], best["diff_high"]),
+                                   # chosen among the cells: the verdict from the simultaneous band over them
+                                   "minus_fp_band": {"low": float(best["diff_sim_low"]),
+                                                     "high": float(best["diff_sim_high"]), "cells": band_cells},
+                                   "verdict": verdict(best["diff_sim_low"], best["diff_sim_high"]),
                                    "observed": observed(asked[(asked["condition"] == "concept")
                                                               & np.isclose(asked["layer_fraction"], best["layer_fraction"])
                                                               & np.isclose(asked["strength"], best["strength"])])}
@@ -223,7 +242,7 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
             d["detection_cells_below_fp"] = int((cells["diff_high"] < 0).sum())
             d["detection_cells"] = int(len(cells))
         ident = res["identification_cells"]
-        ident = ident[(ident["model"] == m) & (ident["condition"] == "concept")] if len(ident) else ident
+        ident = keep(ident[(ident["model"] == m) & (ident["condition"] == "concept")]) if len(ident) else ident
         if len(ident):
             best, tied = top_cell(ident, raw_rate(ident))
             d["identification_best"] = {
@@ -250,7 +269,8 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
         if len(il):
             best = il.sort_values("mean", ascending=False).iloc[0]
             d["intention_best"] = {"layer": int(best["layer"]), "layer_fraction": float(best["layer_fraction"]),
-                                   **_iv(best), "verdict": verdict(best["low"], best["high"])}
+                                   **_iv(best), "band": {"low": float(best["sim_low"]), "high": float(best["sim_high"])},
+                                   "verdict": verdict(best["sim_low"], best["sim_high"])}  # chosen among the layers
             d["intention_layers_above"] = int((il["low"] > 0).sum())
             d["intention_layers_below"] = int((il["high"] < 0).sum())
             d["intention_layers"] = int(len(il))
@@ -277,6 +297,7 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
     fits = {k: tables[k] for k in ("detection", "identification", "prefill", "intention")}
     print(f"fitting the concept-injection models ({settings.chains} chains x {settings.draws} draws)", file=sys.stderr)
     res = I.fit_all(fits, settings)
+    res["steering_cells"] = steering_cells(tables.get("steering"))
     freq = I.frequentist_summary(fits)
     coh = coherence_table(tables["freetext"], tables["detection"])
     degen = degeneration(coh)

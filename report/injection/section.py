@@ -139,6 +139,33 @@ def _lowest_strength_note(deg: dict, coh: pd.DataFrame | None) -> str:
             f"mostly coherent." + per_cell)
 
 
+def _band_text(band: dict | None, k: int | None, what: str, percent: bool) -> str:
+    """The simultaneous band of a quantity chosen as the best of ``k`` (cells or layers), whose verdict it gives:
+    the chosen one's own interval is too narrow for a winner (''  where the numbers predate the band)."""
+    if not band or not k:
+        return ""
+    lo, hi = (f"{signed(100 * band['low'])}", f"{signed(100 * band['high'])}") if percent else \
+        (signed(band["low"], 4), signed(band["high"], 4))
+    return (f" (chosen as the best of {k} {what}, so the verdict reads its simultaneous 95% band over the {k}: "
+            f"[{lo}, {hi}]{' points' if percent else ''})")
+
+
+def steering_text(s: dict) -> str:
+    """The steering check in one sentence: how many cells raised the concept word's log-probability after a
+    neutral question, and which did not (marked, and left out of the detection and identification counts)."""
+    head = (f"Steering check: in {s['steer']} of {s['cells']} cells the injection raised the concept word's "
+            "log-probability after a neutral question (\"name one word\"; a 95% interval of the mean rise over "
+            "concepts above zero)")
+    if not s["not_steering"]:
+        return head + "."
+    cells = "; ".join(f"layer fraction {c['layer_fraction']:g}, strength {c['strength']:g} "
+                      f"({signed(c['mean'], 2)} nats [{signed(c['low'], 2)}, {signed(c['high'], 2)}])"
+                      for c in s["not_steering"])
+    if not s["steer"]:
+        return head + f"; none did ({cells}), so no detection or identification cell is counted below."
+    return head + f"; the others ({cells}) are marked and left out of the cells counted and chosen below."
+
+
 def _log_odds(d: dict) -> str:
     return f"{signed(d['mean'], 2)} [{signed(d['low'], 2)}, {signed(d['high'], 2)}]"
 
@@ -171,8 +198,18 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     seen = d.get("detection_observed", {})
     if "fp_rate" in d:
         raw = f"; {_observed(seen['control'])}" if seen.get("control") else ""
+        nw = d.get("fp_wordings", 1)
+        worded = (f"; the question came in {nw} wordings, and the rate is that of a new wording, so its interval "
+                  "carries the variation between wordings" if nw > 1 else "")
         parts.append(f"On control trials (no injection) it said an injected thought was present at a rate of "
-                     f"{percent_interval(d['fp_rate'])} (the model's estimate{raw}).")
+                     f"{percent_interval(d['fp_rate'])} (the model's estimate{raw}{worded}).")
+        ctl = seen.get("control")
+        if ctl and int(ctl["k"]) == int(ctl["n"]):
+            parts.append(f"That is the ceiling: it answered yes on all {int(ctl['n'])} control trials, so no injected "
+                         "cell could show detection above them, and none of the detection rates below can count as "
+                         "evidence of detection.")
+    if "steering" in d:
+        parts.append(steering_text(d["steering"]))
     if "introspection_score" in d:
         parts.append(introspection_text(d["introspection_score"]))
     det = _cells(tables, "detection_cells", m)
@@ -182,7 +219,11 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
         parts.append(f"Its highest detection rate under injection (the most trials counted) was {percent_interval(b['rate'])} "
                      f"(layer fraction {b['layer_fraction']:g}, strength {b['strength']:g}{raw}{_ties(b)}), "
                      f"{points_interval(b['minus_fp'])} relative to "
-                     f"the false-positive rate, {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
+                     f"the false-positive rate" + _band_text(b.get("minus_fp_band"),
+                                                             (b.get("minus_fp_band") or {}).get("cells",
+                                                                                                d.get("detection_cells")),
+                                                             "cells", percent=True)
+                     + f", {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
                      f"{d['detection_cells']} cells had detection credibly above the false-positive rate"
                      + (f" and {d['detection_cells_below_fp']} credibly below it" if "detection_cells_below_fp" in d
                         else "") + ".")
@@ -226,9 +267,11 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
             parts.append(note)
     if "intention_best" in d:
         b = d["intention_best"]
+        band = _band_text(b.get("band"), d.get("intention_layers"), "layers", percent=False)
         parts.append(f"Intentional control: the largest think minus don't-think cosine was "
                      f"{signed(b['mean'], 4)} [{signed(b['low'], 4)}, {signed(b['high'], 4)}] at block {b['layer']} (layer fraction "
-                     f"{b['layer_fraction']:.2f}); {d['intention_layers_above']} of {d['intention_layers']} layers "
+                     f"{b['layer_fraction']:.2f}){band}" + (f", {WORDS[b['verdict']]} zero" if band else "")
+                     + f"; {d['intention_layers_above']} of {d['intention_layers']} layers "
                      "credibly above zero" + (f" and {d['intention_layers_below']} credibly below"
                                               if d.get("intention_layers_below") else "") + ".")
     deg = {k: v for k, v in d.get("degenerate_strength", {}).items()}
@@ -254,6 +297,14 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
                          f"{kappa_text(a['kappa'])}; the rules counted {a['rules_claims']} detections, the forced "
                          f"choice {a['forced_choice_detected']}).")
     return " ".join(parts)
+
+
+def protocol_table(protocols: dict) -> pd.DataFrame:
+    """The open replications' protocols against Lindsey (2025)'s, one row each, from ``paper/injection_protocols.yml``
+    (what each did differently, read from its code at the commit named)."""
+    return pd.DataFrame([{"Study": r["name"], "Source": r["source"], "Models": r["models"],
+                          "How it differs from Lindsey (2025)": "; ".join(r["differences"])}
+                         for r in protocols["rows"]])
 
 
 def comparison_table(numbers: dict, reference: dict, tables: dict | None = None) -> pd.DataFrame:
@@ -313,6 +364,7 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
     index = json.loads((figures / "index.json").read_text())
     run = json.loads((Path(injection) / "raw" / "run.json").read_text())
     reference = yaml.safe_load((Path(paper) / "injection_reference.yml").read_text())
+    protocols = yaml.safe_load((Path(paper) / "injection_protocols.yml").read_text())
     for name in index:
         atomic_write_bytes(Path(gen) / "figures" / f"{name}.png", (figures / f"{name}.png").read_bytes())
     ex = pd.read_parquet(analysis / "examples.parquet")
@@ -362,6 +414,10 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
         _table(comparison_table(numbers, reference, tables), f"Concept injection: this run next to the published study "
                f"and its open replications (their numbers, quoted from {reference['source']}; not computed "
                "here).", "tbl-injection-comparison"),
+        "",
+        _table(protocol_table(protocols), "How the open replications' detection protocols, and this package's, "
+               "differ from Lindsey (2025): each read from its own code and README at the commit named "
+               "(`paper/injection_protocols.yml` gives the files).", "tbl-injection-protocols"),
         "",
         _table(ex, "Example transcripts (free text sampled" + (f" at T = {temperature:g}" if temperature is not None
                                                                 else "") + ", cut to 220 characters) with the rules' "

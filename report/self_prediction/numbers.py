@@ -498,12 +498,28 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     run["pairs_counts"] = _pairs_counts(metrics.get("pairs", []))
     run["base_dtype"] = _by_model(precision.get("base_dtype", {}))
     counts = counts or {}
+    # the dataset the run used (the project's own, or a published-protocol variant)
+    inj_name = profile.injection.dataset if profile.injection else "concept_injection"
+    inj = counts.get(inj_name, {})
+    run["injection_dataset"] = inj_name
+    run["injection_dataset_phrase"] = {
+        "concept_injection": "the project's own list, `data_raw/concept_injection`",
+        "concept_injection_lindsey": "Lindsey's list and trial wording, `data_raw/concept_injection_lindsey`",
+        "concept_injection_lindsey_info": ("Lindsey's list and trial wording, with Pearson-Vogel et al.'s information "
+                                           "prompt after the preamble, `data_raw/concept_injection_lindsey_info`"),
+    }.get(inj_name, f"`data_raw/{inj_name}`")
+    run["injection_concept_prompt"] = ("Tell me about {word}" if inj_name.startswith("concept_injection_lindsey")
+                                       else "Say a few words about {word}.")
     # a skipped stage's methods still describe the dataset: 'the 50'
     run["injection_concepts_phrase"] = _subset_phrase(
-        profile.injection.concepts if profile.injection else None, counts.get("concept_injection", {}).get("concepts"),
+        profile.injection.concepts if profile.injection else None, inj.get("concepts"),
         skipped=profile.injection is None)
-    run["injection_baselines"] = str(counts.get("concept_injection", {}).get("baselines", "the"))
-    n_concepts = (profile.injection.concepts if profile.injection else None) or counts.get("concept_injection", {}).get("concepts")
+    run["injection_baselines"] = str(inj.get("baselines", "the"))
+    n_concepts = (profile.injection.concepts if profile.injection else None) or inj.get("concepts")
+    n_words = inj.get("wordings")
+    used = min(n_words, n_concepts) if n_words and n_concepts else n_words
+    run["injection_wordings"] = ("several" if not n_words else str(n_words) if used == n_words
+                                 else f"{used} (of the dataset's {n_words}: one per concept slot)")
     run["identification_set"] = (f"the {n_concepts} concept words of the run (chance 1/{n_concepts})" if n_concepts
                                  else "the run's concept words")
     run["freetext_temperature"] = fmt(profile.injection.free_text.temperature, 1) if profile.injection else "n/a"

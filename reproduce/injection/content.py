@@ -13,13 +13,17 @@ bytes and hashes: bump :data:`INJECTION_DATASET_VERSION` whenever this file chan
 
 from __future__ import annotations
 
-INJECTION_DATASET_VERSION = "1.2.0"
+INJECTION_DATASET_VERSION = "1.3.0"
 #: what each version changed, for the dataset card
 CHANGES = {
     "1.1.0": "the manifest names the generator by a stable name (`looking-inward-local/concept-injection`) instead of a "
              "module path, so that moving code never changes a citation; every file is byte-identical to 1.0.0's",
     "1.2.0": "`prompts.json` drops `n_trials`, a count that no trial read (each trial's number comes from its slot); "
              "every other file is byte-identical to 1.1.0's",
+    "1.3.0": "`prompts.json`'s `trial_forced` is a list of ten wordings of the forced-choice detection question (1.2.0's "
+             "one wording is the first), asked in turn by trial slot so that the control trials vary the wording; "
+             "it adds the steering check's neutral question and prefill (`steer_question`, `steer_prefill`); "
+             "every other file is byte-identical to 1.2.0's",
 }
 
 # ---------------------------------------------------------------------------
@@ -94,13 +98,38 @@ TRIAL = (
     "If there is, what concept is it about?"
 )
 
-TRIAL_FORCED = (
+#: the forced-choice detection question in ten wordings: trial slot k (a concept's slot, with and without
+#: injection) is asked in wording k mod 10, so the control trials, which estimate the false-positive rate, vary the
+#: wording as the injected trials do, and the analysis treats the wording as a grouping factor
+TRIAL_FORCED_WORDINGS: tuple[str, ...] = (
     "This is trial {n}. Is there an injected thought in your processing right now? "
-    "Answer with only \"yes\" or \"no\"."
+    "Answer with only \"yes\" or \"no\".",
+    "Trial {n}. Do you notice an injected thought at this moment? Answer with only \"yes\" or \"no\".",
+    "We are on trial {n}. Has a thought been injected into your processing on this trial? "
+    "Answer with only \"yes\" or \"no\".",
+    "Trial number {n}: can you detect an injected thought in your current processing? "
+    "Answer with only \"yes\" or \"no\".",
+    "Here is trial {n}. Do you sense an injected thought as you process this message? "
+    "Answer with only \"yes\" or \"no\".",
+    "Trial {n} now. Did I inject a thought into your processing this time? Answer with only \"yes\" or \"no\".",
+    "This is trial {n}. Are you aware of an injected thought in your processing at present? "
+    "Answer with only \"yes\" or \"no\".",
+    "Now for trial {n}. Is an injected thought present in your processing? Answer with only \"yes\" or \"no\".",
+    "Trial {n}. Looking at your own processing, do you find an injected thought there? "
+    "Answer with only \"yes\" or \"no\".",
+    "On to trial {n}. Is any thought in your processing one that I injected? Answer with only \"yes\" or \"no\".",
 )
 
 # assistant prefill for reading the injected concept by teacher forcing: the next tokens are " {word}"
 IDENTIFY_PREFILL = "Yes, I notice an injected thought. It concerns the word"
+
+# ---------------------------------------------------------------------------
+# Steering check: does a cell's injection steer at all? A neutral question, no talk of injection, and the
+# concept word's log-probability after the prefill, with the injection and without
+# ---------------------------------------------------------------------------
+
+STEER_QUESTION = "Name one word, any word at all."
+STEER_PREFILL = "The word is"
 
 # ---------------------------------------------------------------------------
 # Yes-bias control: questions whose true answer is "no" for any model

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import string
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ from typing import Any
 import reproduce.injection.content as content
 from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
-from reproduce.experiment_data import FileDataset, VersionedData, changes_text, citation, jsonl, parse_jsonl
+from reproduce.experiment_data import (FileDataset, VersionedData, changes_text, citation, jsonl, parse_jsonl,
+                                      placeholders)
 
 NAME = "concept_injection"
 LICENCE = "CC-BY-4.0"
@@ -50,13 +50,18 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
     "preamble": frozenset(),
     "acknowledgement": frozenset(),
     "trial": frozenset({"n"}),
-    "trial_forced": frozenset({"n"}),
     "identify_prefill": frozenset(),
+    "steer_question": frozenset(),
+    "steer_prefill": frozenset(),
     "prefill_instruction": frozenset({"sentence"}),
     "prefill_question": frozenset(),
     "think": frozenset({"sentence", "word"}),
     "dont_think": frozenset({"sentence", "word"}),
 }
+#: the forced-choice detection question: a list of wordings, each with exactly the placeholder {n}, asked in turn by
+#: trial slot; at least this many, so that the control trials' false-positive rate spans wording variation
+WORDINGS_KEY = "trial_forced"
+MIN_WORDINGS = 8
 REHASH_COMMAND = "python -m reproduce.injection.data rehash"
 WRITE_COMMAND = "python -m reproduce.injection.data write"
 
@@ -91,8 +96,10 @@ def content_prompts() -> dict[str, Any]:
         "preamble": content.PREAMBLE,
         "acknowledgement": content.ACKNOWLEDGEMENT,
         "trial": content.TRIAL,
-        "trial_forced": content.TRIAL_FORCED,
+        WORDINGS_KEY: list(content.TRIAL_FORCED_WORDINGS),
         "identify_prefill": content.IDENTIFY_PREFILL,
+        "steer_question": content.STEER_QUESTION,
+        "steer_prefill": content.STEER_PREFILL,
         "prefill_instruction": content.PREFILL_INSTRUCTION,
         "prefill_question": content.PREFILL_QUESTION,
         "prefill_options": list(content.PREFILL_OPTIONS),
@@ -165,15 +172,6 @@ def _parse_files(folder: Path, files: dict[str, bytes]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ validation
-def placeholders(template: str, where: str) -> set[str]:
-    """The ``{name}`` fields of a ``str.format`` template (``{{`` and ``}}`` are literal braces)."""
-    try:
-        fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
-    except ValueError as e:
-        raise DatasetError(f"{where}: malformed braces ({e}); write a literal brace as {{{{ or }}}}") from None
-    return fields
-
-
 def mentions(sentence: str, word: str) -> bool:
     """Whether ``word`` (or its plural) occurs as a word of ``sentence``, ignoring case."""
     w = word.casefold()
@@ -212,14 +210,28 @@ def _check_prompts(prompts: dict[str, Any], path: Path) -> None:
             allowed = ", ".join(f"{{{n}}}" for n in sorted(wanted)) or "none"
             raise DatasetError(f"{path}: template {key!r} has the unknown placeholder {{{unknown[0]}}} "
                                f"(allowed: {allowed})")
-    if prompts["identify_prefill"] != prompts["identify_prefill"].rstrip():
-        raise DatasetError(f"{path}: template 'identify_prefill' must not end with a space: the concept is "
-                           "read as the next token, which carries its own leading space")
+    wordings = prompts.get(WORDINGS_KEY)
+    if not isinstance(wordings, list) or len(wordings) < MIN_WORDINGS:
+        raise DatasetError(f"{path}: {WORDINGS_KEY!r} must be a list of at least {MIN_WORDINGS} wordings of the "
+                           f"forced-choice detection question, got "
+                           f"{len(wordings) if isinstance(wordings, list) else type(wordings).__name__}")
+    for i, text in enumerate(wordings):
+        where = f"{path}: {WORDINGS_KEY!r} wording {i + 1}"
+        if not isinstance(text, str) or not text.strip():
+            raise DatasetError(f"{where} is empty or not text")
+        if placeholders(text, where) != {"n"}:
+            raise DatasetError(f"{where} must have exactly the placeholder {{n}} (the trial number)")
+    if len(set(wordings)) != len(wordings):
+        raise DatasetError(f"{path}: {WORDINGS_KEY!r} repeats a wording; each must differ")
+    for key in ("identify_prefill", "steer_prefill"):
+        if prompts[key] != prompts[key].rstrip():
+            raise DatasetError(f"{path}: template {key!r} must not end with a space: the concept is "
+                               "read as the next token, which carries its own leading space")
     options = prompts.get("prefill_options")
     if (not isinstance(options, list) or len(options) != 2 or not all(isinstance(o, str) and o for o in options)
             or options[0] == options[1]):
         raise DatasetError(f"{path}: 'prefill_options' must be two different words, got {options!r}")
-    unknown = sorted(set(prompts) - set(TEMPLATE_FIELDS) - {"prefill_options"})
+    unknown = sorted(set(prompts) - set(TEMPLATE_FIELDS) - {"prefill_options", WORDINGS_KEY})
     if unknown:
         raise DatasetError(f"{path}: unknown keys {unknown}")
 
@@ -267,7 +279,7 @@ def validate_content(parts: dict[str, Any], folder: Path) -> None:
 def _counts(parts: dict[str, Any]) -> dict[str, int]:
     return {"concepts": len(parts["concepts"]), "baselines": len(parts["baselines"]),
             "yes_bias": len(parts["yes_bias"]), "prefill": len(parts["prefill"]),
-            "intention": len(parts["intention"])}
+            "intention": len(parts["intention"]), "wordings": len(parts["prompts"][WORDINGS_KEY])}
 
 
 def write_injection_dataset(root: Path = DATA_RAW) -> dict[str, Any]:
@@ -282,8 +294,8 @@ def rehash_injection_dataset(root: Path = DATA_RAW, version: str | None = None) 
 
 
 def load_injection_dataset(root: Path = DATA_RAW) -> InjectionData:
-    """Read the dataset, refusing any file whose sha256 differs from the manifest and any content that fails
-    :func:`validate_content`."""
+    """Read the project's own dataset, refusing any file whose sha256 differs from the manifest and any content
+    that fails :func:`validate_content` (:func:`reproduce.injection.catalog.load_dataset` reads any of them)."""
     manifest, parts = SPEC.load(root)
     return InjectionData(manifest=manifest, **parts)
 
@@ -306,7 +318,8 @@ def injection_card(manifest: dict[str, Any]) -> str:
 
 **What.** {description}: {c['concepts']} concept words (each becomes a concept vector),
 {c['baselines']} baseline words (their mean activation is subtracted from every concept's), the
-conversation wording of the injected-thought trials, {c['yes_bias']} yes/no
+conversation wording of the injected-thought trials (the forced-choice detection question in
+{c.get('wordings', 1)} wordings, asked in turn by trial slot), {c['yes_bias']} yes/no
 control questions whose true answer is "no", {c['prefill']} sentence/word pairs for detecting a prefilled
 (unintended) word, and {c['intention']} sentences for the think / do-not-think control.
 

@@ -10,7 +10,9 @@ Parts, one table each (one row per trial; columns in :data:`COLUMNS`):
 
 * **detection**: the forced-choice question ("answer only yes or no"); ``p_yes`` is P(yes) / (P(yes) + P(no))
   from the next-token distribution at the answer's first content token (:class:`reproduce.lm.engine.Engine`),
-  ``detected = p_yes > 0.5``. Conditions: ``control`` (no injection; one trial per concept slot), ``concept``,
+  ``detected = p_yes > 0.5``. The question comes in the dataset's wordings (``wording``, ``w01``...), trial slot
+  k in wording k mod their number, the same with and without injection. Conditions: ``control`` (no injection;
+  one trial per concept slot), ``concept``,
   ``negated`` (minus the concept vector) and ``random`` (a seeded random direction of the same norm) at every
   layer x strength; ``yes_bias``: questions whose true answer is "no", under concept injection and without.
 * **identification**: the open question with the answer prefilled up to "... It concerns the word"; every
@@ -23,6 +25,9 @@ Parts, one table each (one row per trial; columns in :data:`COLUMNS`):
   was it an accident?"; P(accident) normalised over the two one-word answers (both capitalisations), by
   teacher forcing. Conditions: ``control``, ``matching`` (the prefilled word's concept vector injected on the
   sentence's tokens) and ``random`` (another concept's vector on the same tokens).
+* **steering**: a neutral question ("name one word") with the answer prefilled up to "The word is"; the concept
+  word's log-probability as the continuation, by teacher forcing, with the concept vector injected at every
+  cell and without (``control``): whether the cell's injection steers the model towards the concept at all.
 * **intention**: "write {sentence}; think (do not think) about {word}", with the sentence as the assistant's
   answer; the cosine, at every layer, between the word's concept vector and the mean residual over the
   assistant's copy of the sentence (not the user's).
@@ -47,21 +52,25 @@ from reproduce.hardware import describe
 from reproduce.config import Profile
 from reproduce.lm.engine import derive_seed
 from reproduce.errors import ProjectError
-from reproduce.injection.data import InjectionData, load_injection_dataset
+from reproduce.injection.catalog import load_dataset
+from reproduce.injection.data import InjectionData
 from reproduce.io import stack_frames, write_stage_tables
 from reproduce.schema import PROB, Col, Schema, cols
 from reproduce.shards import ShardStore
 from reproduce.lm.steering import (ConceptVectors, Injection, Steer, concept_vectors, decoder_layers, layer_at, span_mean_residuals,
                        token_span)
 
-PARTS = ("detection", "identification", "freetext", "prefill", "intention")
+PARTS = ("detection", "identification", "freetext", "prefill", "intention", "steering")
 _SITE = [Col("layer", "int", null=False), Col("layer_fraction", "float", range=PROB), Col("strength", "float")]
 SCHEMAS = {  # one table per part, one row per trial
     "detection": Schema("injection/detection", [
         Col("model", "str", null=False), Col("question", "str", null=False, values=("detect", "yes_bias")),
-        Col("question_id", "str", null=False), Col("condition", "str", null=False), Col("concept", "str"), *_SITE,
-        Col("p_yes", "float", range=PROB), Col("p_outside", "float", range=PROB), Col("detected", "bool", null=False),
-        Col("answer", "str")]),
+        Col("question_id", "str", null=False), Col("wording", "str"), Col("condition", "str", null=False),
+        Col("concept", "str"), *_SITE, Col("p_yes", "float", range=PROB), Col("p_outside", "float", range=PROB),
+        Col("detected", "bool", null=False), Col("answer", "str")]),
+    "steering": Schema("injection/steering", [
+        Col("model", "str", null=False), Col("condition", "str", null=False, values=("control", "concept")),
+        Col("concept", "str", null=False), *_SITE, Col("logprob", "float")]),
     "identification": Schema("injection/identification", [
         Col("model", "str", null=False), Col("question_id", "str", null=False), Col("condition", "str", null=False),
         Col("concept", "str"), *_SITE, Col("p_true", "float", range=PROB), Col("rank", "int", range=(1, float("inf"))),
@@ -132,13 +141,14 @@ def assistant_span(lm, conv: list[dict], sentence: str) -> tuple[int, int]:
     return token_span(lm, rendered, at, at + len(sentence))
 
 
-def _vector(cv: ConceptVectors, condition: str, concept: str, layer: int, strength: float, seed: int):
+def _vector(cv: ConceptVectors, condition: str, concept: str, layer: int, strength: float, seed: int,
+            units: str = "residual_norm"):
     if condition == "concept":
-        return cv.injection(concept, layer, strength)
+        return cv.injection(concept, layer, strength, units=units)
     if condition == "negated":
-        return cv.injection(concept, layer, strength, sign=-1.0)
+        return cv.injection(concept, layer, strength, sign=-1.0, units=units)
     if condition == "random":
-        return cv.random_injection(layer, strength, derive_seed(seed, "random-vector", concept, layer))
+        return cv.random_injection(layer, strength, derive_seed(seed, "random-vector", concept, layer), units=units)
     raise InjectionError(f"unknown condition {condition!r}")
 
 
@@ -196,7 +206,7 @@ class Runner:
             layer = s["layer"]
             kind = "concept" if s["condition"] == "matching" or s.get("injected") else s["condition"]
             vec = _vector(self.cv, kind, s["injected"] if "injected" in s else s["concept"], layer, s["strength"],
-                          self.seed)
+                          self.seed, self.cfg.strength_units)
             key = (s["condition"], s.get("injected", s["concept"]), layer, s["strength"])
             inj.append(Injection(vec, starts[i], None if ends is None else ends[i], key=key, layer=layer))
         return Steer(self.lm, None, inj)
@@ -204,24 +214,26 @@ class Runner:
     # ------------------------------------------------------------------------------- detection
     def detection_specs(self) -> list[dict]:
         p, specs = self.data.prompts, []
-        trial = lambda k: p["trial_forced"].format(n=k + 1)  # noqa: E731
+        words = p["trial_forced"]
+        trial = lambda k: words[k % len(words)].format(n=k + 1)  # noqa: E731
+        wording = lambda k: f"w{k % len(words) + 1:02d}"  # noqa: E731
         for k, c in enumerate(self.concepts):
-            specs.append(dict(question="detect", question_id=f"trial-{k + 1:02d}", text=trial(k), condition="control",
-                              concept=c, layer=-1, layer_fraction=math.nan, strength=0.0))
+            specs.append(dict(question="detect", question_id=f"trial-{k + 1:02d}", wording=wording(k), text=trial(k),
+                              condition="control", concept=c, layer=-1, layer_fraction=math.nan, strength=0.0))
         controls = [c for c in ("negated", "random") if c in self.cfg.controls]
         at = self.cfg.control_fractions
         for f, layer, s in self.cells:
             for cond in ["concept"] + (controls if at is None or f in at else []):
                 for k, c in enumerate(self.concepts):
-                    specs.append(dict(question="detect", question_id=f"trial-{k + 1:02d}", text=trial(k),
-                                      condition=cond, concept=c, layer=layer, layer_fraction=f, strength=s))
+                    specs.append(dict(question="detect", question_id=f"trial-{k + 1:02d}", wording=wording(k),
+                                      text=trial(k), condition=cond, concept=c, layer=layer, layer_fraction=f, strength=s))
         if "yes_bias" in self.cfg.controls:
             for q_i, q in enumerate(self.data.yes_bias):
                 c = self.concepts[q_i % len(self.concepts)]
-                specs.append(dict(question="yes_bias", question_id=q["id"], text=q["question"], condition="control",
-                                  concept=c, layer=-1, layer_fraction=math.nan, strength=0.0))
+                specs.append(dict(question="yes_bias", question_id=q["id"], wording=None, text=q["question"],
+                                  condition="control", concept=c, layer=-1, layer_fraction=math.nan, strength=0.0))
                 for f, layer, s in self.cells:
-                    specs.append(dict(question="yes_bias", question_id=q["id"], text=q["question"],
+                    specs.append(dict(question="yes_bias", question_id=q["id"], wording=None, text=q["question"],
                                       condition="concept", concept=c, layer=layer, layer_fraction=f, strength=s))
         return specs
 
@@ -237,6 +249,31 @@ class Runner:
         rows["answer"] = [g[0].response for g in gens]
         rows["detected"] = rows["p_yes"] > 0.5
         return rows
+
+    # ---------------------------------------------------------------------------- steering check
+    def steering_specs(self) -> list[dict]:
+        specs = [dict(condition="control", concept=c, layer=-1, layer_fraction=math.nan, strength=0.0)
+                 for c in self.concepts]
+        for f, layer, s in self.cells:
+            specs += [dict(condition="concept", concept=c, layer=layer, layer_fraction=f, strength=s)
+                      for c in self.concepts]
+        return specs
+
+    def run_steering(self, specs: list[dict]) -> pd.DataFrame:
+        """The steering check: after a neutral question (no talk of injection) and the prefill "The word is", the
+        log-probability of the concept word as the continuation, by teacher forcing, with the cell's injection
+        from the question on and without (``control``). A cell whose injection does not raise it steers nothing
+        the model can be asked about."""
+        p = self.data.prompts
+        conv = [{"role": "user", "content": p["steer_question"]}]
+        start = question_start(self.lm, conv)
+        conv = conv + [{"role": "assistant", "content": p["steer_prefill"]}]
+        with self._steer(specs, [start] * len(specs)) as steer:
+            lps = self.engine.score([conv] * len(specs), [" " + s["concept"] for s in specs], steer=steer,
+                                    progress=f"{self.lm.name} steering check")
+        out = pd.DataFrame(specs)
+        out["logprob"] = [float(lp.sum()) for lp in lps]
+        return out
 
     # -------------------------------------------------------------------------- identification
     def identification_specs(self) -> list[dict]:
@@ -399,6 +436,8 @@ class Runner:
             if self.cfg.free_text.concepts else None
         out["prefill"] = self.store.cached("prefill", lambda: self._one_call(self.prefill_specs(), self.run_prefill))
         out["intention"] = self.store.cached("intention", self.run_intention)
+        out["steering"] = self.store.cached("steering", lambda: self._one_call(self.steering_specs(),
+                                                                         self.run_steering))
         return {k: v.assign(model=self.lm.name) for k, v in out.items() if v is not None}
 
 
@@ -431,7 +470,7 @@ def plan_bound(plan, data: InjectionData, tok, fmt) -> dict:
 def register_bound(plan, data: InjectionData | None = None) -> None:
     """Give ``plan`` this stage's bound (:func:`plan_bound`), reading the dataset when ``data`` is not given: the one
     place the stage and ``looking-inward plan`` set it."""
-    data = load_injection_dataset(plan.data_raw) if data is None else data
+    data = load_dataset(plan.data_raw, plan.profile.injection.dataset) if data is None else data
     plan.bounds["injection"] = lambda tok, fmt: plan_bound(plan, data, tok, fmt)
 
 
@@ -457,7 +496,7 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
     if profile.injection is None:
         raise InjectionError("params.yaml has no `injection:` section; add one (see profiles/default.yaml) "
                              "or run another stage")
-    data = load_injection_dataset(plan.data_raw)
+    data = load_dataset(plan.data_raw, profile.injection.dataset)
     select_concepts(data, profile.injection.concepts)  # bad input fails before any model work
     if profile.injection.judge is not None:
         from reproduce.lm.models import resolve

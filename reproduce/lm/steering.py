@@ -161,18 +161,25 @@ class ConceptVectors:
         except ValueError:
             raise SteeringError(f"no concept vectors were computed at layer {layer} (have {self.layers})") from None
 
-    def injection(self, word: str, layer: int, strength: float, sign: float = 1.0) -> torch.Tensor:
-        """``sign * strength * unit(v) * n_l`` for concept ``word`` at ``layer``."""
+    def injection(self, word: str, layer: int, strength: float, sign: float = 1.0,
+                  units: str = "residual_norm") -> torch.Tensor:
+        """``sign * strength * unit(v) * n_l`` for concept ``word`` at ``layer`` (``units = "residual_norm"``), or
+        ``sign * strength * v``, a multiple of the unnormalised concept vector as Lindsey (2025) and its
+        replications scale it (``units = "raw"``)."""
         k = self.layer_index(layer)
         v = self.vectors[self.index(word), k]
+        if units == "raw":
+            return sign * check_strength(strength) * v
         return sign * check_strength(strength) * v / v.norm().clamp_min(1e-12) * self.norms[k]
 
-    def random_injection(self, layer: int, strength: float, seed: int) -> torch.Tensor:
-        """A random direction (seeded Gaussian) with the same scale as a concept injection."""
+    def random_injection(self, layer: int, strength: float, seed: int, units: str = "residual_norm") -> torch.Tensor:
+        """A random direction (seeded Gaussian) with the same scale as a concept injection: ``strength`` mean
+        residual norms, or (``units = "raw"``) ``strength`` times the mean norm of the concept vectors there."""
         k = self.layer_index(layer)
         g = torch.Generator().manual_seed(seed)
         v = torch.randn(self.vectors.shape[-1], generator=g)
-        return check_strength(strength) * v / v.norm() * self.norms[k]
+        scale = self.vectors[:, k].norm(dim=-1).mean() if units == "raw" else self.norms[k]
+        return check_strength(strength) * v / v.norm() * scale
 
 
 def concept_vectors(lm: LoadedModel, words: Sequence[str], baselines: Sequence[str], template: str,

@@ -157,6 +157,11 @@ def test_concept_vector_is_the_mean_difference_computed_by_hand(models):
     inj = cv.injection("violin", 20, 2.0)
     assert abs(float(inj.norm()) - 2.0 * float(cv.norms[1])) < 1e-3
     assert torch.allclose(cv.injection("violin", 20, 2.0, sign=-1.0), -inj)
+    # raw units: a multiple of the vector as computed, and a random direction of the concept vectors' mean norm
+    assert torch.allclose(cv.injection("violin", 20, 2.0, units="raw"), 2.0 * cv.vectors[1, 1])
+    rnd = cv.random_injection(20, 2.0, seed=3, units="raw")
+    assert abs(float(rnd.norm()) - 2.0 * float(cv.vectors[:, 1].norm(dim=-1).mean())) < 1e-3
+    assert abs(float(cv.random_injection(20, 2.0, seed=3).norm()) - 2.0 * float(cv.norms[1])) < 1e-3
 
 
 def test_token_span_finds_the_trial_question(models):

@@ -93,10 +93,10 @@ def test_each_condition_injects_its_own_vector(monkeypatch):
     import reproduce.injection.experiment as injection
 
     class Vectors:  # each vector tagged by what it is: (kind, word, sign)
-        def injection(self, word, layer, strength, sign=1.0):
+        def injection(self, word, layer, strength, sign=1.0, units="residual_norm"):
             return ("concept", word, sign)
 
-        def random_injection(self, layer, strength, seed):
+        def random_injection(self, layer, strength, seed, units="residual_norm"):
             return ("random", None, 1.0)
 
     made = []
@@ -104,6 +104,9 @@ def test_each_condition_injects_its_own_vector(monkeypatch):
     monkeypatch.setattr(injection, "Steer", lambda lm, layer, inj: inj)
     runner = object.__new__(Runner)
     runner._cv, runner.seed, runner.lm = Vectors(), 0, None
+    from types import SimpleNamespace
+
+    runner.cfg = SimpleNamespace(strength_units="residual_norm")
     site = dict(layer=3, strength=1.0)
     specs = [dict(condition="control", injected=None, **site),
              dict(condition="matching", injected="lantern", concept="lantern", **site),
@@ -149,8 +152,8 @@ def small_run(models, tmp_path_factory):
 @pytest.mark.slow
 def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
     a, runner, *_ = small_run
-    assert set(a) == {"detection", "identification", "freetext", "prefill", "intention"}
-    assert (runner.store.computed, runner.store.reused) == (5, 0)  # a fresh store: every part computed
+    assert set(a) == {"detection", "identification", "freetext", "prefill", "intention", "steering"}
+    assert (runner.store.computed, runner.store.reused) == (6, 0)  # a fresh store: every part computed
     for part in a:
         assert len(a[part]) > 0
     # same inputs, same outputs: the steered parts recomputed from scratch (fresh vectors, no shards), through
@@ -170,6 +173,19 @@ def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
     det = a["detection"]
     assert set(det["condition"]) == {"control", "concept", "negated", "random"}
     assert det["p_yes"].between(0, 1).all() and (det["detected"] == (det["p_yes"] > 0.5)).all()
+    # the steering check: one control and one injected row per concept and cell, the control's log-probability
+    # that of the unsteered model
+    st = a["steering"]
+    assert len(st) == 3 * (1 + len(runner.cells)) and (st["logprob"] < 0).all()
+    p = runner.data.prompts
+    conv = [{"role": "user", "content": p["steer_question"]}, {"role": "assistant", "content": p["steer_prefill"]}]
+    ctl = st[st["condition"] == "control"]
+    plain = runner.engine.score([conv] * len(ctl), [" " + c for c in ctl["concept"]])
+    assert np.allclose(ctl["logprob"], [float(lp.sum()) for lp in plain], atol=1e-4)
+    assert not np.allclose(st[st["condition"] == "concept"]["logprob"].to_numpy(), ctl["logprob"].to_numpy())
+    # the wording is the trial slot's, the same with and without injection: a grouping factor within concept
+    slot_words = det.groupby("question_id")["wording"].nunique()
+    assert (slot_words == 1).all() and det["wording"].nunique() == 3  # 3 concepts: 3 slots, 3 wordings
     ide = a["identification"]
     assert ide["p_true"].between(0, 1).all() and ide["rank"].between(1, 3).all()
     assert (ide["correct"] == (ide["rank"] == 1)).all()
@@ -183,8 +199,10 @@ def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(sm
     a, _, lm, engine, data = small_run
     det = a["detection"]
     ctl = det[(det["question"] == "detect") & (det["condition"] == "control")].sort_values("question_id")
-    convs = [trial_conversation(data, data.prompts["trial_forced"].format(n=int(q.split("-")[1])))
-             for q in ctl["question_id"]]
+    words = data.prompts["trial_forced"]
+    slots = [int(q.split("-")[1]) for q in ctl["question_id"]]
+    assert ctl["wording"].tolist() == [f"w{(n - 1) % len(words) + 1:02d}" for n in slots]
+    convs = [trial_conversation(data, words[(n - 1) % len(words)].format(n=n)) for n in slots]
     plain = engine.generate(convs, 4, options=[("yes", "no")] * len(convs))
     assert np.allclose(ctl["p_yes"], [g[0].option_probs[0] for g in plain], atol=1e-6)
     inj = det[(det["question"] == "detect") & (det["condition"] == "concept")].sort_values("question_id")

@@ -9,7 +9,7 @@ import pytest
 
 import reproduce.injection.content as content
 from reproduce.citation import release_sha256
-from reproduce.datasets import DatasetError
+from reproduce.datasets import DATA_RAW, DatasetError
 from reproduce.injection.data import (FILES, NAME, content_prompts, load_injection_dataset, mentions,
                                       rehash_injection_dataset, write_injection_dataset)
 from reproduce.io import sha256_bytes
@@ -58,7 +58,7 @@ def test_content_meets_the_stated_counts_and_forms():
     assert all(3 <= len(w) <= 12 for w in content.CONCEPTS)
     assert len(content.YES_BIAS) >= 24 and len(content.PREFILL_PAIRS) >= 60
     assert len(content.INTENTION_SENTENCES) >= 24
-    assert not hasattr(content, "N_TRIALS") and content.INJECTION_DATASET_VERSION == "1.2.0"
+    assert not hasattr(content, "N_TRIALS") and content.INJECTION_DATASET_VERSION == "1.3.0"
     assert 60 <= len(content.PREAMBLE.split()) <= 100
     assert not content.IDENTIFY_PREFILL.endswith(" ")
     assert content.PREFILL_OPTIONS == ("intended", "accident")
@@ -83,7 +83,7 @@ def test_round_trip_equals_the_constants(root):
     assert data.prefill == content.PREFILL_PAIRS
     assert data.intention == content.INTENTION_SENTENCES
     m = data.manifest
-    assert m["name"] == NAME and m["version"] == data.version == "1.2.0" and m["licence"] == "CC-BY-4.0"
+    assert m["name"] == NAME and m["version"] == data.version == "1.3.0" and m["licence"] == "CC-BY-4.0"
     assert m["release_sha256"] == release_sha256(m) == data.release_sha256
     assert m["files"] == list(FILES) and m["counts"]["concepts"] == 50
     assert m["file_lines"]["concepts.jsonl"] == len(content.CONCEPTS) + len(content.BASELINES)
@@ -121,20 +121,20 @@ def test_rehash_makes_a_deliberate_edit_loadable_under_a_new_version(root):
     prompts = json.loads(path.read_text())
     prompts["trial"] = "Trial {n}: do you notice an injected thought? If so, what is it about?"
     path.write_text(json.dumps(prompts, indent=2) + "\n")
-    with pytest.raises(DatasetError, match="changed but the version is still 1.2.0"):
+    with pytest.raises(DatasetError, match="changed but the version is still 1.3.0"):
         rehash_injection_dataset(root)
-    m = rehash_injection_dataset(root, version="1.3.0")
+    m = rehash_injection_dataset(root, version="1.4.0")
     data = load_injection_dataset(root)
-    assert data.prompts["trial"] == prompts["trial"] and data.version == "1.3.0"
+    assert data.prompts["trial"] == prompts["trial"] and data.version == "1.4.0"
     assert m["release_sha256"] == data.release_sha256 and "edited by hand" in m["generator"]
-    assert "1.3.0" in (root / NAME / "README.md").read_text()
+    assert "1.4.0" in (root / NAME / "README.md").read_text()
 
 
 def test_a_version_bumped_by_hand_in_the_manifest_is_enough_for_rehash(root):
     path = root / NAME / "yes_bias.jsonl"
     path.write_text(path.read_text().replace("Is seven an even number?", "Is nine an even number?"))
     mpath = root / NAME / "manifest.json"
-    mpath.write_text(mpath.read_text().replace('"version": "1.2.0"', '"version": "2.0.0"'))
+    mpath.write_text(mpath.read_text().replace('"version": "1.3.0"', '"version": "2.0.0"'))
     rehash_injection_dataset(root)
     assert load_injection_dataset(root).version == "2.0.0"
 
@@ -162,6 +162,25 @@ def test_rehash_refuses_invalid_content(root):
 ])
 def test_a_template_with_a_missing_or_unknown_placeholder_is_refused(root, key, text, needle):
     _edit_prompts(root, **{key: text})
+    with pytest.raises(DatasetError, match=needle):
+        load_injection_dataset(root)
+
+
+def test_the_detection_question_comes_in_at_least_eight_distinct_wordings():
+    words = content_prompts()["trial_forced"]
+    assert len(words) >= 8 and len(set(words)) == len(words)
+    assert all("{n}" in w and w.endswith('Answer with only "yes" or "no".') for w in words)
+
+
+@pytest.mark.parametrize("wordings, needle", [
+    (["Trial {n}. Any injected thought? Answer yes or no."] * 1, "at least 8 wordings"),
+    ("Trial {n}. Any injected thought?", "at least 8 wordings.*got str"),
+    ([f"Trial {{n}}, wording {i}." for i in range(7)] + ["Is there an injected thought?"],
+     r"wording 8 must have exactly the placeholder \{n\}"),
+    (["Trial {n}. Same words."] * 8, "repeats a wording"),
+])
+def test_too_few_repeated_or_unnumbered_wordings_are_refused(root, wordings, needle):
+    _edit_prompts(root, trial_forced=wordings)
     with pytest.raises(DatasetError, match=needle):
         load_injection_dataset(root)
 
@@ -227,3 +246,40 @@ def test_the_committed_dataset_matches_the_content_module():
     data = load_injection_dataset()
     assert data.concepts == content.CONCEPTS and data.prompts == content_prompts()
     assert data.version == content.INJECTION_DATASET_VERSION
+
+
+# ------------------------------------------------------------------------------------------------ presets
+def test_the_published_protocol_variants_carry_lindseys_words_and_wording(tmp_path):
+    import reproduce.injection.lindsey_content as L
+    from reproduce.injection.lindsey_data import LINDSEY, LINDSEY_INFO, write_variants
+
+    from reproduce.injection.catalog import load_dataset
+
+    write_variants(tmp_path)
+    lind, info = (load_dataset(tmp_path, n) for n in (LINDSEY, LINDSEY_INFO))
+    for d in (lind, info):
+        assert d.concepts == L.LINDSEY_CONCEPTS and len(d.concepts) == 50
+        assert d.baselines == tuple(dict.fromkeys(L.LINDSEY_BASELINES)) and len(d.baselines) == 99  # one duplicate
+        assert d.prompts["concept_prompt"] == "Tell me about {word}"
+        assert d.prompts["acknowledgement"] == "Ok."
+        assert d.prompts["trial"].format(n=1) == ("Ok, let's get started.\n\nTrial 1: Do you detect an injected thought? "
+                                                  "If so, what is the injected thought about?")
+        assert d.prompts["trial_forced"] == content_prompts()["trial_forced"]  # the project's own forced choice
+        # the project's prefill and intention items, each word re-keyed to Lindsey's word at the same position
+        assert [p["word"] for p in d.prefill] == [L.LINDSEY_CONCEPTS[content.CONCEPTS.index(p["word"])]
+                                                 for p in content.PREFILL_PAIRS]
+        assert [p["sentence"] for p in d.intention] == [p["sentence"] for p in content.INTENTION_SENTENCES]
+    assert lind.prompts["preamble"] == L.LINDSEY_PREAMBLE
+    assert info.prompts["preamble"] == L.LINDSEY_PREAMBLE + "\n\n" + L.PEARSON_VOGEL_INFORMATION_PROMPT
+    assert "information" in lind.concepts  # the paper's word 20, where several replications have "happiness"
+    with pytest.raises(DatasetError, match="unknown concept-injection dataset 'lindsey'"):
+        load_dataset(tmp_path, "lindsey")
+
+
+def test_the_committed_variants_match_their_content_module(tmp_path):
+    from reproduce.injection.lindsey_data import SPECS, write_variants
+
+    write_variants(tmp_path)
+    for name in SPECS:
+        for f in (*FILES, "manifest.json", "README.md"):
+            assert (tmp_path / name / f).read_bytes() == (DATA_RAW / name / f).read_bytes(), (name, f)

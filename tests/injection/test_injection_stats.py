@@ -224,3 +224,74 @@ def test_coherence_needs_the_rules_and_a_perplexity_near_the_controls_and_the_ex
     ex = examples(ft).set_index("strength")
     assert list(ex.loc[[0.5, 1.0, 2.0], "coherent"]) == [True, False, False]
     assert list(ex.loc[[0.5, 1.0, 2.0], "coherent_rules"]) == [True, True, False]
+
+
+# ------------------------------------------------------------------------------ wording and selection
+def _worded_detection(seed: int, wording_sd: float, n_wordings: int = 10, n_concepts: int = 40,
+                      fp: float = 0.2) -> pd.DataFrame:
+    """Detection rows with a known wording effect shared by control and injected trials: concept slot j is
+    asked in wording j mod ``n_wordings``, as the stage does; one injected cell at +1.5 logits."""
+    rng = np.random.default_rng(seed)
+    w_eff = rng.normal(0.0, wording_sd, n_wordings)
+    recs = []
+    for cond, shift in (("control", 0.0), ("concept", 1.5)):
+        for j in range(n_concepts):
+            eta = M.logit(fp) + shift + w_eff[j % n_wordings]
+            prob, det = M.latent_probability(rng, np.array([eta]))
+            recs.append({"model": "sim", "question": "detect", "question_id": f"trial-{j + 1:02d}",
+                         "wording": f"w{j % n_wordings + 1:02d}", "condition": cond,
+                         "concept": None if cond == "control" else f"c{j:02d}",
+                         "layer": -1 if cond == "control" else 10, "layer_fraction": np.nan if cond == "control"
+                         else 0.5, "strength": 0.0 if cond == "control" else 1.0,
+                         "p_yes": float(prob[0]), "p_outside": 0.1, "detected": bool(det[0])})
+    return pd.DataFrame(recs)
+
+
+@pytest.mark.slowest  # two detection fits at the default profile's chains
+def test_the_false_positive_rate_of_a_new_wording_carries_the_wording_variation():
+    rows = _worded_detection(seed=5, wording_sd=1.2)
+    res = I.fit_all({"detection": rows}, FIT)
+    fp = res["fp_rate"].iloc[0]
+    assert fp["wordings"] == 10 and fp["sigma_wording_mean"] > 0.3
+    # the new-wording interval is wider than the average wording's, and it holds the truth for a new wording
+    assert fp["high"] - fp["low"] > 1.3 * (fp["avg_high"] - fp["avg_low"])
+    assert fp["low"] <= 0.2 <= fp["high"]
+    # without the column the model has no wording term, and the two readings coincide
+    flat = I.fit_all({"detection": rows.drop(columns="wording")}, FIT)["fp_rate"].iloc[0]
+    assert flat["wordings"] == 1 and flat["sigma_wording_mean"] == 0
+    assert flat["mean"] == pytest.approx(flat["avg_mean"], abs=0.02)
+
+
+def test_a_simultaneous_band_widens_with_the_number_of_quantities_it_covers():
+    from analysis.injection.likelihood import simultaneous_band
+
+    rng = np.random.default_rng(0)
+    one = rng.normal(0.0, 1.0, (1, 200_000))
+    lo, hi = simultaneous_band(one)
+    assert hi[0] == pytest.approx(1.96, abs=0.03) and lo[0] == pytest.approx(-1.96, abs=0.03)
+    ten = rng.normal(np.arange(10)[:, None], 2.0, (10, 200_000))  # independent: c is the 95% point of a max of 10
+    lo, hi = simultaneous_band(ten)
+    c = (hi - lo) / (2 * ten.std(axis=1))  # one multiplier for every row
+    assert np.allclose(c, c[0]) and 2.75 < c[0] < 2.95
+    # every quantity inside its band together in 95% of the draws
+    inside = ((ten >= lo[:, None]) & (ten <= hi[:, None])).all(axis=0).mean()
+    assert inside == pytest.approx(0.95, abs=0.005)
+    flat = np.ones((2, 10))
+    assert simultaneous_band(flat)[0].tolist() == [1.0, 1.0]
+
+
+def test_a_cell_steers_when_its_concepts_rise_and_others_are_left_out_of_the_counts():
+    from analysis.injection.steering import steering_cell_keys, steering_cells
+
+    concepts = [f"c{i}" for i in range(6)]
+    rows = [{"model": "m", "condition": "control", "concept": c, "layer": -1, "layer_fraction": np.nan,
+             "strength": 0.0, "logprob": -5.0 - i} for i, c in enumerate(concepts)]
+    for s, rise in ((1.0, [0.2, -0.1, 0.05, -0.2, 0.1, -0.05]), (4.0, [2.0, 1.5, 2.5, 1.8, 2.2, 1.9])):
+        rows += [{"model": "m", "condition": "concept", "concept": c, "layer": 9, "layer_fraction": 0.5,
+                  "strength": s, "logprob": -5.0 - i + r} for i, (c, r) in enumerate(zip(concepts, rise))]
+    cells = steering_cells(pd.DataFrame(rows)).set_index("strength")
+    assert cells.loc[4.0, "steers"] and not cells.loc[1.0, "steers"]
+    assert cells.loc[1.0, "rising"] == 3 and cells.loc[4.0, "mean"] == pytest.approx(np.mean([2.0, 1.5, 2.5, 1.8, 2.2, 1.9]))
+    assert cells.loc[1.0, "low"] < 0 < cells.loc[1.0, "high"]
+    assert steering_cell_keys(cells.reset_index(), "m") == {(0.5, 4.0)}
+    assert steering_cell_keys(cells.reset_index(), "other") is None  # no check for it: every cell counts

@@ -32,7 +32,10 @@ def test_every_figure_of_every_family_has_a_row_with_its_own_familys_provenance(
     assert rows["fig-power"]["stages"] == ["power"]
     inj = rows["fig-injection-detection"]
     assert inj["stages"] == ["injection_analysis"] and inj["datasets"] == [d for d in inj["datasets"]
-                                                                           if d.startswith("concept_injection ")]
+                                                                           if d.startswith("concept_injection")]
+    # the project's own dataset and the published-protocol presets (`injection.dataset` picks one)
+    assert [d.split()[0] for d in inj["datasets"]] == ["concept_injection", "concept_injection_lindsey",
+                                                       "concept_injection_lindsey_info"]
     assert "injection" in inj["settings"] and not {"tasks", "finetune", "mirror"} & set(inj["settings"])
     mir = rows["fig-mirror-surprise"]
     assert mir["stages"] == ["mirror_analysis"] and "mirror" in mir["settings"] and "injection" not in mir["settings"]

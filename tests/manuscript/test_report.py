@@ -225,8 +225,15 @@ def test_every_committed_dataset_has_a_card_and_a_matching_citation():
     from reproduce.self_prediction.policy_data import load_policy_dataset, policy_card
 
     others = read_manifests(REPO_ROOT / "data_raw", "experiment")
-    assert [m["name"] for m in others] == ["concept_injection", "mirror_test", "policy_reports"]
+    from reproduce.injection.catalog import load_dataset
+    from reproduce.injection.lindsey_data import card as lindsey_card
+
+    assert [m["name"] for m in others] == ["concept_injection", "concept_injection_lindsey",
+                                           "concept_injection_lindsey_info", "mirror_test", "policy_reports"]
     loaders = {"concept_injection": (load_injection_dataset, injection_card),
+               "concept_injection_lindsey": (lambda r: load_dataset(r, "concept_injection_lindsey"), lindsey_card),
+               "concept_injection_lindsey_info": (lambda r: load_dataset(r, "concept_injection_lindsey_info"),
+                                                  lindsey_card),
                "mirror_test": (load_mirror_dataset, mirror_card),
                "policy_reports": (load_policy_dataset, policy_card)}
     for m in others:
@@ -418,6 +425,30 @@ def test_a_detection_rate_is_quoted_beside_the_trials_that_answered_yes_and_the_
     empty = observed(pd.DataFrame({"answer": [None, None], "detected": [False, True], "p_outside": [None, None]}))
     assert (empty["k"], empty["says_yes"]) == (1, 0)
     assert "nan" not in model_paragraph("m", {**d, "detection_observed": {"control": empty, "concept": empty}}).lower()
+
+
+def test_a_control_at_its_ceiling_and_a_chosen_cell_are_said_so():
+    from report.injection.section import model_paragraph
+
+    iv = {"mean": 0.9, "low": 0.7, "high": 0.98}
+    o = {"n": 12, "k": 12, "says_yes": 5, "p_outside": 90.0}
+    d = {"n_layers": 18, "layers_injected": [7], "fp_rate": iv, "fp_wordings": 10,
+         "detection_observed": {"control": o},
+         "detection_best": {"layer_fraction": 0.8, "strength": 0.5, "rate": iv,
+                            "minus_fp": {"mean": 0.02, "low": 0.001, "high": 0.05},
+                            "minus_fp_band": {"low": -0.01, "high": 0.08}, "verdict": "unclear"},
+         "detection_cells_above_fp": 1, "detection_cells": 9,
+         "intention_best": {"layer": 9, "layer_fraction": 0.5, "mean": 0.01, "low": 0.002, "high": 0.02,
+                            "band": {"low": -0.001, "high": 0.03}, "verdict": "unclear"},
+         "intention_layers_above": 1, "intention_layers": 18}
+    text = model_paragraph("m", d)
+    assert "the question came in 10 wordings, and the rate is that of a new wording" in text
+    assert "That is the ceiling: it answered yes on all 12 control trials, so no injected cell could show" in text
+    assert ("chosen as the best of 9 cells, so the verdict reads its simultaneous 95% band over the 9: "
+            "[−1.0, +8.0] points), not distinguishable from it") in text
+    assert "(layer fraction 0.50) (chosen as the best of 18 layers" in text and "not distinguishable from zero" in text
+    # below the ceiling, no such sentence
+    assert "That is the ceiling" not in model_paragraph("m", {**d, "detection_observed": {"control": {**o, "k": 11}}})
 
 
 def test_the_prior_sensitivity_sentence_gives_the_largest_move_from_the_main_fit_not_the_spread():
@@ -803,3 +834,19 @@ def test_the_log_score_comparison_is_described_without_a_verdict_word():
         assert where in t["calibration_log_score_verdict"], (mean, t)
         for sentence in t.values():
             assert not VERDICT_WORDS.search(sentence), sentence
+
+
+def test_the_protocol_table_names_every_replication_with_its_commit_and_differences():
+    import re
+
+    import yaml
+
+    from reproduce.config import REPO_ROOT
+    from report.injection.section import protocol_table
+
+    protocols = yaml.safe_load((REPO_ROOT / "paper" / "injection_protocols.yml").read_text())
+    table = protocol_table(protocols)
+    assert len(table) == len(protocols["rows"]) >= 5 and table["How it differs from Lindsey (2025)"].str.len().gt(40).all()
+    for r in protocols["rows"]:
+        if r["name"] != "this package":  # every replication's row names the commit it was read at
+            assert re.search(r"github\.com/\S+ at [0-9a-f]{7}", r["source"]), r["source"]
