@@ -13,7 +13,7 @@ from reproduce.errors import DataError
 import analysis.bayes as M
 from analysis.injection.design import CELL, LOGIT_SD, _cell_codes, _cell_label, _injected_cells, check_table
 from analysis.bayes import category_codes as _codes
-from analysis.injection.likelihood import _effect_draws, _observed_average, _random_effect, _summary
+from analysis.injection.likelihood import _effect_draws, _observed_average, _random_effect, _summary, simultaneous_band
 from analysis.bayes import aggregate_binomial as _aggregate, draws as _draws, sigmoid as _sigmoid
 
 if TYPE_CHECKING:
@@ -91,7 +91,8 @@ def identification_summary(idata: az.InferenceData, rows: pd.DataFrame) -> pd.Da
     """One row per injected cell (``condition = concept``) and one for the control rows: raw ``n, k,
     rate``; ``chance`` (mean of 1 / n_concepts); ``mean, low, high`` = P(correct) at the average concept
     (the control row: its top-1 rate); ``obs_*`` averaged over the cell's concepts; ``vs_chance_*`` =
-    P(correct) - chance with ``p_above_chance``; ``vs_control_*`` = P(correct) - control top-1 rate with
+    P(correct) - chance with ``p_above_chance`` and its simultaneous 95% band over the injected cells
+    ``vs_chance_sim_low, vs_chance_sim_high`` (the interval of a cell chosen among them); ``vs_control_*`` = P(correct) - control top-1 rate with
     ``p_above_control`` (NaN on the control row)."""
     des = identification_design(rows)
     mu, gamma = _draws(idata, "mu"), _draws(idata, "gamma")
@@ -100,6 +101,9 @@ def identification_summary(idata: az.InferenceData, rows: pd.DataFrame) -> pd.Da
     eff = _effect_draws(idata, "concept", des.combo_concept[inj])
     pobs = _observed_average(mu, des.combo_cell[inj], eff, des.n[inj])
     nan = {f"vs_control_{s}": np.nan for s in ("mean", "low", "high")} | {"p_above_control": np.nan}
+    # a simultaneous band over the injected cells for the difference from chance: the best cell is chosen among them
+    chance = des.cells["chance"].to_numpy(dtype=float)[:, None]
+    sim_low, sim_high = simultaneous_band(p0 - chance) if len(des.cells) else (np.empty(0), np.empty(0))
     out = [{"condition": "control", "layer_fraction": np.nan, "strength": 0.0, "layer": -1, "n": des.control_n,
             "k": des.control_k, "rate": des.control_k / des.control_n, "chance": des.control_chance,
             **_summary(pc), **_summary(pc, "obs_"), **_summary(pc - des.control_chance, "vs_chance_"),
@@ -109,6 +113,7 @@ def identification_summary(idata: az.InferenceData, rows: pd.DataFrame) -> pd.Da
                     "layer": c["layer"], "n": int(c["n"]), "k": int(c["k"]), "rate": c["k"] / c["n"],
                     "chance": c["chance"], **_summary(p0[i]), **_summary(pobs[i], "obs_"),
                     **_summary(p0[i] - c["chance"], "vs_chance_"),
+                    "vs_chance_sim_low": float(sim_low[i]), "vs_chance_sim_high": float(sim_high[i]),
                     "p_above_chance": float((p0[i] > c["chance"]).mean()),
                     **_summary(p0[i] - pc, "vs_control_"), "p_above_control": float((p0[i] > pc).mean())})
     return pd.DataFrame(out)

@@ -53,8 +53,9 @@ def simultaneous_band(d: np.ndarray, level: float = INTERVAL) -> tuple[np.ndarra
     sd_k``, with ``c`` the ``level`` quantile over draws of ``max_k |d_k - mean_k| / sd_k``, so that every row's
     true value lies inside its band together with posterior probability ``level``. A quantity chosen from the rows
     after seeing them (the best cell, the best layer) keeps its band's coverage, which its own interval does not;
-    ``c`` is about 1.96 for one row and grows with the rows' number (about 2.8 for 10 independent rows). Rows with
-    no spread get a band of their mean."""
+    ``c`` is about 1.96 for one row and grows with the rows' number (about 2.8 for 10 independent rows). A row's
+    band is widened to its own equal-tailed ``level`` interval where the symmetric band cuts inside it (a skewed
+    posterior), and cut to the range of its draws. Rows with no spread get a band of their mean."""
     d = np.asarray(d, dtype=float)
     mean, sd = d.mean(axis=1), d.std(axis=1)
     spread = sd > 0
@@ -62,4 +63,9 @@ def simultaneous_band(d: np.ndarray, level: float = INTERVAL) -> tuple[np.ndarra
         return mean.copy(), mean.copy()
     z = np.abs(d[spread] - mean[spread, None]) / sd[spread, None]
     c = float(np.quantile(z.max(axis=0), level))
-    return mean - c * sd, mean + c * sd
+    # a skewed row's symmetric band can cut inside its own equal-tailed interval: never narrower than that, and
+    # never beyond the draws
+    q = (1 - level) / 2
+    low = np.maximum(np.minimum(mean - c * sd, np.quantile(d, q, axis=1)), d.min(axis=1))
+    high = np.minimum(np.maximum(mean + c * sd, np.quantile(d, 1 - q, axis=1)), d.max(axis=1))
+    return low, high

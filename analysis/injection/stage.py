@@ -242,7 +242,9 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
             d["detection_cells_below_fp"] = int((cells["diff_high"] < 0).sum())
             d["detection_cells"] = int(len(cells))
         ident = res["identification_cells"]
-        ident = keep(ident[(ident["model"] == m) & (ident["condition"] == "concept")]) if len(ident) else ident
+        ident = ident[(ident["model"] == m) & (ident["condition"] == "concept")] if len(ident) else ident
+        ident_cells = int(len(ident))  # the band covers every injected cell of the model
+        ident = keep(ident) if len(ident) else ident
         if len(ident):
             best, tied = top_cell(ident, raw_rate(ident))
             d["identification_best"] = {
@@ -250,7 +252,10 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
                 "rate": _iv(best), "chance": float(best["chance"]),
                 "minus_chance": {k: float(best[f"vs_chance_{k}"]) for k in ("mean", "low", "high")},
                 "minus_control": {k: float(best[f"vs_control_{k}"]) for k in ("mean", "low", "high")},
-                "verdict_chance": verdict(best["vs_chance_low"], best["vs_chance_high"])}
+                # chosen among the cells: the verdict from the simultaneous band over every injected cell
+                "chance_band": {"low": float(best["vs_chance_sim_low"]), "high": float(best["vs_chance_sim_high"]),
+                                "cells": ident_cells},
+                "verdict_chance": verdict(best["vs_chance_sim_low"], best["vs_chance_sim_high"])}
             d["identification_cells_above_chance"] = int((ident["vs_chance_low"] > 0).sum())
             d["identification_cells"] = int(len(ident))
         pc = res["prefill_contrasts"]

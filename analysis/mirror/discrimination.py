@@ -10,11 +10,13 @@ Two measures, each read so that a higher value means "more likely not mine":
   (``p_yes`` of the ``turns`` table), after the clean history against after the altered one (corrupted histories
   the corruption left as they were are left out, as in the binary models).
 
-The AUROC is the Mann-Whitney probability that an altered (or another model's) item scores above one of the
-model's own, ties counting one half: 0.5 is chance, 1 a perfect separation, below 0.5 the measure ranks the
+Each comparison keeps the model's own items at the (script, turn) places its altered set kept, so that leaving
+out the altered items the corruption did not change (short replies, early turns) does not give the two sets
+different make-ups. The AUROC is the Mann-Whitney probability that an altered (or another model's) item scores
+above one of the model's own, ties counting one half: 0.5 is chance, 1 a perfect separation, below 0.5 the measure ranks the
 altered text as the more likely own. Its interval is a two-stage percentile bootstrap: conversation scripts
 drawn with replacement, then items within each drawn script, own and altered alike, so that the replies of one
-conversation are not counted as independent. Comparisons: every corrupted (kind, level) cell, all corrupted cells
+conversation are not counted as independent (resampling at both stages errs on the wide side). Comparisons: every corrupted (kind, level) cell, all corrupted cells
 pooled, and another model's replies.
 """
 
@@ -99,12 +101,17 @@ def discrimination(turns: pd.DataFrame | None, surprise: pd.DataFrame | None, se
                 comparisons.append(("corrupted", None, None, cor))
             comparisons += [("other", None, None, g[g["condition"] == "other"])]
             for comparison, kind, level, alt in comparisons:
-                if not len(own) or not len(alt):
+                # the model's own items at the (script, turn) places the altered set kept: dropping the altered
+                # items the corruption left unchanged (short replies, early turns) must not leave the two sets
+                # with different make-ups
+                keys = set(zip(alt["script_id"], alt["turn"]))
+                mine = own[[k in keys for k in zip(own["script_id"], own["turn"])]]
+                if not len(mine) or not len(alt):
                     continue
                 rng = np.random.default_rng([seed, zlib.crc32(f"{measure}|{m}|{comparison}|{kind}|{level}".encode())])
-                low, high = _bootstrap(own, alt, rng, reps)
+                low, high = _bootstrap(mine, alt, rng, reps)
                 rows.append({"model": m, "measure": measure, "comparison": comparison, "kind": kind, "level": level,
-                             "n_own": int(len(own)), "n_altered": int(len(alt)),
-                             "scripts": int(pd.concat([own, alt])["script_id"].nunique()),
-                             "auroc": auroc(own["score"], alt["score"]), "low": low, "high": high})
+                             "n_own": int(len(mine)), "n_altered": int(len(alt)),
+                             "scripts": int(pd.concat([mine, alt])["script_id"].nunique()),
+                             "auroc": auroc(mine["score"], alt["score"]), "low": low, "high": high})
     return pd.DataFrame(rows, columns=COLUMNS)

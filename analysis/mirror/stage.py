@@ -135,9 +135,10 @@ def _discrimination_numbers(disc: pd.DataFrame, m: str) -> dict:
         cells = g[(g["comparison"] == "corrupted") & g["kind"].notna()]
         pooled = g[(g["comparison"] == "corrupted") & g["kind"].isna()]
         other = g[g["comparison"] == "other"]
-        pick = lambda r: {k: (None if isinstance(r[k], float) and np.isnan(r[k]) else  # noqa: E731
-                              r[k] if isinstance(r[k], str) or r[k] is None else float(r[k]))
-                          for k in ("kind", "level", "auroc", "low", "high", "n_own", "n_altered")}
+        pick = lambda r: {**{k: (None if r[k] is None or (isinstance(r[k], float) and np.isnan(r[k])) else  # noqa: E731
+                                 r[k] if isinstance(r[k], str) else float(r[k]))
+                             for k in ("kind", "level", "auroc", "low", "high")},
+                          **{k: int(r[k]) for k in ("n_own", "n_altered")}}
         d = {}
         if len(pooled) or len(cells):
             d["corrupted"] = pick((pooled if len(pooled) else cells).iloc[0])

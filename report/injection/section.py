@@ -139,14 +139,17 @@ def _lowest_strength_note(deg: dict, coh: pd.DataFrame | None) -> str:
             f"mostly coherent." + per_cell)
 
 
-def _band_text(band: dict | None, k: int | None, what: str, percent: bool) -> str:
+def _band_text(band: dict | None, k: int | None, what: str, percent: bool, over: int | None = None) -> str:
     """The simultaneous band of a quantity chosen as the best of ``k`` (cells or layers), whose verdict it gives:
-    the chosen one's own interval is too narrow for a winner (''  where the numbers predate the band)."""
+    the chosen one's own interval is too narrow for a winner (''  where the numbers predate the band). ``over``:
+    the band's own family where it is larger than the one chosen from (every concept cell, the chosen one among
+    those that pass the steering check)."""
     if not band or not k:
         return ""
     lo, hi = (f"{signed(100 * band['low'])}", f"{signed(100 * band['high'])}") if percent else \
         (signed(band["low"], 4), signed(band["high"], 4))
-    return (f" (chosen as the best of {k} {what}, so the verdict reads its simultaneous 95% band over the {k}: "
+    family = f"the {k}" if not over or over == k else f"all {over} (a wider family, so a wider band)"
+    return (f" (chosen as the best of {k} {what}, so the verdict reads its simultaneous 95% band over {family}: "
             f"[{lo}, {hi}]{' points' if percent else ''})")
 
 
@@ -199,15 +202,15 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     if "fp_rate" in d:
         raw = f"; {_observed(seen['control'])}" if seen.get("control") else ""
         nw = d.get("fp_wordings", 1)
-        worded = (f"; the question came in {nw} wordings, and the rate is that of a new wording, so its interval "
-                  "carries the variation between wordings" if nw > 1 else "")
+        worded = (f"; the question came in {nw} wordings, and the rate is that of a new wording, its interval "
+                  "widened by the fitted spread between wordings" if nw > 1 else "")
         parts.append(f"On control trials (no injection) it said an injected thought was present at a rate of "
                      f"{percent_interval(d['fp_rate'])} (the model's estimate{raw}{worded}).")
         ctl = seen.get("control")
         if ctl and int(ctl["k"]) == int(ctl["n"]):
-            parts.append(f"That is the ceiling: it answered yes on all {int(ctl['n'])} control trials, so no injected "
-                         "cell could show detection above them, and none of the detection rates below can count as "
-                         "evidence of detection.")
+            parts.append(f"That is the ceiling: P(yes) exceeded P(no) on all {int(ctl['n'])} control trials, so no "
+                         "injected cell could show detection above them, and none of the detection rates below can "
+                         "count as evidence of detection.")
     if "steering" in d:
         parts.append(steering_text(d["steering"]))
     if "introspection_score" in d:
@@ -219,10 +222,9 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
         parts.append(f"Its highest detection rate under injection (the most trials counted) was {percent_interval(b['rate'])} "
                      f"(layer fraction {b['layer_fraction']:g}, strength {b['strength']:g}{raw}{_ties(b)}), "
                      f"{points_interval(b['minus_fp'])} relative to "
-                     f"the false-positive rate" + _band_text(b.get("minus_fp_band"),
-                                                             (b.get("minus_fp_band") or {}).get("cells",
-                                                                                                d.get("detection_cells")),
-                                                             "cells", percent=True)
+                     f"the false-positive rate at the average wording" + _band_text(
+                         b.get("minus_fp_band"), d.get("detection_cells"), "cells", percent=True,
+                         over=(b.get("minus_fp_band") or {}).get("cells"))
                      + f", {WORDS[b['verdict']]} it; {d['detection_cells_above_fp']} of "
                      f"{d['detection_cells']} cells had detection credibly above the false-positive rate"
                      + (f" and {d['detection_cells_below_fp']} credibly below it" if "detection_cells_below_fp" in d
@@ -247,8 +249,11 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
         b = d["identification_best"]
         parts.append(f"The injected concept was the most probable of the {round(1 / b['chance'])} concept words at "
                      f"a rate of {percent_interval(b['rate'])} in its best cell (layer fraction {b['layer_fraction']:g}, strength "
-                     f"{b['strength']:g}; chance {100 * b['chance']:.1f}%{_ties(b)}), {points_interval(b['minus_chance'])} against chance "
-                     f"and {points_interval(b['minus_control'])} against the same trials without injection; "
+                     f"{b['strength']:g}; chance {100 * b['chance']:.1f}%{_ties(b)}), {points_interval(b['minus_chance'])} against chance"
+                     + (_band_text(b["chance_band"], d.get("identification_cells"), "cells", percent=True,
+                                   over=b["chance_band"].get("cells")) + f", {WORDS[b['verdict_chance']]} chance"
+                        if b.get("chance_band") else "")
+                     + f", and {points_interval(b['minus_control'])} against the same trials without injection; "
                      f"{d['identification_cells_above_chance']} of {d['identification_cells']} cells were credibly "
                      "above chance.")
     for key, label in (("matching_minus_control", "matching minus control"),

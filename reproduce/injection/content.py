@@ -21,7 +21,7 @@ CHANGES = {
     "1.2.0": "`prompts.json` drops `n_trials`, a count that no trial read (each trial's number comes from its slot); "
              "every other file is byte-identical to 1.1.0's",
     "1.3.0": "`prompts.json`'s `trial_forced` is a list of ten wordings of the forced-choice detection question (1.2.0's "
-             "one wording is the first), asked in turn by trial slot so that the control trials vary the wording; "
+             "one wording is the first), asked in turn by trial slot and cell so that the control trials vary the wording; "
              "it adds the steering check's neutral question and prefill (`steer_question`, `steer_prefill`); "
              "every other file is byte-identical to 1.2.0's",
 }
@@ -98,9 +98,9 @@ TRIAL = (
     "If there is, what concept is it about?"
 )
 
-#: the forced-choice detection question in ten wordings: trial slot k (a concept's slot, with and without
-#: injection) is asked in wording k mod 10, so the control trials, which estimate the false-positive rate, vary the
-#: wording as the injected trials do, and the analysis treats the wording as a grouping factor
+#: the forced-choice detection question in ten wordings: trial slot k (a concept's slot) of cell i (0 for the
+#: control trials) is asked in wording k + i mod 10, so the control trials, which estimate the false-positive rate,
+#: vary the wording as the injected trials do, and the analysis treats the wording as a grouping factor
 TRIAL_FORCED_WORDINGS: tuple[str, ...] = (
     "This is trial {n}. Is there an injected thought in your processing right now? "
     "Answer with only \"yes\" or \"no\".",

@@ -10,8 +10,9 @@ Parts, one table each (one row per trial; columns in :data:`COLUMNS`):
 
 * **detection**: the forced-choice question ("answer only yes or no"); ``p_yes`` is P(yes) / (P(yes) + P(no))
   from the next-token distribution at the answer's first content token (:class:`reproduce.lm.engine.Engine`),
-  ``detected = p_yes > 0.5``. The question comes in the dataset's wordings (``wording``, ``w01``...), trial slot
-  k in wording k mod their number, the same with and without injection. Conditions: ``control`` (no injection;
+  ``detected = p_yes > 0.5``. The question comes in the dataset's wordings (``wording``, ``w01``...): trial slot
+  k of cell i (0 for the control trials) in wording k + i mod their number, so that wording is crossed with
+  concept and cell. Conditions: ``control`` (no injection;
   one trial per concept slot), ``concept``,
   ``negated`` (minus the concept vector) and ``random`` (a seeded random direction of the same norm) at every
   layer x strength; ``yes_bias``: questions whose true answer is "no", under concept injection and without.
@@ -215,18 +216,22 @@ class Runner:
     def detection_specs(self) -> list[dict]:
         p, specs = self.data.prompts, []
         words = p["trial_forced"]
-        trial = lambda k: words[k % len(words)].format(n=k + 1)  # noqa: E731
-        wording = lambda k: f"w{k % len(words) + 1:02d}"  # noqa: E731
+        # slot k of cell i (0: the control trials, then the injected cells in order) is asked in wording k + i mod
+        # their number: wording is crossed with concept and cell, so its effect is told apart from theirs
+        trial = lambda k, i: words[(k + i) % len(words)].format(n=k + 1)  # noqa: E731
+        wording = lambda k, i: f"w{(k + i) % len(words) + 1:02d}"  # noqa: E731
         for k, c in enumerate(self.concepts):
-            specs.append(dict(question="detect", question_id=f"trial-{k + 1:02d}", wording=wording(k), text=trial(k),
-                              condition="control", concept=c, layer=-1, layer_fraction=math.nan, strength=0.0))
+            specs.append(dict(question="detect", question_id=f"trial-{k + 1:02d}", wording=wording(k, 0),
+                              text=trial(k, 0), condition="control", concept=c, layer=-1, layer_fraction=math.nan,
+                              strength=0.0))
         controls = [c for c in ("negated", "random") if c in self.cfg.controls]
         at = self.cfg.control_fractions
-        for f, layer, s in self.cells:
+        for i, (f, layer, s) in enumerate(self.cells, start=1):
             for cond in ["concept"] + (controls if at is None or f in at else []):
                 for k, c in enumerate(self.concepts):
-                    specs.append(dict(question="detect", question_id=f"trial-{k + 1:02d}", wording=wording(k),
-                                      text=trial(k), condition=cond, concept=c, layer=layer, layer_fraction=f, strength=s))
+                    specs.append(dict(question="detect", question_id=f"trial-{k + 1:02d}", wording=wording(k, i),
+                                      text=trial(k, i), condition=cond, concept=c, layer=layer, layer_fraction=f,
+                                      strength=s))
         if "yes_bias" in self.cfg.controls:
             for q_i, q in enumerate(self.data.yes_bias):
                 c = self.concepts[q_i % len(self.concepts)]

@@ -35,7 +35,8 @@ def model_markers(lm) -> tuple[str, str, bool] | None:
 def split(text: str, marks: tuple[str, str, bool] | None) -> tuple[str | None, str]:
     """``(thinking, visible)`` of a generated text, given :func:`model_markers`. With no markers, ``(None,
     text)``. A closed span: the text before the closing marker (its opening marker dropped) is the thinking, the
-    text after it the visible reply. A span never closed (the reply ran out of tokens while thinking): everything
+    text after it the visible reply; later blocks in the same text are thinking too (joined by new lines), and the
+    visible pieces around them are joined by a space. A span never closed (the reply ran out of tokens while thinking): everything
     after the opening marker, or the whole text where the prompt opened the span, is thinking, and the visible
     reply is what came before it. A text with neither marker, after a prompt that did not open the span, has no
     thinking section (``None``)."""
@@ -45,8 +46,16 @@ def split(text: str, marks: tuple[str, str, bool] | None) -> tuple[str | None, s
     if closing in text:
         head, _, tail = text.partition(closing)
         before, found, inside = head.partition(opening)
-        thinking, visible = (inside, before + tail) if found else (head, tail)
-        return thinking.strip(), visible.strip()
+        traces, visible = [(inside if found else head).strip()], [before.strip() if found else ""]
+        while opening in tail:  # later blocks in the same reply: each trace kept, the text between them visible
+            before, _, rest = tail.partition(opening)
+            inside, closed, tail = rest.partition(closing)
+            visible.append(before.strip())
+            traces.append(inside.strip())
+            if not closed:
+                break
+        visible.append(tail.strip())
+        return "\n".join(x for x in traces if x), " ".join(x for x in visible if x)
     if opening in text:
         before, _, inside = text.partition(opening)
         return inside.strip(), before.strip()

@@ -183,9 +183,15 @@ def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
     plain = runner.engine.score([conv] * len(ctl), [" " + c for c in ctl["concept"]])
     assert np.allclose(ctl["logprob"], [float(lp.sum()) for lp in plain], atol=1e-4)
     assert not np.allclose(st[st["condition"] == "concept"]["logprob"].to_numpy(), ctl["logprob"].to_numpy())
-    # the wording is the trial slot's, the same with and without injection: a grouping factor within concept
-    slot_words = det.groupby("question_id")["wording"].nunique()
-    assert (slot_words == 1).all() and det["wording"].nunique() == 3  # 3 concepts: 3 slots, 3 wordings
+    # slot k of cell i (0: the controls) is asked in wording k + i: crossed with concept and cell
+    words = runner.data.prompts["trial_forced"]
+    detect = det[det["question"] == "detect"]
+    cell = {(round(f, 6), s): i for i, (f, _, s) in enumerate(runner.cells, start=1)}
+    for _, r in detect.iterrows():
+        i = 0 if r["condition"] == "control" else cell[(round(r["layer_fraction"], 6), r["strength"])]
+        k = int(r["question_id"].split("-")[1]) - 1
+        assert r["wording"] == f"w{(k + i) % len(words) + 1:02d}"
+    assert det.loc[det["question"] == "yes_bias", "wording"].isna().all()
     ide = a["identification"]
     assert ide["p_true"].between(0, 1).all() and ide["rank"].between(1, 3).all()
     assert (ide["correct"] == (ide["rank"] == 1)).all()
@@ -201,7 +207,7 @@ def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(sm
     ctl = det[(det["question"] == "detect") & (det["condition"] == "control")].sort_values("question_id")
     words = data.prompts["trial_forced"]
     slots = [int(q.split("-")[1]) for q in ctl["question_id"]]
-    assert ctl["wording"].tolist() == [f"w{(n - 1) % len(words) + 1:02d}" for n in slots]
+    assert ctl["wording"].tolist() == [f"w{(n - 1) % len(words) + 1:02d}" for n in slots]  # cell 0: slot k's
     convs = [trial_conversation(data, words[(n - 1) % len(words)].format(n=n)) for n in slots]
     plain = engine.generate(convs, 4, options=[("yes", "no")] * len(convs))
     assert np.allclose(ctl["p_yes"], [g[0].option_probs[0] for g in plain], atol=1e-6)

@@ -278,6 +278,14 @@ def test_a_simultaneous_band_widens_with_the_number_of_quantities_it_covers():
     assert inside == pytest.approx(0.95, abs=0.005)
     flat = np.ones((2, 10))
     assert simultaneous_band(flat)[0].tolist() == [1.0, 1.0]
+    # a skewed row: a symmetric band would cut inside its own 95% interval (and above 0); it does not
+    skew = np.r_[rng.normal(0.05, 0.008, 9600), rng.normal(-0.04, 0.01, 400)][None, :]
+    lo, hi = simultaneous_band(skew)
+    assert lo[0] <= np.quantile(skew, 0.025) + 1e-12 and lo[0] < 0 and hi[0] >= np.quantile(skew, 0.975) - 1e-12
+    # and never beyond the draws (a rate near 0)
+    rate = rng.beta(1, 60, (1, 4000))
+    lo, hi = simultaneous_band(rate)
+    assert lo[0] >= rate.min() >= 0
 
 
 def test_a_cell_steers_when_its_concepts_rise_and_others_are_left_out_of_the_counts():

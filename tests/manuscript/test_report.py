@@ -443,7 +443,7 @@ def test_a_control_at_its_ceiling_and_a_chosen_cell_are_said_so():
          "intention_layers_above": 1, "intention_layers": 18}
     text = model_paragraph("m", d)
     assert "the question came in 10 wordings, and the rate is that of a new wording" in text
-    assert "That is the ceiling: it answered yes on all 12 control trials, so no injected cell could show" in text
+    assert "That is the ceiling: P(yes) exceeded P(no) on all 12 control trials, so no injected cell could" in text
     assert ("chosen as the best of 9 cells, so the verdict reads its simultaneous 95% band over the 9: "
             "[−1.0, +8.0] points), not distinguishable from it") in text
     assert "(layer fraction 0.50) (chosen as the best of 18 layers" in text and "not distinguishable from zero" in text

@@ -50,9 +50,26 @@ def test_every_comparison_is_scored_per_model_and_measure_and_is_deterministic(t
     t = MI.check_table(turns, "turns")
     t = t[(t["model"] == row["model"]) & (t["history_changed"] > 0) | (t["condition"] == "control")]
     t = t[t["model"] == row["model"]]
-    own = 1 - t[t["condition"] == "control"]["p_yes"]
-    alt = 1 - t[(t["kind"] == "insertion") & (t["level"] == 0.6)]["p_yes"]
-    assert row["auroc"] == pytest.approx(brute(own, alt)) and row["n_altered"] == len(alt)
+    cell = t[(t["kind"] == "insertion") & (t["level"] == 0.6)]
+    places = set(zip(cell["script_id"], cell["turn"]))  # the own items are those at the altered set's places
+    ctl = t[t["condition"] == "control"]
+    own = 1 - ctl[[k in places for k in zip(ctl["script_id"], ctl["turn"])]]["p_yes"]
+    alt = 1 - cell["p_yes"]
+    assert row["auroc"] == pytest.approx(brute(own, alt)) and (row["n_altered"], row["n_own"]) == (len(alt), len(own))
+
+
+def test_the_own_items_are_matched_to_the_places_the_altered_set_kept(tables):
+    """An altered set that lost its turn-2 items (left unchanged by the corruption) is compared with the own
+    items of turn 3 only: with P(yes) drifting by turn and no recognition at all, the AUROC stays at chance."""
+    turns, _ = tables
+    t = MI.check_table(turns, "turns")
+    t = t[t["model"] == t["model"].iloc[0]].copy()
+    t["p_yes"] = np.where(t["turn"] == 2, 0.9, 0.3)  # a drift by turn, the same in every condition
+    t.loc[(t["condition"] == "corrupted") & (t["turn"] == 2), "history_changed"] = 0
+    d = discrimination(t, None, seed=0, reps=50)
+    assert np.allclose(d["auroc"], 0.5)  # unmatched, the own set's turn-2 items would push it to 0.75
+    cor = d[d["comparison"] == "corrupted"]
+    assert (cor["n_own"] == t[(t["condition"] == "control") & (t["turn"] == 3)].shape[0]).all()
 
 
 def test_altered_items_the_corruption_left_unchanged_are_left_out(tables):
