@@ -21,6 +21,8 @@ rates have not been simulated.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -113,6 +115,9 @@ def analyse(detection: pd.DataFrame, profile) -> dict:
     scores = paired_scores(detection)
     cell_frames, numbers = [], {}
     settings = B.sampler_settings(profile, SEED_OFFSET, careful=True)
+    # a half of the concepts is few for the concept scale (a funnel near tau = 0): one retry at smaller steps
+    # still, where a divergence remains at the careful start
+    settings = replace(settings, target_accept_retry=max(settings.target_accept_retry or 0.0, 0.995))
     for model, s in scores.groupby("model", sort=True):
         if s["concept"].nunique() < MIN_CONCEPTS:  # too few to split in two and still estimate
             continue
