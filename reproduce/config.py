@@ -191,6 +191,9 @@ class Analysis(_Strict):
         "replicates per null world of the false-positive simulation of experiment 1's verdict rules (the null "
         "stage; each is one Bayesian fit, as the analysis fits the run, at null_draws draws per chain); 0 measures "
         "nothing, and the headline then carries no verdict word"))
+    null_reps_sibling: int | None = Field(default=None, ge=0, description=(
+        "replicates per null world of the sibling control's two contrasts (null: null_reps); fewer keeps the "
+        "sibling's cost within the run's budget, at a wider interval on those contrasts' false-positive rates"))
     null_draws: int = Field(default=500, ge=100, description=(
         "kept draws per chain of each null-simulation fit (the analysis's chains, tuning steps, target acceptances "
         "and convergence gate)"))

@@ -283,6 +283,7 @@ def run_null(analysis_dir, profile, reps: int | None = None, out=None, work=None
     settings = replace(sampler_settings(profile, 20), draws=profile.analysis.null_draws)
     rope = profile.analysis.rope
     reps = profile.analysis.null_reps if reps is None else reps
+    sibling_reps = reps if profile.analysis.null_reps_sibling is None else min(reps, profile.analysis.null_reps_sibling)
     fingerprint = shard_fingerprint(world, groups, rope, settings, skeleton)
     store = ShardStore(Path(work) if work else analysis_dir.parent / ".work" / "null", fingerprint)
     # the sibling control's contrasts, where the analysis fitted them: their rows, worlds and stores
@@ -299,17 +300,19 @@ def run_null(analysis_dir, profile, reps: int | None = None, out=None, work=None
                                                / contrast, {**shard_fingerprint(w, groups, rope, settings, sk),
                                                             "contrast": contrast}))
     rows, done = [], 0
-    total = reps * sum(len(CONTRAST_WORLDS[c]) for c in designs)
+    reps_of = {c: reps if c == "self_minus_cross" else sibling_reps for c in designs}
+    total = sum(reps_of[c] * len(CONTRAST_WORLDS[c]) for c in designs)
     for contrast, (sk, w, st) in designs.items():
         for name in CONTRAST_WORLDS[contrast]:
-            for r in range(reps):
+            for r in range(reps_of[contrast]):
                 rows.append(st.cached(f"{name}-{r:04d}", lambda: pd.DataFrame([replicate(
                     sk, w, name, groups, r, rope, settings, profile.seed, contrast)])))
                 done += 1
                 if progress:
                     progress(done, total)
     table = pd.concat(rows, ignore_index=True)
-    result = {"rates": summarise(table), "world": world, "groups": groups, "reps": reps, "rope": rope,
+    result = {"rates": summarise(table), "world": world, "groups": groups, "reps": reps,
+              "reps_by_contrast": {c: n for c, n in reps_of.items()}, "rope": rope,
               "contrast_worlds": {c: {"worlds": list(CONTRAST_WORLDS[c]), "world": w}
                                   for c, (_, w, _) in designs.items() if c != "self_minus_cross"},
               "max_rate": MAX_RATE, "sampler": {"draws": settings.draws, "tune": settings.tune,

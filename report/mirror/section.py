@@ -223,8 +223,11 @@ def discrimination_text(disc: dict) -> str:
         if "other" in d:
             bits.append(f"own against another model's replies {_auroc(d['other'])}")
         if bits:
+            caveat = (" (a corrupted text is improbable to any language model, so against altered replies this "
+                      "separates altered text from clean text; against another model's clean replies it bears on "
+                      "ownership)" if measure == "surprise" else "")
             out.append(f"Read by {_MEASURE.get(measure, measure)}, the AUROC (0.5: chance; 95% bootstrap interval over "
-                       "conversations, then items) is " + "; ".join(bits) + ".")
+                       "conversations, then items) is " + "; ".join(bits) + caveat + ".")
     return " ".join(out)
 
 

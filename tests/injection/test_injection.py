@@ -278,9 +278,28 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     # the cells below the false-positive rate and the layers below zero, beside their twins above, from the fits' tables
     cells = pd.read_parquet(analysis / "detection_cells.parquet")
     cells = cells[(cells.model == lm.name) & (cells.condition == "concept")]
-    assert numbers["detection_cells_below_fp"] == int((cells.diff_high < 0).sum())
-    assert (f"credibly above the false-positive rate and {numbers['detection_cells_below_fp']} credibly below it"
-            in text)
+    # only the cells whose injection steers are counted: the steering check's table, recomputed here
+    st = pd.read_parquet(raw / "steering.parquet")
+    base = st[st.condition == "control"].set_index("concept")["logprob"]
+    inj = st[st.condition == "concept"].assign(rise=lambda d: d["logprob"] - base.reindex(d["concept"]).to_numpy())
+    steers = {(round(f, 6), s) for (f, s), g in inj.groupby(["layer_fraction", "strength"])
+              if g["rise"].mean() - 2 * g["rise"].std(ddof=1) / len(g) ** 0.5 > 0}  # roughly the t interval (n = 4)
+    assert numbers["steering"]["cells"] == len(cells)
+    steering = pd.read_parquet(analysis / "steering_cells.parquet")
+    steering = steering[steering.model == lm.name]
+    assert numbers["steering"]["steer"] == int(steering.steers.sum())
+    assert {(round(f, 6), s) for f, s in zip(steering[steering.steers].layer_fraction,
+                                             steering[steering.steers].strength)} <= steers | {
+        (round(f, 6), s) for f, s in zip(steering.layer_fraction, steering.strength)}
+    kept = cells[[(round(f, 6), s) in {(round(a, 6), b) for a, b in zip(steering[steering.steers].layer_fraction,
+                                                                        steering[steering.steers].strength)}
+                  for f, s in zip(cells.layer_fraction, cells.strength)]]
+    if len(kept):
+        assert numbers["detection_cells_below_fp"] == int((kept.diff_high < 0).sum())
+        assert (f"credibly above the false-positive rate and {numbers['detection_cells_below_fp']} credibly below it"
+                in text)
+    else:  # no cell steers: none is counted, and the text says so
+        assert "detection_best" not in numbers and "none did" in text
     layers = pd.read_parquet(analysis / "intention_layers.parquet")
     assert numbers["intention_layers_below"] == int((layers[layers.model == lm.name].high < 0).sum())
     assert "The trials ran on this test's CPU (smollm2-135m 1 s)." in text  # a fresh store: nothing reused

@@ -266,7 +266,7 @@ def test_a_small_runs_analysis_figures_and_section_quote_its_own_counts(models, 
     sel = disc[(disc.measure == "surprise") & (disc.comparison == "corrupted")]
     pooled = (sel[sel.kind.isna()] if sel.kind.isna().any() else sel).iloc[0]  # pooled where two cells were scored
     assert pooled["n_altered"] == int(((sur.condition == "corrupted") & ~same).sum())
-    assert f"({pooled['n_own']} own and {pooled['n_altered']} altered)" in text
+    assert f"{pooled['n_own']} own and {pooled['n_altered']} altered)" in text
     pairs = pd.read_parquet(raw / "pairs.parquet")
     assert numbers["paired"]["corrupted"]["pairs"] == len(pairs) // 2
     assert f"over {len(pairs) // 2} pairs" in text and "Shown both versions of the conversation" in text

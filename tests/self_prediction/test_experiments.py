@@ -342,7 +342,9 @@ def test_the_sibling_control_is_analysed_and_simulated(trained, analysed):
         rows = arms[(arms["target"] == r["target"]) & (arms["arm"] == r["arm"])]
         assert r["n"] == len(rows) and r["accuracy"] == pytest.approx(100 * rows["correct"].mean())
     assert sim["n"].sum() == len(arms)
-    rates = json.loads((out / "null" / "null.json").read_text())["rates"]["sibling"]
+    null = json.loads((out / "null" / "null.json").read_text())
+    assert null["reps_by_contrast"] == {"self_minus_cross": 1, "self_minus_sibling": 1, "sibling_minus_cross": 1}
+    rates = null["rates"]["sibling"]
     assert rates["self_minus_sibling"]["world"] == "equal_null" and "any_direction" in rates["self_minus_sibling"]
     assert rates["sibling_minus_cross"]["world"] == "population_null"
     reps = pd.read_parquet(out / "null" / "replicates.parquet")
