@@ -38,8 +38,10 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     experiments = read_manifests(data_raw, "experiment")
     counts = {m["name"]: m.get("counts", {}) for m in experiments}
     # the experiment datasets the run's stages read (a profile without a section skips its stage)
-    ran = {"concept_injection": profile.injection is not None, "mirror_test": profile.mirror is not None,
+    ran = {"mirror_test": profile.mirror is not None,
            "policy_reports": "policy" in metrics}  # experiment 4 asks where experiment 3 has an A/B task
+    if profile.injection is not None:  # the concept-injection dataset the run chose (its own, or a preset)
+        ran[profile.injection.dataset] = True
     experiments = [m for m in experiments if ran.get(m["name"], False)]
     meta = build_numbers(numbers, metrics, profile, profile_name, power, counts, null)
     # pandoc reads numbers.yml as metadata, where citeproc would take "@tbl-x" for an unknown citation

@@ -654,7 +654,9 @@ def test_report_quotes_the_metrics(analysed, rendered):
         assert (mf["release_sha256"] in html) == (mf["name"] in used)
     profile = analysed["profile"]  # and the experiment datasets of the stages its profile runs
     ran = {"concept_injection": profile.injection is not None, "mirror_test": profile.mirror is not None,
-           "policy_reports": "policy" in analysed["metrics"]}
+           "policy_reports": "policy" in analysed["metrics"],
+           # the published-protocol presets, cited only where `injection.dataset` chose them
+           "concept_injection_lindsey": False, "concept_injection_lindsey_info": False}
     for mf in read_manifests(REPO_ROOT / "data_raw", "experiment"):
         assert (mf["release_sha256"] in html) == ran[mf["name"]]
     # the power of the headline, at the paper profile's sizes, and the designs for the paper's gap, from power.json
