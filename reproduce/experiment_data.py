@@ -48,6 +48,16 @@ def placeholders(template: str, where: str) -> set[str]:
     return fields
 
 
+def card_tables(m: dict[str, Any], fields: Sequence[tuple[str, Any]]) -> str:
+    """A dataset card's two tables from its manifest ``m``: every file with its lines and sha256, then the version,
+    ``fields`` (name, value) and the release hash and licence."""
+    files = "\n".join(f"| `{f}` | {m['file_lines'][f]} | `{m['file_sha256'][f]}` |" for f in m["files"])
+    rows = [("version", m["version"]), *fields, ("release sha256 (cite this)", f"`{m['release_sha256']}`"),
+            ("licence", m["licence"])]
+    return ("| file | lines | sha256 |\n|---|---|---|\n" + files + "\n\n| field | value |\n|---|---|\n"
+            + "\n".join(f"| {k} | {v} |" for k, v in rows))
+
+
 def changes_text(manifest: dict[str, Any], changes: dict[str, str]) -> str:
     """A card's list of what each version up to the manifest's changed (``changes``: version -> what changed)."""
     def key(v: str) -> tuple:

@@ -23,8 +23,8 @@ from typing import Any
 import reproduce.injection.content as content
 from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
-from reproduce.experiment_data import (FileDataset, VersionedData, changes_text, citation, jsonl, parse_jsonl,
-                                      placeholders)
+from reproduce.experiment_data import (FileDataset, VersionedData, card_tables, changes_text, citation, jsonl,
+                                      parse_jsonl, placeholders)
 
 NAME = "concept_injection"
 LICENCE = "CC-BY-4.0"
@@ -310,7 +310,6 @@ def injection_card(manifest: dict[str, Any]) -> str:
     """The dataset card (markdown) written beside the files, from the manifest alone."""
     m = manifest
     c = m["counts"]
-    rows = "\n".join(f"| `{f}` | {m['file_lines'][f]} | `{m['file_sha256'][f]}` |" for f in m["files"])
     description = m["description"][:1].upper() + m["description"][1:]
     return f"""# Dataset card: {m['name']} (version {m['version']})
 
@@ -330,17 +329,8 @@ from a replication of it.
 **How it was generated.** {m['generator']}.
 The files are written with sorted keys, one JSON object a line, so the same code reproduces every byte.{changes(m)}
 
-| file | lines | sha256 |
-|---|---|---|
-{rows}
-
-| field | value |
-|---|---|
-| version | {m['version']} |
-| concepts / baselines | {c['concepts']} / {c['baselines']} |
-| yes-bias / prefill / intention items | {c['yes_bias']} / {c['prefill']} / {c['intention']} |
-| release sha256 (cite this) | `{m['release_sha256']}` |
-| licence | {m['licence']} |
+{card_tables(m, [("concepts / baselines", f"{c['concepts']} / {c['baselines']}"),
+                     ("yes-bias / prefill / intention items", f"{c['yes_bias']} / {c['prefill']} / {c['intention']}")])}
 
 **Intended use.** Research on whether a language model notices, and can name, a concept added to its
 activations: detection and identification trials, the yes-bias control (does injection alone push answers

@@ -26,7 +26,7 @@ from typing import Any
 import reproduce.injection.content as content
 import reproduce.injection.lindsey_content as L
 from reproduce.citation import generator_name
-from reproduce.experiment_data import FileDataset
+from reproduce.experiment_data import FileDataset, card_tables
 from reproduce.injection.data import (FILES, LICENCE, _counts, _parse_files, content_prompts, encode_files,
                                       injection_citation, validate_content)
 
@@ -68,7 +68,6 @@ def card(manifest: dict[str, Any]) -> str:
     """The variant's dataset card, from the manifest alone."""
     m, c = manifest, manifest["counts"]
     info = m["name"] == LINDSEY_INFO
-    rows = "\n".join(f"| `{f}` | {m['file_lines'][f]} | `{m['file_sha256'][f]}` |" for f in m["files"])
     extra = (f"\n\n**The information prompt.** After the preamble, the first user turn holds the information "
              f"prompt of {PV_SOURCE}, verbatim (their label `info-introspect`). Their protocol injects on a first "
              "turn and asks on a second; here the trial is single-turn, so their closing sentence, which says the "
@@ -93,17 +92,8 @@ list (the item that took the project's concept k takes the study's concept k).
 source of every word and sentence. The files are written with sorted keys, one JSON object a line, so the same
 code reproduces every byte.
 
-| file | lines | sha256 |
-|---|---|---|
-{rows}
-
-| field | value |
-|---|---|
-| version | {m['version']} |
-| concepts / baselines | {c['concepts']} / {c['baselines']} |
-| yes-bias / prefill / intention items | {c['yes_bias']} / {c['prefill']} / {c['intention']} |
-| release sha256 (cite this) | `{m['release_sha256']}` |
-| licence | {m['licence']} |
+{card_tables(m, [("concepts / baselines", f"{c['concepts']} / {c['baselines']}"),
+                     ("yes-bias / prefill / intention items", f"{c['yes_bias']} / {c['prefill']} / {c['intention']}")])}
 
 **Intended use.** Running the concept-injection experiment on the published protocol's words and wording
 (`injection.dataset: {m['name']}`), beside the project's own dataset, to see how much the results depend on

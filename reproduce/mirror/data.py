@@ -25,8 +25,8 @@ from typing import Any
 import reproduce.mirror.content as content
 from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
-from reproduce.experiment_data import (FileDataset, VersionedData, changes_text, citation, jsonl, parse_jsonl,
-                                      placeholders)
+from reproduce.experiment_data import (FileDataset, VersionedData, card_tables, changes_text, citation, jsonl,
+                                      parse_jsonl, placeholders)
 
 NAME = "mirror_test"
 LICENCE = "CC-BY-4.0"
@@ -227,7 +227,6 @@ def mirror_card(manifest: dict[str, Any]) -> str:
     c = m["counts"]
     per = c["turns_per_script"]
     by_length = ", ".join(f"{per[n]} of {n}" for n in sorted(per, key=int))
-    rows = "\n".join(f"| `{f}` | {m['file_lines'][f]} | `{m['file_sha256'][f]}` |" for f in m["files"])
     description = m["description"][:1].upper() + m["description"][1:]
     return f"""# Dataset card: {m['name']} (version {m['version']})
 
@@ -248,16 +247,7 @@ alteration that is measured or the assistant's own earlier replies, so that any 
 model's own; loading refuses a turn that names one of {', '.join(repr(t) for t in PRIMING_TERMS)}. The files
 are written with sorted keys, one JSON object a line, so the same code reproduces every byte.{changes(m)}
 
-| file | lines | sha256 |
-|---|---|---|
-{rows}
-
-| field | value |
-|---|---|
-| version | {m['version']} |
-| scripts / user turns | {c['scripts']} / {c['user_turns']} |
-| release sha256 (cite this) | `{m['release_sha256']}` |
-| licence | {m['licence']} |
+{card_tables(m, [("scripts / user turns", f"{c['scripts']} / {c['user_turns']}")])}
 
 **Intended use.** Research on whether a language model recognises its own earlier output: whether it remarks,
 unprompted, on replies of its own that were altered after it wrote them, whether it starts to imitate the

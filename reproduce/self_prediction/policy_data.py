@@ -21,7 +21,8 @@ from typing import Any
 import reproduce.self_prediction.policy_content as content
 from reproduce.citation import generator_name
 from reproduce.datasets import DATA_RAW, DatasetError
-from reproduce.experiment_data import FileDataset, VersionedData, changes_text, citation, jsonl, parse_jsonl
+from reproduce.experiment_data import (FileDataset, VersionedData, card_tables, changes_text, citation, jsonl,
+                                      parse_jsonl)
 
 NAME = "policy_reports"
 LICENCE = "CC-BY-4.0"
@@ -132,7 +133,6 @@ def policy_card(manifest: dict[str, Any]) -> str:
     m = manifest
     c = m["counts"]
     per = ", ".join(f"{n} about `{t}`" for t, n in c["per_task"].items())
-    rows = "\n".join(f"| `{f}` | {m['file_lines'][f]} | `{m['file_sha256'][f]}` |" for f in m["files"])
     description = m["description"][:1].upper() + m["description"][1:]
     return f"""# Dataset card: {m['name']} (version {m['version']})
 
@@ -149,16 +149,7 @@ following the design of Betley et al. (ICLR 2025, "Tell me about yourself: LLMs 
 behaviors"), who ask finetuned models to describe the policy they learned; the wording is ours. The files are
 written with sorted keys, one JSON object a line, so the same code reproduces every byte.{changes_text(m, content.CHANGES)}
 
-| file | lines | sha256 |
-|---|---|---|
-{rows}
-
-| field | value |
-|---|---|
-| version | {m['version']} |
-| questions | {c['questions']} |
-| release sha256 (cite this) | `{m['release_sha256']}` |
-| licence | {m['licence']} |
+{card_tables(m, [("questions", c['questions'])])}
 
 **Intended use.** Experiment 4 of this package: each question is asked in both option orders, before and
 after experiment 3 changes a model's behaviour on the task, and scored by the probability of the `tendency`
