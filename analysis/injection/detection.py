@@ -66,8 +66,7 @@ def detection_design(rows: pd.DataFrame) -> DetectionDesign:
     both = pd.concat([inj, ctl])
     words = both["wording"] if "wording" in both.columns else pd.Series([None] * len(both), index=both.index)
     wlevels = sorted(words.dropna().astype(str).unique())
-    wording = np.where(words.notna(), _codes(words.fillna("").astype(str), wlevels), -1) if wlevels else \
-        np.full(len(both), -1)
+    wording = _codes(words, wlevels)  # -1 where a row has no wording (and for every row of a table without them)
     combos, k, n = _aggregate({"cell": cell, "concept": concept, "wording": wording}, y)
     return DetectionDesign(cells, levels, combos["cell"], combos["concept"], wlevels, combos["wording"], k, n,
                            len(ctl), int(ctl["detected"].sum()))

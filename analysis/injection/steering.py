@@ -16,7 +16,7 @@ from scipy import stats
 
 from reproduce.errors import DataError
 
-INTERVAL = 0.95
+from analysis.injection.design import INTERVAL
 COLUMNS = ["model", "layer_fraction", "layer", "strength", "n", "rising", "mean", "low", "high", "steers"]
 CELL = ["layer_fraction", "strength"]
 

@@ -27,12 +27,11 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from analysis.mirror.design import check_table, unchanged_history
+from analysis.mirror.design import INTERVAL, check_table, unchanged_history
 from analysis.mirror.surprise import unchanged_reply
 
 MEASURES = ("surprise", "p_mine")
 BOOTSTRAP = 2000
-INTERVAL = 0.95
 COLUMNS = ["model", "measure", "comparison", "kind", "level", "n_own", "n_altered", "scripts", "auroc", "low",
            "high"]
 
@@ -47,22 +46,24 @@ def auroc(own: np.ndarray, altered: np.ndarray) -> float:
     return float((ranks[n2:].sum() - n1 * (n1 + 1) / 2) / (n1 * n2))
 
 
-def _bootstrap(own: pd.DataFrame, alt: pd.DataFrame, rng: np.random.Generator, reps: int) -> tuple[float, float]:
-    """The two-stage percentile interval (scripts, then items within each drawn script) of :func:`auroc` of the
-    ``score`` columns of ``own`` and ``alt``, whose ``script_id`` names the conversation."""
-    scripts = sorted(set(own["script_id"]) | set(alt["script_id"]))
-    by_own = {s: g["score"].to_numpy() for s, g in own.groupby("script_id")}
-    by_alt = {s: g["score"].to_numpy() for s, g in alt.groupby("script_id")}
+def two_stage_interval(frames: list[pd.DataFrame], stat, rng: np.random.Generator,
+                       reps: int = BOOTSTRAP) -> tuple[float, float]:
+    """The two-stage percentile interval of ``stat`` (one array per frame: the ``score`` column of each of
+    ``frames``, whose ``script_id`` names the conversation): scripts drawn with replacement from those any frame
+    holds, then each frame's items within each drawn script; draws whose statistic is NaN are left out."""
+    scripts = sorted(set().union(*(f["script_id"] for f in frames)))
+    by = [{s: g["score"].to_numpy() for s, g in f.groupby("script_id")} for f in frames]
     empty = np.empty(0)
     stats = np.empty(reps)
     for r in range(reps):
         drawn = rng.choice(len(scripts), len(scripts), replace=True)
-        o, a = [], []
+        parts = [[] for _ in frames]
         for j in drawn:
-            for src, dst in ((by_own.get(scripts[j], empty), o), (by_alt.get(scripts[j], empty), a)):
+            for items, dst in zip(by, parts):
+                src = items.get(scripts[j], empty)
                 if len(src):
                     dst.append(src[rng.integers(0, len(src), len(src))])
-        stats[r] = auroc(np.concatenate(o) if o else empty, np.concatenate(a) if a else empty)
+        stats[r] = stat(*(np.concatenate(d) if d else empty for d in parts))
     stats = stats[~np.isnan(stats)]
     if not len(stats):
         return float("nan"), float("nan")
@@ -109,7 +110,7 @@ def discrimination(turns: pd.DataFrame | None, surprise: pd.DataFrame | None, se
                 if not len(mine) or not len(alt):
                     continue
                 rng = np.random.default_rng([seed, zlib.crc32(f"{measure}|{m}|{comparison}|{kind}|{level}".encode())])
-                low, high = _bootstrap(mine, alt, rng, reps)
+                low, high = two_stage_interval([mine, alt], auroc, rng, reps)
                 rows.append({"model": m, "measure": measure, "comparison": comparison, "kind": kind, "level": level,
                              "n_own": int(len(mine)), "n_altered": int(len(alt)),
                              "scripts": int(pd.concat([mine, alt])["script_id"].nunique()),

@@ -19,8 +19,8 @@ import pandas as pd
 
 from reproduce.errors import DataError
 
-BOOTSTRAP = 2000
-INTERVAL = 0.95
+from analysis.mirror.discrimination import BOOTSTRAP, two_stage_interval
+
 PAIR = ["model", "script_id", "condition", "kind", "level", "turn"]
 COLUMNS = ["model", "comparison", "kind", "level", "pairs", "scripts", "mean", "low", "high", "above_half",
            "p_first"]
@@ -44,17 +44,6 @@ def pair_scores(rows: pd.DataFrame) -> pd.DataFrame:
     return out.assign(kind=out["kind"].replace("-", None), level=out["level"].where(out["level"] >= 0))
 
 
-def _bootstrap_mean(pairs: pd.DataFrame, rng: np.random.Generator, reps: int) -> tuple[float, float]:
-    scripts = sorted(pairs["script_id"].unique())
-    by = [pairs.loc[pairs["script_id"] == s, "score"].to_numpy() for s in scripts]
-    stats = np.empty(reps)
-    for r in range(reps):
-        drawn = rng.choice(len(scripts), len(scripts), replace=True)
-        stats[r] = np.concatenate([by[j][rng.integers(0, len(by[j]), len(by[j]))] for j in drawn]).mean()
-    q = (1 - INTERVAL) / 2
-    return float(np.quantile(stats, q)), float(np.quantile(stats, 1 - q))
-
-
 def paired_choice(rows: pd.DataFrame, seed: int = 0, reps: int = BOOTSTRAP) -> pd.DataFrame:
     """Per model and comparison, the paired recognition summary (:data:`COLUMNS`; ``p_first``: the model's mean
     probability of the first option over all its questions). Each comparison draws from its own seeded stream."""
@@ -75,7 +64,7 @@ def paired_choice(rows: pd.DataFrame, seed: int = 0, reps: int = BOOTSTRAP) -> p
             if not len(c):
                 continue
             rng = np.random.default_rng([seed, zlib.crc32(f"pairs|{m}|{comparison}|{kind}|{level}".encode())])
-            low, high = _bootstrap_mean(c, rng, reps)
+            low, high = two_stage_interval([c], np.mean, rng, reps)
             out.append({"model": m, "comparison": comparison, "kind": kind, "level": level, "pairs": int(len(c)),
                         "scripts": int(c["script_id"].nunique()), "mean": float(c["score"].mean()), "low": low,
                         "high": high, "above_half": int((c["score"] > 0.5).sum()), "p_first": float(p_first[m])})
