@@ -116,8 +116,9 @@ def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights(monkeypatc
     assert set(rows) == {(m, s) for m in ("smollm2-135m", "gemma3-270m")
                          for s in ("concept injection", "mirror conversations")}
     m = rows[("smollm2-135m", "mirror conversations")]
-    # control, one corrupted cell, the other model's replies; 2 scripts x 2 turns x (reply, recognition)
-    assert m["prompts"] == 3 * 2 * 2 * 2 and m["new"] == 40
+    # control, one corrupted cell, the other model's replies; 2 scripts x 2 turns x (reply, recognition),
+    # plus the paired question in both orders for each of the two altered conditions
+    assert m["prompts"] == 3 * 2 * 2 * 2 + 2 * 2 * 2 * 2 and m["new"] == 40
     # by hand: the longest script's conversation to turn 3 with two replies of 40 tokens, then its longer last turn
     lm_tok = load_tokenizer(plan.refs[0])
     data = load_mirror_dataset()
@@ -127,6 +128,13 @@ def test_the_plan_of_a_stage_without_task_datasets_checks_the_weights(monkeypatc
             text = lm_tok.apply_chat_template(messages(sc["turns"], ["", ""], 3, last), tokenize=False,
                                               add_generation_prompt=True)
             lengths.append(len(lm_tok(text, add_special_tokens=False)["input_ids"]) + 2 * 40)
+        # the paired question: both versions of the two earlier turns, each of their replies at 40 tokens
+        speaker, reply = data.prompts["pair_speakers"]
+        history = "\n".join(f"{speaker}: {u}\n{reply}: " for u in sc["turns"][:2])
+        question = data.prompts["pair_question"].format(first=history, second=history)
+        text = lm_tok.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
+                                          add_generation_prompt=True)
+        lengths.append(len(lm_tok(text, add_special_tokens=False)["input_ids"]) + 2 * 2 * 40)
     assert m["longest"] == max(lengths)
     s = shape_of(plan.refs[0])
     assert m["peak_gib"] == pytest.approx(inference_bytes(s, m["dtype"], m["rows"], m["longest"], 40) / GIB)
