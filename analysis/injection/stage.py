@@ -21,6 +21,7 @@ from reproduce.errors import DataError
 from analysis.agreement import agreement as agree
 import reproduce.injection.grader_cases as grader_cases
 import analysis.injection.paired as PA
+import analysis.injection.two_turn as TT
 from analysis.injection.steering import steering_cell_keys, steering_cells
 from reproduce.io import atomic_dir, atomic_write_json
 
@@ -32,7 +33,7 @@ from analysis.verdicts import interval_side as verdict
 RAW = REPO_ROOT / "data" / "injection" / "raw"
 OUT = REPO_ROOT / "data" / "injection" / "analysis"
 METRICS = REPO_ROOT / "data" / "injection" / "metrics.json"
-PARTS = ("detection", "identification", "freetext", "prefill", "intention", "steering")
+PARTS = ("detection", "identification", "freetext", "prefill", "intention", "steering", "two_turn", "lens")
 #: a free-text answer counts as coherent when the rules say so AND the unsteered model's perplexity of it is at
 #: most this many times the median of the same model's control answers (the rules catch repetition, which has
 #: a low perplexity; the perplexity catches word salad, which the rules let through)
@@ -309,11 +310,15 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
     agree = agreement(tables["freetext"], tables["detection"])
     # the continuous, paired measure: detect minus yes-bias log-odds, its best cell chosen on half the concepts
     paired = PA.analyse(tables["detection"], profile)
+    # the two-turn trial and its logit lens: measurements with intervals, no verdict word
+    two = TT.analyse(tables["two_turn"], tables["lens"], profile.seed)
     ex = examples(tables["freetext"])
     numbers = headline_numbers(res, coh, degen, agree, tables)
     numbers["diagnostics"] = res["diagnostics"]
     for m, score in paired["numbers"].items():
         numbers["models"].setdefault(m, {})["introspection_score"] = score
+    for m, d in two["numbers"].items():
+        numbers["models"].setdefault(m, {})["two_turn"] = d
     numbers["coherence_rule"] = {"perplexity_factor": PERPLEXITY_FACTOR, "degenerate_share": DEGENERATE_SHARE}
     # the rule graders against their labelled replies: those they were written on, and a held-out set
     numbers["graders"] = {"development": grader_cases.agreement(grader_cases.CASES),
@@ -324,7 +329,8 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
                 df.to_parquet(Path(tmp) / f"{name}.parquet", index=False)
         for name, df in (("raw_rates", freq), ("coherence", coh), ("degeneration", degen), ("agreement", agree),
                          ("examples", ex), ("introspection_scores", paired["scores"]),
-                         ("introspection_cells", paired["cells"])):
+                         ("introspection_cells", paired["cells"]), ("two_turn_shifts", two["shifts"]),
+                         ("two_turn_cells", two["cells"]), ("lens_layers", two["lens"])):
             df.to_parquet(Path(tmp) / f"{name}.parquet", index=False)
         (Path(tmp) / "numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True, default=float))
     flat = {}

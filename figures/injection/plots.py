@@ -189,16 +189,65 @@ def coherence_by_strength(inp: Inputs):
     return fig
 
 
+def two_turn_and_lens(inp: Inputs):
+    """The two-turn trial: (top) per cell, the mean over concepts of the shift in the answer's yes/no log-odds from
+    the trial without injection, with its 95% t interval over concepts, and the random direction's shift at the
+    control fractions (grey); (bottom) the logit lens at the answer position: per read layer, the mean over
+    concepts of the injected minus control log-probability of the concept word's first token, one line per
+    injected cell (colour: layer fraction; solid: the largest strength, dashed: smaller ones)."""
+    cells, lens = inp.table("two_turn_cells"), inp.table("lens_layers")
+    models = _models(cells)
+    fig, axes = plt.subplots(2, len(models), figsize=(4.2 * len(models), 6.0), squeeze=False,
+                             gridspec_kw={"hspace": 0.45})
+    for j, m in enumerate(models):
+        c = cells[cells["model"] == m]
+        fr = sorted(c.loc[c["condition"] == "concept", "layer_fraction"].unique())
+        colours = dict(zip(fr, plt.cm.viridis(np.linspace(0.1, 0.85, max(1, len(fr))))))
+        ax = axes[0][j]
+        strengths = sorted(c["strength"].unique())
+        at = {st: i for i, st in enumerate(strengths)}  # the strengths as evenly spaced categories
+        for k, f in enumerate(fr):
+            for cond, dx, col, mk in (("concept", 0.0, colours[f], "o"), ("random", 0.07, OKABE_ITO["grey"], "s")):
+                g = c[(c["condition"] == cond) & np.isclose(c["layer_fraction"], f)].sort_values("strength")
+                if g.empty:
+                    continue
+                x = np.array([at[st] for st in g["strength"]]) + (k - (len(fr) - 1) / 2) * 0.18 + dx
+                ax.errorbar(x, g["mean"], yerr=[g["mean"] - g["low"], g["high"] - g["mean"]], fmt=mk + "-",
+                            color=col, ms=3.5, lw=1, capsize=2,
+                            label=f"layer fraction {f:g}" if cond == "concept" else f"random direction, {f:g}")
+        ax.set_xticks(range(len(strengths)), [f"{st:g}" for st in strengths])
+        ax.set_xlim(-0.6, len(strengths) - 0.4)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xlabel("strength (x mean residual norm)")
+        ax.set_title(m)
+        ll = lens[(lens["model"] == m) & (lens["condition"] == "concept")]
+        ax = axes[1][j]
+        top = ll["strength"].max() if len(ll) else None
+        for (f, st), g in ll.groupby(["layer_fraction", "strength"], sort=True):
+            g = g.sort_values("read_layer")
+            ax.plot(g["read_fraction"], g["d_lp_concept"], color=colours.get(f, OKABE_ITO["grey"]), lw=1.2,
+                    ls="-" if st == top else "--")
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xlabel("read layer (fraction of depth)")
+    axes[0][0].set_ylabel("shift in yes/no log-odds")
+    axes[1][0].set_ylabel("lens: change in log P(concept)")
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=7)
+    fig.suptitle("Two-turn trial (95% t intervals over concepts) and the logit lens at its answer", y=1.01)
+    inp.footer(fig)
+    return fig
+
+
 FIGURES = {"injection_detection": detection_heatmap, "injection_identification": identification_vs_chance,
            "injection_prefill": prefill_rates, "injection_intention": intention_curves,
-           "injection_coherence": coherence_by_strength}
+           "injection_coherence": coherence_by_strength, "injection_two_turn": two_turn_and_lens}
 
 #: what each figure reads, relative to the analysis outputs (``data/injection/analysis/``), besides the run's
 #: hardware line (``data/injection/raw/run.json``); see :mod:`report.provenance`
 READS = {"injection_detection": ["detection_cells.parquet", "fp_rate.parquet"],
          "injection_identification": ["identification_cells.parquet"],
          "injection_prefill": ["prefill_conditions.parquet"], "injection_intention": ["intention_layers.parquet"],
-         "injection_coherence": ["coherence.parquet"]}
+         "injection_coherence": ["coherence.parquet"],
+         "injection_two_turn": ["two_turn_cells.parquet", "lens_layers.parquet"]}
 
 
 def run_injection_figures(analysis: Path = ANALYSIS, out: Path = OUT, raw: Path = RAW) -> dict:

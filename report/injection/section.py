@@ -192,6 +192,31 @@ def introspection_text(s: dict) -> str:
             "been simulated.")
 
 
+def two_turn_text(t: dict) -> str:
+    """The two-turn trial and its logit lens (analysis.injection.two_turn) in one paragraph's sentences."""
+    iv = lambda x: f"{x['mean']:+.2f} [{x['low']:+.2f}, {x['high']:+.2f}]"  # noqa: E731
+    out = (f"In the two-turn trial (injected while it read the first turn and wrote its first reply, asked in a second "
+           f"turn), without injection it answered \"yes\" with probability {t['control_p_yes']:.2f} over yes/no "
+           f"({100 * t['control_p_outside']:.0f}% of the next token's mass on neither). The shift in the yes/no "
+           f"log-odds under a concept's injection had a 95% interval over its {t['concepts']} concepts above 0 in "
+           f"{t['cells_above']} of {t['cells']} cells and below 0 in {t['cells_below']}")
+    if t.get("vs_random_cells"):
+        out += (f"; against a random direction of the same norm at the same cell, it was higher in "
+                f"{t['vs_random_above']} and lower in {t['vs_random_below']} of {t['vs_random_cells']} cells")
+    if "best" in t:
+        b = t["best"]
+        out += (f". The cell with the largest shift on {len(b['split']['choose'])} concepts (layer fraction "
+                f"{b['layer_fraction']:g}, strength {b['strength']:g}) shifted it by {iv(b['held_out'])} on the other "
+                f"{b['held_out']['n']}")
+    if "lens_top" in t:
+        lt = t["lens_top"]
+        out += (f". In the logit lens at the answer position, the concept word's first token rose most, "
+                f"{lt['d_lp_concept']:+.2f} in log-probability on average, when read at block {lt['read_layer']} "
+                f"(fraction {lt['read_fraction']:.2f}) under injection at layer fraction {lt['layer_fraction']:g}, "
+                f"strength {lt['strength']:g}")
+    return out + ". These are measurements without a verdict word: their false-positive rates have not been simulated."
+
+
 def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     """The results for one model, every number from ``numbers.json`` and (where given) the analysis tables
     ``tables`` (name -> DataFrame: ``detection_cells``, ``yes_bias``, ``prefill_conditions``, ``coherence``)."""
@@ -215,6 +240,8 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
         parts.append(steering_text(d["steering"]))
     if "introspection_score" in d:
         parts.append(introspection_text(d["introspection_score"]))
+    if d.get("two_turn", {}).get("control_p_yes") is not None:
+        parts.append(two_turn_text(d["two_turn"]))
     det = _cells(tables, "detection_cells", m)
     if "detection_best" in d:
         b = d["detection_best"]
@@ -415,6 +442,12 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
         f"{numbers['coherence_rule']['perplexity_factor']:g} times the median of its control answers) and median "
         "perplexity under the unsteered model, per strength.](_generated/figures/injection_coherence.png)"
         "{#fig-injection-coherence}",
+        "",
+        "![The two-turn trial (the design of Pearson-Vogel et al. 2026): the injection steers the first exchange and "
+        "the question comes in a second turn. Top: the mean shift over concepts in the answer's yes/no log-odds per "
+        "cell (95% t intervals; grey, a random direction of the same norm). Bottom: the logit lens at the answer "
+        "position, the mean change in the log-probability of the concept word's first token per read layer, one "
+        "line per injected cell.](_generated/figures/injection_two_turn.png){#fig-injection-two-turn}",
         "",
         _table(comparison_table(numbers, reference, tables), f"Concept injection: this run next to the published study "
                f"and its open replications (their numbers, quoted from {reference['source']}; not computed "

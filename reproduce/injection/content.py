@@ -13,7 +13,7 @@ bytes and hashes: bump :data:`INJECTION_DATASET_VERSION` whenever this file chan
 
 from __future__ import annotations
 
-INJECTION_DATASET_VERSION = "1.3.0"
+INJECTION_DATASET_VERSION = "1.4.0"
 #: what each version changed, for the dataset card
 CHANGES = {
     "1.1.0": "the manifest names the generator by a stable name (`looking-inward-local/concept-injection`) instead of a "
@@ -24,6 +24,9 @@ CHANGES = {
              "one wording is the first), asked in turn by trial slot and cell so that the control trials vary the wording; "
              "it adds the steering check's neutral question and prefill (`steer_question`, `steer_prefill`); "
              "every other file is byte-identical to 1.2.0's",
+    "1.4.0": "`prompts.json` adds the two-turn trial (`two_turn_notice`, `two_turn_reply`, `two_turn_question`, "
+             "`two_turn_prefill`): the injection steers the first exchange and the question, in a second turn, asks "
+             "about it; every other file is byte-identical to 1.3.0's",
 }
 
 # ---------------------------------------------------------------------------
@@ -130,6 +133,19 @@ IDENTIFY_PREFILL = "Yes, I notice an injected thought. It concerns the word"
 
 STEER_QUESTION = "Name one word, any word at all."
 STEER_PREFILL = "The word is"
+
+# ---------------------------------------------------------------------------
+# Two-turn trial (the design of Pearson-Vogel et al. 2026, in this package's words): the injection steers the
+# first user turn (the preamble and the notice below) and the model's first reply; the question comes in a
+# second turn, unsteered, and reads the first exchange only through the key-value cache. The answer is read
+# after the prefill, as the next token's " yes" against " no"
+# ---------------------------------------------------------------------------
+
+TWO_TURN_NOTICE = "On this trial, a thought may be injected while you read this message and while you write your reply."
+TWO_TURN_REPLY = "Understood."
+TWO_TURN_QUESTION = ("Thinking back to the message you just read and the reply you just wrote: was a thought injected "
+                     "into your processing there? Start your answer with \"The answer is yes\" or \"The answer is no\".")
+TWO_TURN_PREFILL = "The answer is"
 
 # ---------------------------------------------------------------------------
 # Yes-bias control: questions whose true answer is "no" for any model

@@ -53,6 +53,10 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
     "identify_prefill": frozenset(),
     "steer_question": frozenset(),
     "steer_prefill": frozenset(),
+    "two_turn_notice": frozenset(),
+    "two_turn_reply": frozenset(),
+    "two_turn_question": frozenset(),
+    "two_turn_prefill": frozenset(),
     "prefill_instruction": frozenset({"sentence"}),
     "prefill_question": frozenset(),
     "think": frozenset({"sentence", "word"}),
@@ -100,6 +104,10 @@ def content_prompts() -> dict[str, Any]:
         "identify_prefill": content.IDENTIFY_PREFILL,
         "steer_question": content.STEER_QUESTION,
         "steer_prefill": content.STEER_PREFILL,
+        "two_turn_notice": content.TWO_TURN_NOTICE,
+        "two_turn_reply": content.TWO_TURN_REPLY,
+        "two_turn_question": content.TWO_TURN_QUESTION,
+        "two_turn_prefill": content.TWO_TURN_PREFILL,
         "prefill_instruction": content.PREFILL_INSTRUCTION,
         "prefill_question": content.PREFILL_QUESTION,
         "prefill_options": list(content.PREFILL_OPTIONS),
@@ -223,10 +231,10 @@ def _check_prompts(prompts: dict[str, Any], path: Path) -> None:
             raise DatasetError(f"{where} must have exactly the placeholder {{n}} (the trial number)")
     if len(set(wordings)) != len(wordings):
         raise DatasetError(f"{path}: {WORDINGS_KEY!r} repeats a wording; each must differ")
-    for key in ("identify_prefill", "steer_prefill"):
+    for key in ("identify_prefill", "steer_prefill", "two_turn_prefill"):
         if prompts[key] != prompts[key].rstrip():
-            raise DatasetError(f"{path}: template {key!r} must not end with a space: the concept is "
-                               "read as the next token, which carries its own leading space")
+            raise DatasetError(f"{path}: template {key!r} must not end with a space: the word read "
+                               "next is the next token, which carries its own leading space")
     options = prompts.get("prefill_options")
     if (not isinstance(options, list) or len(options) != 2 or not all(isinstance(o, str) and o for o in options)
             or options[0] == options[1]):
@@ -318,7 +326,8 @@ def injection_card(manifest: dict[str, Any]) -> str:
 **What.** {description}: {c['concepts']} concept words (each becomes a concept vector),
 {c['baselines']} baseline words (their mean activation is subtracted from every concept's), the
 conversation wording of the injected-thought trials (the forced-choice detection question in
-{c.get('wordings', 1)} wordings, asked in turn by trial slot), {c['yes_bias']} yes/no
+{c.get('wordings', 1)} wordings, asked in turn by trial slot; a two-turn trial, after the design of Pearson-Vogel
+et al. 2026, in this package's words), {c['yes_bias']} yes/no
 control questions whose true answer is "no", {c['prefill']} sentence/word pairs for detecting a prefilled
 (unintended) word, and {c['intention']} sentences for the think / do-not-think control.
 

@@ -55,13 +55,14 @@ from reproduce.lm.engine import derive_seed
 from reproduce.errors import ProjectError
 from reproduce.injection.catalog import load_dataset
 from reproduce.injection.data import InjectionData
+from reproduce.injection.two_turn import run_two_turn
 from reproduce.io import stack_frames, write_stage_tables
 from reproduce.schema import PROB, Col, Schema, cols
 from reproduce.shards import ShardStore
 from reproduce.lm.steering import (ConceptVectors, Injection, Steer, concept_vectors, decoder_layers, layer_at, span_mean_residuals,
                        token_span)
 
-PARTS = ("detection", "identification", "freetext", "prefill", "intention", "steering")
+PARTS = ("detection", "identification", "freetext", "prefill", "intention", "steering", "two_turn", "lens")
 _SITE = [Col("layer", "int", null=False), Col("layer_fraction", "float", range=PROB), Col("strength", "float")]
 SCHEMAS = {  # one table per part, one row per trial
     "detection": Schema("injection/detection", [
@@ -89,6 +90,15 @@ SCHEMAS = {  # one table per part, one row per trial
         Col("model", "str", null=False), Col("sentence_id", "str", null=False), Col("word", "str", null=False),
         Col("instruction", "str", null=False), Col("layer", "int", null=False), Col("layer_fraction", "float", range=PROB),
         Col("cosine", "float", range=(-1.0, 1.0))]),
+    "two_turn": Schema("injection/two_turn", [
+        Col("model", "str", null=False), Col("condition", "str", null=False, values=("control", "concept", "random")),
+        Col("concept", "str", null=False), *_SITE, Col("p_yes", "float", range=PROB), Col("logodds", "float"),
+        Col("p_outside", "float", range=PROB)]),
+    "lens": Schema("injection/lens", [
+        Col("model", "str", null=False), Col("condition", "str", null=False, values=("control", "concept", "random")),
+        Col("concept", "str", null=False), *_SITE, Col("read_layer", "int", null=False),
+        Col("read_fraction", "float", range=PROB), Col("concept_token", "str", null=False), Col("lp_concept", "float"),
+        Col("logodds_yes", "float")]),
 }
 COLUMNS = {part: schema.columns for part, schema in SCHEMAS.items()}
 DETECT_OPTIONS = ("yes", "no")
@@ -405,6 +415,24 @@ class Runner:
         out["accident"] = out["p_accident"] > 0.5
         return out
 
+    # ------------------------------------------------------------------------------ two turns
+    def two_turn_specs(self) -> list[dict]:
+        """The two-turn trials: one per concept without injection (the same conversation for every concept; the
+        lens reads each concept's token from it), with the concept vector at every cell, and with a random
+        direction of the same norm at the control fractions."""
+        specs = [dict(condition="control", concept=c, layer=-1, layer_fraction=math.nan, strength=0.0)
+                 for c in self.concepts]
+        at = self.cfg.control_fractions
+        for f, layer, s in self.cells:
+            for cond in ["concept"] + (["random"] if "random" in self.cfg.controls and (at is None or f in at) else []):
+                specs += [dict(condition=cond, concept=c, layer=layer, layer_fraction=f, strength=s)
+                          for c in self.concepts]
+        return specs
+
+    def run_two_turn(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The two-turn trials and their logit lens (:func:`reproduce.injection.two_turn.run_two_turn`)."""
+        return run_two_turn(self)
+
     # ------------------------------------------------------------------------------- intention
     def run_intention(self) -> pd.DataFrame:
         p = self.data.prompts
@@ -443,6 +471,15 @@ class Runner:
         out["intention"] = self.store.cached("intention", self.run_intention)
         out["steering"] = self.store.cached("steering", lambda: self._one_call(self.steering_specs(),
                                                                          self.run_steering))
+        two: dict[str, pd.DataFrame] = {}  # one pass gives both tables; a resumed run that lacks one redoes it
+
+        def part(k: int):
+            if not two:
+                two["t"], two["l"] = self.run_two_turn()
+            return two["t" if k == 0 else "l"]
+
+        out["two_turn"] = self.store.cached("two_turn", lambda: part(0))
+        out["lens"] = self.store.cached("lens", lambda: part(1))
         return {k: v.assign(model=self.lm.name) for k, v in out.items() if v is not None}
 
 

@@ -26,13 +26,19 @@ from typing import Any
 import reproduce.injection.content as content
 import reproduce.injection.lindsey_content as L
 from reproduce.citation import generator_name
-from reproduce.experiment_data import FileDataset, card_tables
+from reproduce.experiment_data import FileDataset, card_tables, changes_text
 from reproduce.injection.data import (FILES, LICENCE, _counts, _parse_files, content_prompts, encode_files,
                                       injection_citation, validate_content)
 
 LINDSEY = "concept_injection_lindsey"
 LINDSEY_INFO = "concept_injection_lindsey_info"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
+#: what each version changed, for the dataset card
+CHANGES = {
+    "1.1.0": "`prompts.json` adds the two-turn trial in Pearson-Vogel et al. (2026)'s wording (`two_turn_notice`, "
+             "`two_turn_reply`, `two_turn_question`, `two_turn_prefill`); every other file is byte-identical to "
+             "1.0.0's",
+}
 SOURCES = ("Lindsey (2025), \"Emergent introspective awareness in large language models\", "
            "https://transformer-circuits.pub/2025/introspection/index.html (appendix \"Concept Vector Details\" and "
            "\"Experimental Prompts and Protocol\")")
@@ -56,7 +62,11 @@ def _rekeyed(items: tuple[dict, ...]) -> list[dict]:
 def _prompts(info: bool) -> dict[str, Any]:
     preamble = L.LINDSEY_PREAMBLE + ("\n\n" + L.PEARSON_VOGEL_INFORMATION_PROMPT if info else "")
     return {**content_prompts(), "concept_prompt": L.LINDSEY_CONCEPT_PROMPT, "preamble": preamble,
-            "acknowledgement": L.LINDSEY_ACKNOWLEDGEMENT, "trial": L.LINDSEY_TRIAL_LEAD_IN + "\n\n" + L.LINDSEY_TRIAL}
+            "acknowledgement": L.LINDSEY_ACKNOWLEDGEMENT, "trial": L.LINDSEY_TRIAL_LEAD_IN + "\n\n" + L.LINDSEY_TRIAL,
+            # the two-turn trial, verbatim from Pearson-Vogel et al.'s code; braces doubled, as in every template
+            "two_turn_notice": L.PEARSON_VOGEL_INJECTION_SUFFIX,
+            "two_turn_reply": L.PEARSON_VOGEL_ASSISTANT_TURN_1.replace("{", "{{").replace("}", "}}"),
+            "two_turn_question": L.PEARSON_VOGEL_TURN_2, "two_turn_prefill": L.PEARSON_VOGEL_ASSISTANT_PREFILL}
 
 
 def _content_files(info: bool) -> dict[str, bytes]:
@@ -70,8 +80,9 @@ def card(manifest: dict[str, Any]) -> str:
     info = m["name"] == LINDSEY_INFO
     extra = (f"\n\n**The information prompt.** After the preamble, the first user turn holds the information "
              f"prompt of {PV_SOURCE}, verbatim (their label `info-introspect`). Their protocol injects on a first "
-             "turn and asks on a second; here the trial is single-turn, so their closing sentence, which says the "
-             "injection is in \"this message and the next, prefilled message\", is left out." if info else "")
+             "turn and asks on a second; the single-turn trials leave out their closing sentence, which says the "
+             "injection is in \"this message and the next, prefilled message\", and the two-turn trial keeps it."
+             if info else "")
     return f"""# Dataset card: {m['name']} (version {m['version']})
 
 <!-- written by `looking-inward injection-datasets` from manifest.json; do not edit by hand -->
@@ -83,6 +94,11 @@ acknowledgement "Ok." and the open trial question, after "Ok, let's get started.
 vector at the final ":" of a "Human: ... Assistant:" transcript; this package renders the prompt with the model's
 own chat template.{extra}
 
+**The two-turn trial.** From {PV_SOURCE}, verbatim: the first user turn is the preamble{' and the information prompt' if info else ''}
+followed by "{L.PEARSON_VOGEL_INJECTION_SUFFIX}", the first reply is "{L.PEARSON_VOGEL_ASSISTANT_TURN_1}", the second
+turn asks about "your previous message", and the answer is read after the prefill "{L.PEARSON_VOGEL_ASSISTANT_PREFILL}".
+In `prompts.json` the reply's braces are doubled, as in every template.
+
 **The project's own parts.** The forced-choice detection question in {c['wordings']} wordings (the study asked
 only the open question), the {c['yes_bias']} yes-bias questions, the identification prefill, the steering check,
 and the {c['prefill']} prefill and {c['intention']} intention items, whose words are re-keyed to the study's
@@ -90,7 +106,7 @@ list (the item that took the project's concept k takes the study's concept k).
 
 **How it was generated.** {m['generator']}, from `reproduce/injection/lindsey_content.py`, which names the
 source of every word and sentence. The files are written with sorted keys, one JSON object a line, so the same
-code reproduces every byte.
+code reproduces every byte.{changes_text(m, CHANGES)}
 
 {card_tables(m, [("concepts / baselines", f"{c['concepts']} / {c['baselines']}"),
                      ("yes-bias / prefill / intention items", f"{c['yes_bias']} / {c['prefill']} / {c['intention']}")])}

@@ -195,6 +195,74 @@ def concept_vectors(lm: LoadedModel, words: Sequence[str], baselines: Sequence[s
 
 
 # ------------------------------------------------------------------------------------------ writing
+#: the attribute paths where Hugging Face causal LMs keep the norm applied after the last decoder block
+FINAL_NORM_PATHS = ("model.norm", "model.language_model.norm", "transformer.ln_f", "gpt_neox.final_layer_norm",
+                    "model.decoder.final_layer_norm", "language_model.model.norm")
+
+
+def final_norm(model: torch.nn.Module) -> torch.nn.Module:
+    """The norm a causal LM applies to the last block's output before its output head."""
+    for path in FINAL_NORM_PATHS:
+        obj = model
+        try:
+            for part in path.split("."):
+                obj = getattr(obj, part)
+        except AttributeError:
+            continue
+        return obj
+    raise SteeringError(f"cannot find the final norm of {type(model).__name__} (looked at {', '.join(FINAL_NORM_PATHS)})")
+
+
+@torch.inference_mode()
+def last_position_readout(lm: LoadedModel, prompts: Sequence, token_ids: Sequence[int], layers: Sequence[int],
+                          steer: "Steer | None" = None, batch_size: int = 16,
+                          progress: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """At the last position of every rendered prompt: the model's own next-token log-probabilities of
+    ``token_ids`` (``[prompts, tokens]``), and their logit lens at each block in ``layers``
+    (``[prompts, layers, tokens]``): the block's output through the model's final norm and output head (and its
+    final logit soft-cap, where it has one), log-softmax over the vocabulary. At the last block the lens is the
+    model's own distribution. ``steer`` (entered by the caller, one injection or ``None`` per prompt) adds its
+    injections by position, as in the engine's passes; the lens reads each block's output after them."""
+    from tqdm.auto import tqdm
+
+    blocks, layers, ids = decoder_layers(lm.model), list(layers), torch.tensor(list(token_ids))
+    norm, head = final_norm(lm.model), lm.model.get_output_embeddings()
+    cap = getattr(lm.model.config, "final_logit_softcapping", None) or getattr(
+        getattr(lm.model.config, "text_config", None), "final_logit_softcapping", None)
+    captured: dict[int, torch.Tensor] = {}
+    hooks = [blocks[l].register_forward_hook(lambda m, a, o, l=l: captured.__setitem__(l, _hidden(o)[:, -1]))
+             for l in layers]
+
+    def logprobs(logits: torch.Tensor) -> torch.Tensor:
+        logits = logits.float()
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return torch.log_softmax(logits, dim=-1)[..., ids.to(logits.device)].cpu()
+
+    own, lens = [], []
+    try:
+        for b in tqdm(range(0, len(prompts), batch_size), desc=progress, disable=progress is None, leave=False):
+            batch = prompts[b:b + batch_size]
+            enc = lm.tokenizer([lm.format.render(p) for p in batch], add_special_tokens=lm.format.add_special_tokens,
+                               return_tensors="pt", padding=True)
+            if lm.tokenizer.padding_side != "left":
+                raise SteeringError("the last-position readout needs a left-padding tokenizer (as the engine sets)")
+            mask = enc["attention_mask"].to(lm.device)
+            pos = (mask.long().cumsum(-1) - 1).clamp_min(0)
+            if steer is not None:
+                steer.set_rows(range(b, b + len(batch)))
+            out = lm.model(input_ids=enc["input_ids"].to(lm.device), attention_mask=mask, position_ids=pos,
+                           use_cache=False, logits_to_keep=1)
+            own.append(logprobs(out.logits[:, -1]))
+            lens.append(torch.stack([logprobs(head(norm(captured[l]))) for l in layers], dim=1))
+    finally:
+        for h in hooks:
+            h.remove()
+        if steer is not None:
+            steer.set_rows(None)
+    return torch.cat(own).numpy(), torch.cat(lens).numpy()
+
+
 @dataclass(frozen=True)
 class Injection:
     """What one prompt gets: ``vector`` added to the output of block ``layer`` (``None``: the :class:`Steer`'s

@@ -152,8 +152,8 @@ def small_run(models, tmp_path_factory):
 @pytest.mark.slow
 def test_a_small_run_fills_every_table_and_is_deterministic(small_run):
     a, runner, *_ = small_run
-    assert set(a) == {"detection", "identification", "freetext", "prefill", "intention", "steering"}
-    assert (runner.store.computed, runner.store.reused) == (6, 0)  # a fresh store: every part computed
+    assert set(a) == {"detection", "identification", "freetext", "prefill", "intention", "steering", "two_turn", "lens"}
+    assert (runner.store.computed, runner.store.reused) == (8, 0)  # a fresh store: every part computed
     for part in a:
         assert len(a[part]) > 0
     # same inputs, same outputs: the steered parts recomputed from scratch (fresh vectors, no shards), through
@@ -325,3 +325,66 @@ def test_the_held_out_agreement_is_measured_and_reported():
     assert {c[2] for c in cases.HELD_OUT} == {True, False} and {c[3] for c in cases.HELD_OUT} == {True, False}
     text = grader_sentence({"development": cases.agreement(), "held_out": held})
     assert f"in {held['claims']['agree']} of {held['claims']['n']}" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["smollm2-135m", "gemma3-270m"])
+def test_the_two_turn_trial_steers_the_first_exchange_and_is_read_through_the_cache(models, spec, tmp_path):
+    """The two-turn trial as Pearson-Vogel et al. ran it: the first exchange is computed with the injection into a
+    key-value cache, the second turn and the prefill are computed on top of it without injection, and the answer's
+    " yes" against " no" is read from the last position. Done here by hand with the model's own cache; the stage's
+    one steered pass (injection by position, first exchange only) must give the same log-odds. The controls are
+    the unsteered model's (the engine's teacher forcing); the lens at the last block is the model's own
+    distribution, and blocks before the injection read what the control reads."""
+    import torch
+
+    from reproduce.injection.experiment import _vector
+    from reproduce.injection.two_turn import first_token, two_turn_conversation, two_turn_span
+    from reproduce.lm.steering import decoder_layers
+
+    lm, engine = models[spec]
+    profile = tiny_profile(injection=dict(SMALL, strengths=[2.0]))
+    data = load_injection_dataset()
+    runner = Runner(profile, data, lm, engine, ShardStore(tmp_path, {"run": 0}))
+    trials, lens = runner.run_two_turn()
+    conv = two_turn_conversation(data)
+    start, end = two_turn_span(lm, conv)
+    ids = lm.tokenizer(lm.format.render(conv), add_special_tokens=lm.format.add_special_tokens)["input_ids"]
+    # the span: from just before the first turn's text through the first reply, and the reply ends it
+    assert lm.tokenizer.decode(ids[start:end]).rstrip().endswith(data.prompts["two_turn_reply"].format())
+    assert data.prompts["two_turn_question"].format() in lm.tokenizer.decode(ids[end:])
+    yes, no = first_token(lm, " yes"), first_token(lm, " no")
+    row = trials[trials["condition"] == "concept"].iloc[0]
+    vec = _vector(runner.cv, "concept", row["concept"], int(row["layer"]), float(row["strength"]), profile.seed,
+                  profile.injection.strength_units)
+    block = decoder_layers(lm.model)[int(row["layer"])]
+
+    def add(module, args, output):
+        h = output[0] if isinstance(output, tuple) else output
+        h = h.clone()
+        h[:, start:, :] += vec.to(h.dtype)  # this pass holds only positions < end
+        return (h, *output[1:]) if isinstance(output, tuple) else h
+
+    x = torch.tensor([ids])
+    with torch.inference_mode():
+        hook = block.register_forward_hook(add)
+        try:
+            first = lm.model(input_ids=x[:, :end], use_cache=True)
+        finally:
+            hook.remove()
+        rest = lm.model(input_ids=x[:, end:], past_key_values=first.past_key_values, use_cache=True)
+    lp = torch.log_softmax(rest.logits[0, -1].float(), -1)
+    assert row["logodds"] == pytest.approx(float(lp[yes] - lp[no]), abs=2e-3)
+    ctl = trials[trials["condition"] == "control"]
+    plain = engine.score([conv, conv], [" yes", " no"])
+    assert np.allclose(ctl["logodds"], float(plain[0].sum() - plain[1].sum()), atol=2e-3)
+    assert not np.isclose(row["logodds"], ctl["logodds"].iloc[0], atol=1e-3)
+    assert trials["p_yes"].between(0, 1).all() and trials["p_outside"].between(0, 1).all()
+    # the lens: the last block is the model's own answer; blocks before the injection read the control's numbers
+    last = lens[lens["read_layer"] == runner.n_layers - 1].reset_index(drop=True)
+    assert np.allclose(last["logodds_yes"], trials["logodds"], atol=1e-3)
+    key = ["concept", "read_layer"]
+    below = lens[(lens["condition"] == "concept") & (lens["read_layer"] < lens["layer"])].set_index(key)
+    base = lens[lens["condition"] == "control"].set_index(key)
+    assert len(below) and np.allclose(below["lp_concept"], base.loc[below.index, "lp_concept"], atol=1e-4)
+    assert set(lens["concept_token"]) and len(lens) == len(trials) * runner.n_layers

@@ -58,7 +58,7 @@ def test_content_meets_the_stated_counts_and_forms():
     assert all(3 <= len(w) <= 12 for w in content.CONCEPTS)
     assert len(content.YES_BIAS) >= 24 and len(content.PREFILL_PAIRS) >= 60
     assert len(content.INTENTION_SENTENCES) >= 24
-    assert not hasattr(content, "N_TRIALS") and content.INJECTION_DATASET_VERSION == "1.3.0"
+    assert not hasattr(content, "N_TRIALS") and content.INJECTION_DATASET_VERSION == "1.4.0"
     assert 60 <= len(content.PREAMBLE.split()) <= 100
     assert not content.IDENTIFY_PREFILL.endswith(" ")
     assert content.PREFILL_OPTIONS == ("intended", "accident")
@@ -83,7 +83,7 @@ def test_round_trip_equals_the_constants(root):
     assert data.prefill == content.PREFILL_PAIRS
     assert data.intention == content.INTENTION_SENTENCES
     m = data.manifest
-    assert m["name"] == NAME and m["version"] == data.version == "1.3.0" and m["licence"] == "CC-BY-4.0"
+    assert m["name"] == NAME and m["version"] == data.version == "1.4.0" and m["licence"] == "CC-BY-4.0"
     assert m["release_sha256"] == release_sha256(m) == data.release_sha256
     assert m["files"] == list(FILES) and m["counts"]["concepts"] == 50
     assert m["file_lines"]["concepts.jsonl"] == len(content.CONCEPTS) + len(content.BASELINES)
@@ -121,20 +121,20 @@ def test_rehash_makes_a_deliberate_edit_loadable_under_a_new_version(root):
     prompts = json.loads(path.read_text())
     prompts["trial"] = "Trial {n}: do you notice an injected thought? If so, what is it about?"
     path.write_text(json.dumps(prompts, indent=2) + "\n")
-    with pytest.raises(DatasetError, match="changed but the version is still 1.3.0"):
+    with pytest.raises(DatasetError, match="changed but the version is still 1.4.0"):
         rehash_injection_dataset(root)
-    m = rehash_injection_dataset(root, version="1.4.0")
+    m = rehash_injection_dataset(root, version="1.5.0")
     data = load_injection_dataset(root)
-    assert data.prompts["trial"] == prompts["trial"] and data.version == "1.4.0"
+    assert data.prompts["trial"] == prompts["trial"] and data.version == "1.5.0"
     assert m["release_sha256"] == data.release_sha256 and "edited by hand" in m["generator"]
-    assert "1.4.0" in (root / NAME / "README.md").read_text()
+    assert "1.5.0" in (root / NAME / "README.md").read_text()
 
 
 def test_a_version_bumped_by_hand_in_the_manifest_is_enough_for_rehash(root):
     path = root / NAME / "yes_bias.jsonl"
     path.write_text(path.read_text().replace("Is seven an even number?", "Is nine an even number?"))
     mpath = root / NAME / "manifest.json"
-    mpath.write_text(mpath.read_text().replace('"version": "1.3.0"', '"version": "2.0.0"'))
+    mpath.write_text(mpath.read_text().replace('"version": "1.4.0"', '"version": "2.0.0"'))
     rehash_injection_dataset(root)
     assert load_injection_dataset(root).version == "2.0.0"
 
@@ -272,6 +272,16 @@ def test_the_published_protocol_variants_carry_lindseys_words_and_wording(tmp_pa
     assert lind.prompts["preamble"] == L.LINDSEY_PREAMBLE
     assert info.prompts["preamble"] == L.LINDSEY_PREAMBLE + "\n\n" + L.PEARSON_VOGEL_INFORMATION_PROMPT
     assert "information" in lind.concepts  # the paper's word 20, where several replications have "happiness"
+    # the two-turn trial as Pearson-Vogel et al.'s rendered prompt has it (inject_info-*_fmt-yes-no.json): the first
+    # user turn is "\n\n".join([preamble, information, notice]) (no information document in the plain variant)
+    from reproduce.injection.two_turn import two_turn_conversation
+
+    for d, parts in ((lind, [L.LINDSEY_PREAMBLE]), (info, [L.LINDSEY_PREAMBLE, L.PEARSON_VOGEL_INFORMATION_PROMPT])):
+        conv = two_turn_conversation(d)
+        assert conv[0]["content"] == "\n\n".join([*parts, "A concept has been injected into this message and the "
+                                                             "next, prefilled message."])
+        assert [m["content"] for m in conv[1:]] == ["{ }", L.PEARSON_VOGEL_TURN_2, "The answer is"]
+        assert [m["role"] for m in conv] == ["user", "assistant", "user", "assistant"]
     with pytest.raises(DatasetError, match="unknown concept-injection dataset 'lindsey'"):
         load_dataset(tmp_path, "lindsey")
 
