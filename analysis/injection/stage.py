@@ -297,6 +297,24 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
     return out
 
 
+def judge_case_agreement(raw: Path = RAW) -> dict | None:
+    """The judge's agreement with the labels of the graders' two sets (``judge_cases.parquet``, written when a
+    judge ran): per set, :func:`reproduce.injection.grader_cases.judge_agreement`, and the judge's spec; ``None``
+    when no judge ran."""
+    path = Path(raw) / "judge_cases.parquet"
+    if not path.exists():
+        return None
+    jc = pd.read_parquet(path)
+    if jc.empty:
+        return None
+    out = {"spec": json.loads((Path(raw) / "run.json").read_text()).get("judge")}
+    for name, g in jc.groupby("set", sort=True):
+        g = g.sort_values("case")
+        cases = list(zip(g["text"], g["concept"], g["claims"], g["identifies"]))
+        out[name] = grader_cases.judge_agreement(cases, g["judge_claims"], g["judge_names"])
+    return out
+
+
 def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = METRICS) -> Path:
     tables = read_tables(raw)
     settings = sampler_settings(profile, 0)
@@ -323,6 +341,9 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
     # the rule graders against their labelled replies: those they were written on, and a held-out set
     numbers["graders"] = {"development": grader_cases.agreement(grader_cases.CASES),
                           "held_out": grader_cases.agreement(grader_cases.HELD_OUT)}
+    judged = judge_case_agreement(raw)
+    if judged is not None:  # the optional judge on the same labelled replies, in the run that used it
+        numbers["graders"]["judge"] = judged
     with atomic_dir(out) as tmp:
         for name, df in res.items():
             if isinstance(df, pd.DataFrame):
@@ -330,7 +351,8 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
         for name, df in (("raw_rates", freq), ("coherence", coh), ("degeneration", degen), ("agreement", agree),
                          ("examples", ex), ("introspection_scores", paired["scores"]),
                          ("introspection_cells", paired["cells"]), ("two_turn_shifts", two["shifts"]),
-                         ("two_turn_cells", two["cells"]), ("lens_layers", two["lens"])):
+                         ("two_turn_cells", two["cells"]), ("lens_layers", two["lens"]),
+                         ("lens_vs_random", two["lens_vs_random"])):
             df.to_parquet(Path(tmp) / f"{name}.parquet", index=False)
         (Path(tmp) / "numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True, default=float))
     flat = {}

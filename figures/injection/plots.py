@@ -196,6 +196,7 @@ def two_turn_and_lens(inp: Inputs):
     concepts of the injected minus control log-probability of the concept word's first token, one line per
     injected cell (colour: layer fraction; solid: the largest strength, dashed: smaller ones)."""
     cells, lens = inp.table("two_turn_cells"), inp.table("lens_layers")
+    cells = cells[cells["measure"] == "yes_vs_no"]
     models = _models(cells)
     fig, axes = plt.subplots(2, len(models), figsize=(4.2 * len(models), 6.0), squeeze=False,
                              gridspec_kw={"hspace": 0.45})
@@ -227,6 +228,10 @@ def two_turn_and_lens(inp: Inputs):
             g = g.sort_values("read_layer")
             ax.plot(g["read_fraction"], g["d_lp_concept"], color=colours.get(f, OKABE_ITO["grey"]), lw=1.2,
                     ls="-" if st == top else "--")
+        rr = lens[(lens["model"] == m) & (lens["condition"] == "random") & (lens["strength"] == top)]
+        for f, g in rr.groupby("layer_fraction", sort=True):  # the random direction at the control fractions
+            g = g.sort_values("read_layer")
+            ax.plot(g["read_fraction"], g["d_lp_concept"], color=OKABE_ITO["grey"], lw=1.0, ls=":")
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xlabel("read layer (fraction of depth)")
     axes[0][0].set_ylabel("shift in yes/no log-odds")

@@ -195,7 +195,7 @@ def introspection_text(s: dict) -> str:
 def two_turn_text(t: dict) -> str:
     """The two-turn trial and its logit lens (analysis.injection.two_turn) in one paragraph's sentences."""
     iv = lambda x: f"{x['mean']:+.2f} [{x['low']:+.2f}, {x['high']:+.2f}]"  # noqa: E731
-    out = (f"In the two-turn trial (injected while it read the first turn and wrote its first reply, asked in a second "
+    out = (f"In the two-turn trial (injected while it read the first turn and its first reply, asked in a second "
            f"turn), without injection it answered \"yes\" with probability {t['control_p_yes']:.2f} over yes/no "
            f"({100 * t['control_p_outside']:.0f}% of the next token's mass on neither). The shift in the yes/no "
            f"log-odds under a concept's injection had a 95% interval over its {t['concepts']} concepts above 0 in "
@@ -203,17 +203,23 @@ def two_turn_text(t: dict) -> str:
     if t.get("vs_random_cells"):
         out += (f"; against a random direction of the same norm at the same cell, it was higher in "
                 f"{t['vs_random_above']} and lower in {t['vs_random_below']} of {t['vs_random_cells']} cells")
+    out += (" (each cell's own interval, not corrected for the number of cells; the intervals are over concepts "
+            "in one conversation and do not cover other wordings)")
     if "best" in t:
         b = t["best"]
         out += (f". The cell with the largest shift on {len(b['split']['choose'])} concepts (layer fraction "
                 f"{b['layer_fraction']:g}, strength {b['strength']:g}) shifted it by {iv(b['held_out'])} on the other "
                 f"{b['held_out']['n']}")
-    if "lens_top" in t:
-        lt = t["lens_top"]
-        out += (f". In the logit lens at the answer position, the concept word's first token rose most, "
-                f"{lt['d_lp_concept']:+.2f} in log-probability on average, when read at block {lt['read_layer']} "
-                f"(fraction {lt['read_fraction']:.2f}) under injection at layer fraction {lt['layer_fraction']:g}, "
-                f"strength {lt['strength']:g}")
+        if "held_out_full" in b and b["held_out_full"]["mean"] == b["held_out_full"]["mean"]:
+            out += (f" (logit P(yes) over the whole vocabulary, the probability Pearson-Vogel et al. compare: "
+                    f"{iv(b['held_out_full'])})")
+    if "lens_vs_random_top" in t:
+        lt = t["lens_vs_random_top"]
+        out += (f". In the logit lens at the answer position, the largest mean difference in the concept word's "
+                f"first-token log-probability between its own vector and a random direction at the same cell was "
+                f"{iv(lt)} (the largest of {lt['among']} cell and read-layer pairs, with its own interval), read at "
+                f"block {lt['read_layer']} under injection at layer fraction {lt['layer_fraction']:g}, strength "
+                f"{lt['strength']:g}")
     return out + ". These are measurements without a verdict word: their false-positive rates have not been simulated."
 
 
@@ -379,7 +385,17 @@ def grader_sentence(g: dict) -> str:
             f"corrected on in {labelled_agreement_text(dev['claims'])} (claims detection) and {labelled_agreement_text(dev['identifies'])} "
             f"(detection before naming), and, on {held['claims']['n']} replies written independently from the same "
             f"criteria and never used to change the rules, in {labelled_agreement_text(held['claims'])} and "
-            f"{labelled_agreement_text(held['identifies'])}: their measured agreement (`reproduce/injection/grader_cases.py`).")
+            f"{labelled_agreement_text(held['identifies'])}: their measured agreement (`reproduce/injection/grader_cases.py`)."
+            + (judge_sentence(g["judge"]) if g.get("judge") else ""))
+
+
+def judge_sentence(j: dict) -> str:
+    """The optional judge's agreement with the same labelled replies, measured in this run."""
+    dev, held = j["development"], j["held_out"]
+    return (f" The judge ({j['spec']}) agrees with the same labels in {labelled_agreement_text(dev['claims'])} and "
+            f"{labelled_agreement_text(dev['identifies'])} on the first set, and in "
+            f"{labelled_agreement_text(held['claims'])} and {labelled_agreement_text(held['identifies'])} on the "
+            "held-out set (claims detection; noticing before naming).")
 
 
 def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROOT / "paper",

@@ -90,10 +90,16 @@ SCHEMAS = {  # one table per part, one row per trial
         Col("model", "str", null=False), Col("sentence_id", "str", null=False), Col("word", "str", null=False),
         Col("instruction", "str", null=False), Col("layer", "int", null=False), Col("layer_fraction", "float", range=PROB),
         Col("cosine", "float", range=(-1.0, 1.0))]),
+    # the optional judge on the graders' labelled replies (empty without a judge)
+    "judge_cases": Schema("injection/judge_cases", [
+        Col("set", "str", null=False, values=("development", "held_out")), Col("case", "int", null=False),
+        Col("text", "str", null=False), Col("concept", "str", null=False), Col("claims", "bool", null=False),
+        Col("identifies", "bool", null=False), Col("judge_claims", "float", range=PROB),
+        Col("judge_names", "float", range=PROB)]),
     "two_turn": Schema("injection/two_turn", [
         Col("model", "str", null=False), Col("condition", "str", null=False, values=("control", "concept", "random")),
         Col("concept", "str", null=False), *_SITE, Col("p_yes", "float", range=PROB), Col("logodds", "float"),
-        Col("p_outside", "float", range=PROB)]),
+        Col("p_outside", "float", range=PROB), Col("lp_yes", "float", range=(-float("inf"), 0.0))]),
     "lens": Schema("injection/lens", [
         Col("model", "str", null=False), Col("condition", "str", null=False, values=("control", "concept", "random")),
         Col("concept", "str", null=False), *_SITE, Col("read_layer", "int", null=False),
@@ -483,16 +489,27 @@ class Runner:
         return {k: v.assign(model=self.lm.name) for k, v in out.items() if v is not None}
 
 
-def judge_freetext(profile: Profile, freetext: pd.DataFrame) -> pd.DataFrame:
-    """The optional judge's P(yes) for "claims detection" and "names the concept" on every free-text row."""
+def judge_freetext(profile: Profile, freetext: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The optional judge's P(yes) for "claims detection" and "names the concept" on every free-text row, and, in
+    the same call, on every labelled reply of the graders' two sets (:mod:`reproduce.injection.grader_cases`), so
+    that its agreement with the labels is measured in the run that uses it. Returns (free text, labelled cases);
+    without a judge the free text's judge columns are empty and so is the second table."""
+    import reproduce.injection.grader_cases as grader_cases
+
     spec = profile.injection.judge
-    if spec is None or freetext.empty:
-        return freetext.assign(judge_claims=np.nan, judge_names=np.nan)
-    texts = [quoted(t) for t in freetext["text"]]
-    n = len(texts)
+    cases = pd.DataFrame([{"set": name, "case": i, "text": c[0], "concept": c[1], "claims": c[2], "identifies": c[3]}
+                          for name, rows in grader_cases.labelled_sets().items() for i, c in enumerate(rows)])
+    if spec is None:
+        return (freetext.assign(judge_claims=np.nan, judge_names=np.nan),
+                cases.iloc[:0].assign(judge_claims=np.nan, judge_names=np.nan))
+    texts = [quoted(t) for t in [*freetext["text"], *cases["text"]]]
+    words = [*freetext["concept"], *cases["concept"]]
+    n, k = len(freetext), len(texts)
     p = run_judge(profile, spec, [graders.JUDGE_DETECT.format(text=t) for t in texts]
-                          + [graders.JUDGE_NAMES.format(text=t, word=c) for t, c in zip(texts, freetext["concept"])])
-    return freetext.assign(judge_claims=p[:n], judge_names=p[n:])
+                  + [graders.JUDGE_NAMES.format(text=t, word=c) for t, c in zip(texts, words)])
+    p = np.asarray(p, dtype=float)
+    return (freetext.assign(judge_claims=p[:n], judge_names=p[k:k + n]),
+            cases.assign(judge_claims=p[n:k], judge_names=p[k + n:]))
 
 
 def plan_bound(plan, data: InjectionData, tok, fmt) -> dict:
@@ -563,6 +580,6 @@ def run_concept_injection(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         del runner, engine, lm
         release_memory()
     out = {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS}
-    out["freetext"] = judge_freetext(profile, out["freetext"])
+    out["freetext"], out["judge_cases"] = judge_freetext(profile, out["freetext"])
     run["judge"] = profile.injection.judge
     return write_stage_tables(out_dir, out, run, SCHEMAS)

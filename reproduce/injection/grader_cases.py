@@ -198,3 +198,25 @@ def agreement(cases=CASES) -> dict:
                      "false_positives": sum(g and not w for g, w in zip(got, want)),
                      "false_negatives": sum(w and not g for g, w in zip(got, want))}
     return out
+
+
+def labelled_sets() -> dict[str, tuple[tuple[str, str, bool, bool], ...]]:
+    """The two labelled sets by name: those the rules were written and corrected on, and the held-out one."""
+    return {"development": CASES, "held_out": HELD_OUT}
+
+
+def judge_agreement(cases, p_claims, p_identifies) -> dict:
+    """How a judge agrees with the labels of ``cases``, given its P(yes) per case for claiming detection
+    (:data:`reproduce.injection.graders.JUDGE_DETECT`) and for noticing a thought about the concept before or with
+    naming it (:data:`reproduce.injection.graders.JUDGE_NAMES`), each read as yes above 1/2: the same counts as
+    :func:`agreement` gives the rules."""
+    out = {}
+    for name, probs, label in (("claims", p_claims, 2), ("identifies", p_identifies, 3)):
+        got = [float(p) > 0.5 for p in probs]
+        want = [c[label] for c in cases]
+        if len(got) != len(want):
+            raise ValueError(f"{len(got)} judge answers for {len(want)} labelled cases")
+        out[name] = {"n": len(cases), "agree": sum(g == w for g, w in zip(got, want)),
+                     "false_positives": sum(g and not w for g, w in zip(got, want)),
+                     "false_negatives": sum(w and not g for g, w in zip(got, want))}
+    return out

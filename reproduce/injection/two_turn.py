@@ -5,8 +5,8 @@ The conversation (:func:`two_turn_conversation`): the preamble and a notice in t
 first reply, a question about them in a second user turn, and the answer prefilled up to the word read next.
 The injection steers the first exchange only (:func:`two_turn_span`): the second turn and the answer read it
 through the key-value cache. Pearson-Vogel et al. computed the first exchange with the injection into a cache
-and the rest on top of it without; one pass that injects by position (:class:`reproduce.lm.steering.Steer`)
-gives the same numbers, and a test checks it against their cache-by-cache computation.
+and the rest on top of it without; one pass that injects by position (:class:`reproduce.lm.steering.Steer`) is
+the same computation, and a test compares the two on the embedded models.
 """
 
 from __future__ import annotations
@@ -29,16 +29,25 @@ def two_turn_conversation(data: InjectionData) -> list[dict]:
 
 
 def two_turn_span(lm, conv: list[dict]) -> tuple[int, int]:
-    """Where the two-turn trial's injection goes: from the token just before the first user turn's text through
-    the last token of the model's first reply (the template's closing tokens after it, the second turn and the
-    answer are not steered; they read the first exchange through the key-value cache alone)."""
+    """Where the two-turn trial's injection goes, as Pearson-Vogel et al. placed it: on every token of the first
+    two messages as the chat template writes them, from the first token (the template's opening, and its system
+    text where it writes one) through the closing tokens after the first reply. The second turn and the answer are
+    not steered; they read the first exchange through the key-value cache alone. For a chat template, the first
+    exchange is the template's rendering of those two messages as a closed conversation; for the plain format, the
+    reply's line."""
     rendered = lm.format.render(conv)
     first, reply = conv[0]["content"], conv[1]["content"]
     at = rendered.index(first)
-    a, _ = token_span(lm, rendered, at, at + len(first))
-    at2 = rendered.index(reply, at + len(first))
-    _, b = token_span(lm, rendered, at2, at2 + len(reply))
-    return max(0, a - 1), b
+    stop = rendered.index(reply, at + len(first)) + len(reply)
+    if lm.format.kind == "chat":
+        messages = ([{"role": "system", "content": lm.format.system_prompt}] if lm.format.system_prompt is not None
+                    else []) + list(conv[:2])
+        closed = lm.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
+        if rendered.startswith(closed) and len(closed) >= stop:
+            stop = len(closed)
+    elif rendered[stop:stop + 1] == "\n":
+        stop += 1
+    return 0, token_span(lm, rendered, 0, stop)[1]
 
 
 def first_token(lm, text: str) -> int:
@@ -53,7 +62,8 @@ def run_two_turn(runner) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The two-turn protocol (Pearson-Vogel et al. 2026; :func:`two_turn_conversation`): the injection steers
     the first exchange only (:func:`two_turn_span`), and after the prefill the next token's " yes" against
     " no" is read from the model's own distribution: ``p_yes`` normalised over the two, ``logodds``
-    log P(yes) - log P(no), ``p_outside`` the mass on neither. The same pass gives the logit lens at the
+    log P(yes) - log P(no), ``p_outside`` the mass on neither, and ``lp_yes`` log P(yes) over the whole
+    vocabulary (the probability Pearson-Vogel et al. compare). The same pass gives the logit lens at the
     answer position (:func:`reproduce.lm.steering.last_position_readout`): at every layer, the log-probability
     of the concept word's first token and the yes/no log-odds. Returns (trials, lens)."""
     specs = runner.two_turn_specs()
@@ -78,6 +88,7 @@ def run_two_turn(runner) -> tuple[pd.DataFrame, pd.DataFrame]:
     trials["logodds"] = own[:, 0] - own[:, 1]
     trials["p_yes"] = 1.0 / (1.0 + np.exp(-trials["logodds"]))
     trials["p_outside"] = np.clip(1.0 - np.exp(own[:, 0]) - np.exp(own[:, 1]), 0.0, 1.0)
+    trials["lp_yes"] = own[:, 0]  # over the whole vocabulary: Pearson-Vogel et al.'s P(yes), kept beside ours
     rows = []
     for i, sp in enumerate(specs):
         k = 2 + words.index(sp["concept"])

@@ -233,9 +233,9 @@ def last_position_readout(lm: LoadedModel, prompts: Sequence, token_ids: Sequenc
     hooks = [blocks[l].register_forward_hook(lambda m, a, o, l=l: captured.__setitem__(l, _hidden(o)[:, -1]))
              for l in layers]
 
-    def logprobs(logits: torch.Tensor) -> torch.Tensor:
+    def logprobs(logits: torch.Tensor, capped: bool) -> torch.Tensor:
         logits = logits.float()
-        if cap:
+        if cap and not capped:  # the model's own logits come capped already; the lens's are the head's raw output
             logits = torch.tanh(logits / cap) * cap
         return torch.log_softmax(logits, dim=-1)[..., ids.to(logits.device)].cpu()
 
@@ -253,8 +253,17 @@ def last_position_readout(lm: LoadedModel, prompts: Sequence, token_ids: Sequenc
                 steer.set_rows(range(b, b + len(batch)))
             out = lm.model(input_ids=enc["input_ids"].to(lm.device), attention_mask=mask, position_ids=pos,
                            use_cache=False, logits_to_keep=1)
-            own.append(logprobs(out.logits[:, -1]))
-            lens.append(torch.stack([logprobs(head(norm(captured[l]))) for l in layers], dim=1))
+            own.append(logprobs(out.logits[:, -1], capped=True))
+            lens.append(torch.stack([logprobs(head(norm(captured[l])), capped=False) for l in layers], dim=1))
+            last = len(blocks) - 1
+            if b == 0 and last in layers:
+                # the lens at the last block must be the model's own distribution; a head this function does not
+                # reproduce (another scaling of the logits) would make every read layer's numbers wrong
+                gap = float((lens[-1][:, layers.index(last)] - own[-1]).abs().max())
+                if gap > (1e-3 if lm.model.dtype == torch.float32 else 5e-2):
+                    raise SteeringError(f"the logit lens of {lm.name} does not reproduce its own output at the last "
+                                        f"block (largest difference {gap:.3g} in log-probability): its output head "
+                                        "scales the logits in a way the lens does not know")
     finally:
         for h in hooks:
             h.remove()

@@ -215,19 +215,51 @@ def test_control_trials_equal_unsteered_runs_and_injection_changes_the_answer(sm
     assert not np.allclose(inj["p_yes"].to_numpy(), ctl["p_yes"].to_numpy(), atol=1e-3)
 
 
-def test_the_optional_judge_grades_free_text_with_a_local_model(models, monkeypatch):
-    """A judge named by any model spec: its P(yes) for "claims detection" and "names the concept" per row."""
+def test_the_optional_judge_grades_free_text_and_the_labelled_replies_with_a_local_model(models, monkeypatch,
+                                                                                          tmp_path):
+    """A judge named by any model spec: its P(yes) for "claims detection" and "names the concept" per row, and on
+    every labelled reply of the graders' two sets in the same call; the analysis counts its agreement with the
+    labels as it counts the rules', and the manuscript's sentence quotes it. (The embedded base model is no judge
+    worth having; the test checks the path and the counts, not the quality.)"""
+    import json
+
+    import reproduce.injection.grader_cases as grader_cases
     import reproduce.stage as stages
-    from reproduce.injection.experiment import judge_freetext
+    from analysis.injection.stage import judge_case_agreement
+    from reproduce.injection.experiment import SCHEMAS, judge_freetext
+    from reproduce.lm.judge import quoted
+    from report.injection.section import grader_sentence
 
     lm, engine = models["smollm2-135m"]
     monkeypatch.setattr(stages, "load_model", lambda profile, ref: (lm, engine))  # the session's loaded copy
     profile = tiny_profile(injection=dict(SMALL, judge="smollm2-135m"))
     ft = pd.DataFrame({"text": ["Yes, I notice an injected thought about the ocean.", "No, nothing unusual."],
                        "concept": ["ocean", "ocean"]})
-    out = judge_freetext(profile, ft)
+    out, cases = judge_freetext(profile, ft)
     assert out["judge_claims"].between(0, 1).all() and out["judge_names"].between(0, 1).all()
-    assert judge_freetext(tiny_profile(injection=SMALL), ft)["judge_claims"].isna().all()
+    SCHEMAS["judge_cases"].check(cases, "the judged cases")
+    sets = grader_cases.labelled_sets()
+    assert len(cases) == sum(len(v) for v in sets.values()) >= 60
+    # the free text's numbers do not depend on the cases judged beside them
+    alone = stages.run_judge(profile, "smollm2-135m", [graders.JUDGE_DETECT.format(text=quoted(ft["text"].iloc[0]))])
+    assert out["judge_claims"].iloc[0] == pytest.approx(alone[0], abs=1e-5)
+    cases.to_parquet(tmp_path / "judge_cases.parquet", index=False)
+    (tmp_path / "run.json").write_text(json.dumps({"judge": "smollm2-135m"}))
+    got = judge_case_agreement(tmp_path)
+    assert got["spec"] == "smollm2-135m"
+    for name, rows in sets.items():
+        c = cases[cases["set"] == name].sort_values("case")
+        for key, col, label in (("claims", "judge_claims", 2), ("identifies", "judge_names", 3)):
+            said = (c[col] > 0.5).to_numpy()
+            want = np.array([r[label] for r in rows])
+            assert got[name][key] == {"n": len(rows), "agree": int((said == want).sum()),
+                                      "false_positives": int((said & ~want).sum()),
+                                      "false_negatives": int((~said & want).sum())}
+    text = grader_sentence({"development": grader_cases.agreement(grader_cases.CASES),
+                            "held_out": grader_cases.agreement(grader_cases.HELD_OUT), "judge": got})
+    assert f"The judge (smollm2-135m) agrees with the same labels in {got['development']['claims']['agree']} of" in text
+    none_ft, none_cases = judge_freetext(tiny_profile(injection=SMALL), ft)
+    assert none_ft["judge_claims"].isna().all() and none_cases.empty
 
 
 def test_the_shards_key_holds_the_seed_and_the_code_that_steers_and_grades(models, monkeypatch):
@@ -350,35 +382,44 @@ def test_the_two_turn_trial_steers_the_first_exchange_and_is_read_through_the_ca
     conv = two_turn_conversation(data)
     start, end = two_turn_span(lm, conv)
     ids = lm.tokenizer(lm.format.render(conv), add_special_tokens=lm.format.add_special_tokens)["input_ids"]
-    # the span: from just before the first turn's text through the first reply, and the reply ends it
-    assert lm.tokenizer.decode(ids[start:end]).rstrip().endswith(data.prompts["two_turn_reply"].format())
-    assert data.prompts["two_turn_question"].format() in lm.tokenizer.decode(ids[end:])
+    # the span, as they placed it: every token of the first two messages as the template writes them, from the
+    # first token through the closing tokens after the reply; the second turn's own tokens start right after
+    assert start == 0
+    first_exchange = lm.tokenizer.decode(ids[:end])
+    assert data.prompts["two_turn_reply"].format() in first_exchange
+    assert data.prompts["two_turn_question"].format()[:20] not in first_exchange
+    second = lm.tokenizer.decode(ids[end:])
+    assert data.prompts["two_turn_question"].format() in second
+    assert second.index(data.prompts["two_turn_question"].format()) <= 40  # only the turn's header before it
     yes, no = first_token(lm, " yes"), first_token(lm, " no")
-    row = trials[trials["condition"] == "concept"].iloc[0]
-    vec = _vector(runner.cv, "concept", row["concept"], int(row["layer"]), float(row["strength"]), profile.seed,
-                  profile.injection.strength_units)
-    block = decoder_layers(lm.model)[int(row["layer"])]
-
-    def add(module, args, output):
-        h = output[0] if isinstance(output, tuple) else output
-        h = h.clone()
-        h[:, start:, :] += vec.to(h.dtype)  # this pass holds only positions < end
-        return (h, *output[1:]) if isinstance(output, tuple) else h
-
     x = torch.tensor([ids])
-    with torch.inference_mode():
-        hook = block.register_forward_hook(add)
-        try:
-            first = lm.model(input_ids=x[:, :end], use_cache=True)
-        finally:
-            hook.remove()
-        rest = lm.model(input_ids=x[:, end:], past_key_values=first.past_key_values, use_cache=True)
-    lp = torch.log_softmax(rest.logits[0, -1].float(), -1)
-    assert row["logodds"] == pytest.approx(float(lp[yes] - lp[no]), abs=2e-3)
+    rows = trials[trials["condition"] != "control"]
+    for _, row in rows.iloc[[0, len(rows) // 2, -1]].iterrows():  # concept and random rows
+        kind = "concept" if row["condition"] == "concept" else "random"
+        vec = _vector(runner.cv, kind, row["concept"], int(row["layer"]), float(row["strength"]), profile.seed,
+                      profile.injection.strength_units)
+        block = decoder_layers(lm.model)[int(row["layer"])]
+
+        def add(module, args, output, vec=vec):
+            h = output[0] if isinstance(output, tuple) else output
+            h = h.clone()
+            h[:, start:, :] += vec.to(h.dtype)  # this pass holds only positions < end
+            return (h, *output[1:]) if isinstance(output, tuple) else h
+
+        with torch.inference_mode():
+            hook = block.register_forward_hook(add)
+            try:
+                first = lm.model(input_ids=x[:, :end], use_cache=True)
+            finally:
+                hook.remove()
+            rest = lm.model(input_ids=x[:, end:], past_key_values=first.past_key_values, use_cache=True)
+        lp = torch.log_softmax(rest.logits[0, -1].float(), -1)
+        assert row["logodds"] == pytest.approx(float(lp[yes] - lp[no]), abs=2e-3)
+        assert row["lp_yes"] == pytest.approx(float(lp[yes]), abs=2e-3)
     ctl = trials[trials["condition"] == "control"]
     plain = engine.score([conv, conv], [" yes", " no"])
     assert np.allclose(ctl["logodds"], float(plain[0].sum() - plain[1].sum()), atol=2e-3)
-    assert not np.isclose(row["logodds"], ctl["logodds"].iloc[0], atol=1e-3)
+    assert not np.allclose(rows["logodds"], ctl["logodds"].iloc[0], atol=1e-3)
     assert trials["p_yes"].between(0, 1).all() and trials["p_outside"].between(0, 1).all()
     # the lens: the last block is the model's own answer; blocks before the injection read the control's numbers
     last = lens[lens["read_layer"] == runner.n_layers - 1].reset_index(drop=True)
@@ -388,3 +429,18 @@ def test_the_two_turn_trial_steers_the_first_exchange_and_is_read_through_the_ca
     base = lens[lens["condition"] == "control"].set_index(key)
     assert len(below) and np.allclose(below["lp_concept"], base.loc[below.index, "lp_concept"], atol=1e-4)
     assert set(lens["concept_token"]) and len(lens) == len(trials) * runner.n_layers
+
+
+def test_a_logit_lens_that_does_not_reproduce_the_models_own_output_is_refused(models, monkeypatch):
+    """The lens at the last block must be the model's own distribution; a head the lens does not know (here a
+    soft-cap the model does not apply, set on its config) is refused instead of giving wrong numbers per layer."""
+    from reproduce.lm.steering import SteeringError, last_position_readout
+
+    lm, _ = models["smollm2-135m"]
+    conv = [{"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "The colour is"}]
+    ids = [lm.tokenizer(" red", add_special_tokens=False)["input_ids"][0]]
+    own, lens = last_position_readout(lm, [conv], ids, [0, len(lm.model.model.layers) - 1])
+    assert lens[0, -1, 0] == pytest.approx(own[0, 0], abs=1e-4) and lens[0, 0, 0] != pytest.approx(own[0, 0], abs=1e-2)
+    monkeypatch.setattr(lm.model.config, "final_logit_softcapping", 5.0, raising=False)
+    with pytest.raises(SteeringError, match="does not reproduce its own output"):
+        last_position_readout(lm, [conv], ids, [len(lm.model.model.layers) - 1])

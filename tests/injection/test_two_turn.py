@@ -36,9 +36,19 @@ def _tables(base=0.5, seed=3):
             if f == 0.8:
                 trials.append(dict(model="m", condition="random", concept=c, layer=8, layer_fraction=f, strength=s,
                                    logodds=base + shift / 2))
+                for rl in (0, 1):  # the random direction raises the concept's token by a quarter of its own vector
+                    lens.append(dict(model="m", condition="random", concept=c, layer=8, layer_fraction=f,
+                                     strength=s, read_layer=rl, read_fraction=float(rl),
+                                     lp_concept=-10.0 + rl * s / 4, logodds_yes=base))
     t = pd.DataFrame(trials)
+    # P(yes) over yes/no, and over the whole vocabulary with a tenth of the mass elsewhere
     t = t.assign(p_yes=1 / (1 + np.exp(-t["logodds"])), p_outside=0.1)
+    t = t.assign(lp_yes=np.log(0.9 * t["p_yes"]))
     return t, pd.DataFrame(lens)
+
+
+def _ours(cells):
+    return cells[cells["measure"] == "yes_vs_no"]
 
 
 def test_shifts_cells_and_the_paired_random_contrast_are_the_hand_computed_ones():
@@ -46,7 +56,7 @@ def test_shifts_cells_and_the_paired_random_contrast_are_the_hand_computed_ones(
     out = TT.analyse(trials, lens, seed=0)
     sh = out["shifts"]
     assert len(sh) == len(CONCEPTS) * (len(CELLS) + 2) and set(sh["condition"]) == {"concept", "random"}
-    cells = out["cells"]
+    cells = _ours(out["cells"])
     for (f, s) in CELLS:
         got = cells[(cells["condition"] == "concept") & np.isclose(cells["layer_fraction"], f)
                     & np.isclose(cells["strength"], s)].iloc[0]
@@ -80,8 +90,33 @@ def test_the_lens_table_is_injected_minus_control_per_read_layer():
     for (f, s) in CELLS:
         g = c[np.isclose(c["layer_fraction"], f) & np.isclose(c["strength"], s)].set_index("read_layer")
         assert g.loc[0, "d_lp_concept"] == pytest.approx(0.0) and g.loc[1, "d_lp_concept"] == pytest.approx(s)
-    top = TT.analyse(trials, lens, seed=0)["numbers"]["m"]["lens_top"]
-    assert (top["read_layer"], top["strength"]) == (1, 4.0) and top["d_lp_concept"] == pytest.approx(4.0)
+    # against the random direction, paired by concept: s - s / 4 at read layer 1, nothing at read layer 0
+    lr = TT.analyse(trials, lens, seed=0)["lens_vs_random"]
+    assert sorted(set(zip(lr["layer_fraction"], lr["strength"]))) == [CELLS[1], CELLS[2]]
+    for _, r in lr.iterrows():
+        assert r["mean"] == pytest.approx(0.75 * r["strength"] * r["read_layer"]) and r["n"] == len(CONCEPTS)
+    top = TT.analyse(trials, lens, seed=0)["numbers"]["m"]["lens_vs_random_top"]
+    assert (top["read_layer"], top["strength"], top["among"]) == (1, 4.0, 4) and top["mean"] == pytest.approx(3.0)
+
+
+def test_the_whole_vocabulary_measure_is_kept_beside_ours_and_unequal_controls_are_refused():
+    from reproduce.errors import DataError
+
+    trials, lens = _tables()
+    out = TT.analyse(trials, lens, seed=0)
+    sh = out["shifts"]
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    row = trials[trials["condition"] == "concept"].iloc[0]
+    base = trials[trials["condition"] == "control"].iloc[0]
+    got = sh[(sh["concept"] == row["concept"]) & (sh["condition"] == "concept")
+             & np.isclose(sh["strength"], row["strength"]) & np.isclose(sh["layer_fraction"], row["layer_fraction"])]
+    assert got["shift_full"].iloc[0] == pytest.approx(logit(0.9 * row["p_yes"]) - logit(0.9 * base["p_yes"]))
+    assert set(out["cells"]["measure"]) == set(TT.MEASURES)
+    assert not np.isnan(out["numbers"]["m"]["best"]["held_out_full"]["mean"])
+    bad = trials.copy()
+    bad.loc[bad.index[bad["condition"] == "control"][0], "logodds"] += 1.0
+    with pytest.raises(DataError, match="two-turn control trials differ"):
+        TT.shifts(bad)
 
 
 def test_a_model_with_too_few_concepts_gets_no_split_half_choice():
