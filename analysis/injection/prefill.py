@@ -13,7 +13,7 @@ from reproduce.errors import DataError
 import analysis.bayes as M
 from analysis.injection.design import CELL, LOGIT_SD, _cell_codes, _cell_label, _injected_cells, check_table
 from analysis.bayes import category_codes as _codes
-from analysis.injection.likelihood import _effect_draws, _observed_average, _random_effect, _summary
+from analysis.injection.likelihood import _effect_draws, _observed_average, _random_effect, _summary, simultaneous_band
 from analysis.bayes import aggregate_binomial as _aggregate, draws as _draws, sigmoid as _sigmoid
 
 if TYPE_CHECKING:
@@ -84,7 +84,8 @@ def prefill_summary(idata: az.InferenceData, rows: pd.DataFrame) -> dict[str, pd
     """``conditions``: per level (control; matching / random per cell) the raw ``n, k, rate`` and
     P(accident) at the average pair (``mean, low, high``) and averaged over its pairs (``obs_*``).
     ``contrasts``: per injected cell, ``matching - control`` and (where random rows exist) ``matching -
-    random``, as ``mean, low, high`` (differences of probabilities), ``p_positive``, and ``obs_*``."""
+    random``, as ``mean, low, high`` (differences of probabilities), ``p_positive``, ``obs_*``, and
+    ``sim_low, sim_high``, the simultaneous 95% band over the contrast's cells (:func:`simultaneous_band`)."""
     des = prefill_design(rows)
     kappa = _draws(idata, "kappa")
     p0 = _sigmoid(kappa)
@@ -93,7 +94,7 @@ def prefill_summary(idata: az.InferenceData, rows: pd.DataFrame) -> dict[str, pd
     lv = des.levels
     conds = [{**{c: r[c] for c in ("condition", "layer_fraction", "strength", "layer", "n", "k")},
               "rate": r["k"] / r["n"], **_summary(p0[i]), **_summary(pobs[i], "obs_")} for i, r in lv.iterrows()]
-    contrasts = []
+    contrasts, draws = [], []
     for i, r in lv[lv["condition"] == "matching"].iterrows():
         others = [("control", 0)]
         same = lv.index[(lv["condition"] == "random") & (lv["layer_fraction"] == r["layer_fraction"])
@@ -104,4 +105,14 @@ def prefill_summary(idata: az.InferenceData, rows: pd.DataFrame) -> dict[str, pd
             contrasts.append({"contrast": f"matching - {name}", "layer_fraction": r["layer_fraction"],
                               "strength": r["strength"], "layer": r["layer"], **_summary(d),
                               "p_positive": float((d > 0).mean()), **_summary(dobs, "obs_")})
-    return {"conditions": pd.DataFrame(conds), "contrasts": pd.DataFrame(contrasts)}
+            draws.append(d)
+    out = pd.DataFrame(contrasts)
+    if len(out):
+        # the strongest cell of a contrast is chosen among its cells: its verdict reads the simultaneous band over them
+        d = np.stack(draws)
+        out["sim_low"], out["sim_high"] = np.nan, np.nan
+        for name, idx in out.groupby("contrast").groups.items():
+            idx = np.asarray(list(idx))
+            lo, hi = simultaneous_band(d[idx])
+            out.loc[idx, "sim_low"], out.loc[idx, "sim_high"] = lo, hi
+    return {"conditions": pd.DataFrame(conds), "contrasts": out}

@@ -265,10 +265,13 @@ def headline_numbers(res: dict, coh: pd.DataFrame, degen: pd.DataFrame, agree: p
             # the published direction: matching injection lowers "accident"
             low, tied = top_cell(g, _prefill_raw(g, res["prefill_conditions"]), lowest=True)
             key = contrast.replace(" - ", "_minus_")
+            banded = "sim_low" in g.columns and not np.isnan(low["sim_low"])
+            # chosen as the most negative of the contrast's cells: the verdict reads the simultaneous band over them
+            lo, hi = (low["sim_low"], low["sim_high"]) if banded else (low["low"], low["high"])
             d.setdefault("prefill", {})[key] = {
                 "strongest": {**_iv(low), "layer_fraction": float(low["layer_fraction"]),
-                              "strength": float(low["strength"]), "verdict": verdict(low["low"], low["high"]),
-                              "tied": tied},
+                              "strength": float(low["strength"]), "verdict": verdict(lo, hi), "tied": tied,
+                              **({"band": {"low": float(lo), "high": float(hi)}} if banded else {})},
                 "cells_below": int((g["high"] < 0).sum()), "cells_above": int((g["low"] > 0).sum()), "cells": int(len(g))}
         il = res["intention_layers"]
         il = il[il["model"] == m] if len(il) else il

@@ -294,10 +294,12 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
         c = d.get("prefill", {}).get(key)
         if c:
             s = c["strongest"]
+            band = (_band_text(s["band"], c["cells"], "cells", percent=True) + f", {WORDS[s['verdict']]} zero"
+                    if s.get("band") else "")
             parts.append(f"Prefill detection, {label}: in the cell with the most negative raw difference in the share "
                          f"of trials called an accident (P(\"accident\") > 1/2) the difference was {points_interval(s)} (layer "
-                         f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}{_ties(s, 'raw difference')}); {c['cells_below']} of "
-                         f"{c['cells']} cells credibly below zero, {c['cells_above']} credibly above.")
+                         f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}{_ties(s, 'raw difference')}){band}; "
+                         f"{c['cells_below']} of {c['cells']} cells credibly below zero, {c['cells_above']} credibly above.")
     pc = _cells(tables, "prefill_conditions", m)
     if pc is not None and d.get("prefill"):
         note = _prefill_note(pc, d)

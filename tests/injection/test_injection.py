@@ -232,6 +232,14 @@ def test_the_optional_judge_grades_free_text_and_the_labelled_replies_with_a_loc
 
     lm, engine = models["smollm2-135m"]
     monkeypatch.setattr(stages, "load_model", lambda profile, ref: (lm, engine))  # the session's loaded copy
+    full = grader_cases.labelled_sets()
+    assert sum(len(v) for v in full.values()) >= 60
+    # a few of each set's replies, true and false on both labels (the whole sets take minutes on a CPU)
+    few = {name: tuple(next(r for r in rows if (r[2], r[3]) == want)
+                       for want in ((True, True), (True, False), (False, False)))
+           for name, rows in full.items()}
+    assert all({r[2] for r in v} == {True, False} and {r[3] for r in v} == {True, False} for v in few.values())
+    monkeypatch.setattr(grader_cases, "labelled_sets", lambda: few)
     profile = tiny_profile(injection=dict(SMALL, judge="smollm2-135m"))
     ft = pd.DataFrame({"text": ["Yes, I notice an injected thought about the ocean.", "No, nothing unusual."],
                        "concept": ["ocean", "ocean"]})
@@ -239,7 +247,7 @@ def test_the_optional_judge_grades_free_text_and_the_labelled_replies_with_a_loc
     assert out["judge_claims"].between(0, 1).all() and out["judge_names"].between(0, 1).all()
     SCHEMAS["judge_cases"].check(cases, "the judged cases")
     sets = grader_cases.labelled_sets()
-    assert len(cases) == sum(len(v) for v in sets.values()) >= 60
+    assert len(cases) == sum(len(v) for v in sets.values()) == 6
     # the free text's numbers do not depend on the cases judged beside them
     alone = stages.run_judge(profile, "smollm2-135m", [graders.JUDGE_DETECT.format(text=quoted(ft["text"].iloc[0]))])
     assert out["judge_claims"].iloc[0] == pytest.approx(alone[0], abs=1e-5)

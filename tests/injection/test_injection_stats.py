@@ -166,6 +166,9 @@ def test_prefill_contrasts_are_recovered_and_the_null_covers_zero(prefill):
     for c in ("matching - control", "matching - random"):
         r = con.loc[("null", c)]
         assert r["low"] < 0 < r["high"], c  # no effect simulated, none found
+    # each contrast's band over its cells (the strongest cell's verdict reads it) holds the cells' own intervals
+    allc = res["prefill_contrasts"]
+    assert ((allc["sim_low"] <= allc["low"] + 1e-12) & (allc["high"] <= allc["sim_high"] + 1e-12)).all()
     conds = res["prefill_conditions"]
     eff = conds[conds["model"] == "effect"].set_index("condition")
     for c, p in truth["effect"]["conditions"].items():
