@@ -144,7 +144,7 @@ def _band_text(band: dict | None, k: int | None, what: str, percent: bool, over:
     the chosen one's own interval is too narrow for a winner (''  where the numbers predate the band). ``over``:
     the band's own family where it is larger than the one chosen from (every concept cell, the chosen one among
     those that pass the steering check)."""
-    if not band or not k:
+    if not band or not k or k < 2:  # one cell is no choice: its own interval is its band
         return ""
     lo, hi = (f"{signed(100 * band['low'])}", f"{signed(100 * band['high'])}") if percent else \
         (signed(band["low"], 4), signed(band["high"], 4))
