@@ -36,12 +36,12 @@ def tables():
 
 def test_every_comparison_is_scored_per_model_and_measure_and_is_deterministic(tables):
     turns, surprise = tables
-    d = discrimination(turns, surprise, seed=0, reps=300)
+    d = discrimination(turns, surprise, seed=0, reps=100)
     per = d.groupby(["model", "measure"]).size()
     assert len(per) == 4 and (per == 4 + 1 + 1).all()  # 4 cells, pooled, other
     assert d["auroc"].between(0, 1).all() and (d["low"] <= d["auroc"] + 1e-9).all() and (d["auroc"] <= d["high"] + 1e-9).all()
-    pd.testing.assert_frame_equal(d, discrimination(turns, surprise, seed=0, reps=300))
-    assert not d.equals(discrimination(turns, surprise, seed=1, reps=300))
+    pd.testing.assert_frame_equal(d, discrimination(turns, surprise, seed=0, reps=100))
+    assert not d.equals(discrimination(turns, surprise, seed=1, reps=100))
     # the simulated corruption makes the altered replies less probable: surprise separates them
     s = d[(d["measure"] == "surprise") & (d["comparison"] == "corrupted") & d["kind"].isna()]
     assert (s["auroc"] > 0.7).all() and (s["low"] > 0.5).all()
