@@ -159,7 +159,8 @@ def coherence_by_strength(inp: Inputs):
     """Where steering breaks the text: per strength and layer fraction, the share of free-text answers that are
     coherent (the rules say so and the unsteered model's perplexity is within 10 times that of its control
     answers), and the median perplexity of the text under the unsteered model (log scale); the
-    control trials (no injection) are the black line."""
+    control trials (no injection) are the black dashed line. Each layer fraction is nudged sideways and has its own
+    marker, so lines that share a value stay visible."""
     coh = inp.table("coherence")
     models = _models(coh)
     fig, axes = plt.subplots(2, len(models), figsize=(4.2 * len(models), 4.6), squeeze=False, sharex="col")
@@ -169,15 +170,21 @@ def coherence_by_strength(inp: Inputs):
         inj = c[c["condition"] == "concept"]
         fr = sorted(inj["layer_fraction"].unique())
         colours = plt.cm.viridis(np.linspace(0.1, 0.85, max(1, len(fr))))
-        for f, col in zip(fr, colours):
+        for k, (f, col) in enumerate(zip(fr, colours)):
             g = inj[inj["layer_fraction"] == f].sort_values("strength")
-            axes[0][j].plot(g["strength"], g["coherent"], "o-", color=col, ms=3.5, label=f"layer fraction {f:g}")
-            axes[1][j].plot(g["strength"], g["perplexity_median"], "o-", color=col, ms=3.5)
+            # each layer fraction nudged sideways (on the log axis) with its own marker: lines that share a value
+            # (all at 0, say) stay visible side by side
+            x = g["strength"] * 2.0 ** (0.05 * (k - (len(fr) - 1) / 2))
+            mk = "os^Dv"[k % 5] + "-"
+            axes[0][j].plot(x, g["coherent"], mk, color=col, ms=3.5, label=f"layer fraction {f:g}")
+            axes[1][j].plot(x, g["perplexity_median"], mk, color=col, ms=3.5)
         if len(ctl):
-            axes[0][j].axhline(float(ctl["coherent"].iloc[0]), color="black", lw=1, label="no injection")
-            axes[1][j].axhline(float(ctl["perplexity_median"].iloc[0]), color="black", lw=1)
+            axes[0][j].axhline(float(ctl["coherent"].iloc[0]), color="black", lw=1, ls="--", zorder=0,
+                               label="no injection")
+            axes[1][j].axhline(float(ctl["perplexity_median"].iloc[0]), color="black", lw=1, ls="--", zorder=0)
         axes[0][j].set_title(m)
-        axes[0][j].set_ylim(-0.02, 1.02)
+        axes[0][j].set_ylim(-0.04, 1.1)  # room above 1, where the control line often lies
+        axes[0][j].spines["top"].set_visible(False)
         axes[1][j].set_yscale("log")
         axes[1][j].set_xscale("log", base=2)
         axes[1][j].set_xlabel("strength (x mean residual norm)")
