@@ -103,19 +103,35 @@ def fmt_bound(value: float, digits: int = 1) -> str:
     return fmt(value, digits)
 
 
-def ci_text(estimate: float, low: float, high: float, scale: float = 1.0, digits: int = 1) -> str:
-    """An estimate with its interval, ``"4.2 [3.0, 5.8]"``; ``scale=100`` turns shares into percentages. A bound
-    that is not zero never prints as zero (:func:`fmt_bound`)."""
+def bound_digits(value: float, digits: int = 1, edges: tuple[float, ...] = ()) -> int:
+    """The decimals a bound needs, from ``digits`` up to three more: enough that a bound other than zero does not
+    print as zero, and that a bound other than an ``edge`` (a region of practical equivalence's ends, say) does not
+    print as that edge, so the side it lies on shows."""
+    if not known(value):
+        return digits
+    for d in range(digits, digits + 4):
+        shown = float(f"{value:.{d}f}")
+        if (value == 0 or shown != 0) and all(value == e or shown != e for e in edges):
+            return d
+    return digits + 3
+
+
+def ci_text(estimate: float, low: float, high: float, scale: float = 1.0, digits: int = 1,
+            edges: tuple[float, ...] = ()) -> str:
+    """An estimate with its interval, ``"4.2 [3.0, 5.8]"``; ``scale=100`` turns shares into percentages. One number
+    of decimals for the whole row: ``digits``, or more where a bound needs them (:func:`bound_digits`: a bound that
+    is not zero never prints as zero, nor one that is not an edge in ``edges``, on the printed scale, as that
+    edge)."""
     def scaled(v):  # a missing value (a cross-check that could not be computed) stays missing: fmt says n/a
         return None if v is None else scale * v
 
-    return (f"{fmt(scaled(estimate), digits)} [{fmt_bound(scaled(low), digits)}, "
-            f"{fmt_bound(scaled(high), digits)}]")
+    d = max(bound_digits(scaled(low), digits, edges), bound_digits(scaled(high), digits, edges))
+    return f"{fmt(scaled(estimate), d)} [{fmt(scaled(low), d)}, {fmt(scaled(high), d)}]"
 
 
-def interval_text(d: dict, key: str = "mean", scale: float = 1.0) -> str:
+def interval_text(d: dict, key: str = "mean", scale: float = 1.0, edges: tuple[float, ...] = ()) -> str:
     """:func:`ci_text` of a summary dict with ``key``, ``low`` and ``high``."""
-    return ci_text(d[key], d["low"], d["high"], scale)
+    return ci_text(d[key], d["low"], d["high"], scale, edges=edges)
 
 
 def fig_id(name: str) -> str:

@@ -82,13 +82,17 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             "inconclusive": "inconclusive"}
     from analysis.verdicts import verdict
 
+    # a bound that would round onto an end of the region of practical equivalence is printed with the digits that
+    # show its side (the verdicts read the interval against those ends)
+    edges = (-a.get("rope", 0.0), a.get("rope", 0.0))
+
     def said(d: dict, scale: float = 1.0) -> str:
         """The verdict of an interval against the ROPE ('' where the interval could not be computed)."""
         if d.get("low") is None or d.get("high") is None:
             return ""
         return word[verdict(scale * d["low"], scale * d["high"], a.get("rope", 0.0))]
     rows = [{"estimate": "Bayesian, delta: equal predicting skill, directions weighted equally",
-             "self %": "", "cross %": "", "advantage (points)": interval_text(a["overall"]),
+             "self %": "", "cross %": "", "advantage (points)": interval_text(a["overall"], edges=edges),
              "P(advantage > 0)": fmt_prob(a["overall"]["p_positive"]), "verdict": word[a["overall"]["verdict"]]}]
     by_dir = {(d["target"], d["cross_predictor"]): d for d in a.get("directions", [])}
     adv = t("advantage")
@@ -98,37 +102,37 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
         rows.append({"estimate": f"Bayesian, direction: predicting {tg}, cross-predictor {cp}",
                      "self %": fmt(100 * r["accuracy_1"]) if r is not None else "",
                      "cross %": fmt(100 * r["accuracy_0"]) if r is not None else "",
-                     "advantage (points)": interval_text(d), "P(advantage > 0)": fmt_prob(d["p_positive"]),
+                     "advantage (points)": interval_text(d, edges=edges), "P(advantage > 0)": fmt_prob(d["p_positive"]),
                      "verdict": word[d["verdict"]]})
     if "gamma" in a:
         g0 = a["gamma"]
         rows.append({"estimate": f"Bayesian, gamma: direction {g0['first']} minus direction {g0['second']}",
-                     "self %": "", "cross %": "", "advantage (points)": interval_text(g0), "P(advantage > 0)": "",
+                     "self %": "", "cross %": "", "advantage (points)": interval_text(g0, edges=edges), "P(advantage > 0)": "",
                      "verdict": ""})
     overall = adv[adv["by"] == "overall"].iloc[0]
     rows.append({"estimate": "Bayesian, pooled and trial-weighted (confounded with skill)",
                  "self %": fmt(100 * overall["accuracy_1"]), "cross %": fmt(100 * overall["accuracy_0"]),
-                 "advantage (points)": interval_text(a["trial_weighted"]),
+                 "advantage (points)": interval_text(a["trial_weighted"], edges=edges),
                  "P(advantage > 0)": fmt_prob(a["trial_weighted"]["p_positive"]), "verdict": said(a["trial_weighted"])})
     rows.append({"estimate": "Bayesian, every held-out task weighted equally", "self %": "", "cross %": "",
-                 "advantage (points)": interval_text(a["equal_task"]),
+                 "advantage (points)": interval_text(a["equal_task"], edges=edges),
                  "P(advantage > 0)": fmt_prob(a["equal_task"]["p_positive"]), "verdict": said(a["equal_task"])})
     for key, label in (("new_task", "a new task"), ("new_run", "a new finetuning run, these tasks"),
                        ("new_task_and_run", "a new task and run")):
         if key in a:
             rows.append({"estimate": f"Bayesian, {label} (predictive, at equal skill)", "self %": "", "cross %": "",
-                         "advantage (points)": interval_text(a[key]), "P(advantage > 0)": fmt_prob(a[key]["p_positive"]),
+                         "advantage (points)": interval_text(a[key], edges=edges), "P(advantage > 0)": fmt_prob(a[key]["p_positive"]),
                          "verdict": word[a[key]["verdict"]]})
     if "equal_cell" in a:
         rows.append({"estimate": "Bayesian, every target x task x property cell weighted equally", "self %": "",
-                     "cross %": "", "advantage (points)": interval_text(a["equal_cell"]),
+                     "cross %": "", "advantage (points)": interval_text(a["equal_cell"], edges=edges),
                      "P(advantage > 0)": fmt_prob(a["equal_cell"]["p_positive"]), "verdict": said(a["equal_cell"])})
     boot, g = metrics["advantage_frequentist"]["bootstrap"], metrics["advantage_frequentist"]["glm_cluster"]
     rows.append({"estimate": f"cluster bootstrap ({boot['n_boot']:,} resamples), pooled",
-                 "self %": "", "cross %": "", "advantage (points)": interval_text(boot, "estimate", 100),
+                 "self %": "", "cross %": "", "advantage (points)": interval_text(boot, "estimate", 100, edges=edges),
                  "P(advantage > 0)": "", "verdict": said(boot, 100)})
     rows.append({"estimate": "GLM, cluster-robust, average marginal effect, pooled", "self %": "", "cross %": "",
-                 "advantage (points)": ci_text(g["ame"], g["ame_low"], g["ame_high"], 100),
+                 "advantage (points)": ci_text(g["ame"], g["ame_low"], g["ame_high"], 100, edges=edges),
                  "P(advantage > 0)": (f"p = {g['p_value']:.2f} (two-sided)" if g['p_value'] is not None else "n/a (not estimable)"),
                  "verdict": said({"low": g["ame_low"], "high": g["ame_high"]}, 100)})
 
@@ -138,7 +142,7 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
                             ("glm_cell", "GLM, cell fixed effects and a self slope per target, targets weighted equally")):
             d = fr[name]["delta"]
             estimable = d["low"] is not None and d["high"] is not None  # null: separated data (frequentist.py)
-            rows.append({"estimate": label, "self %": "", "cross %": "", "advantage (points)": ci_text(d["estimate"], d["low"], d["high"], 100),
+            rows.append({"estimate": label, "self %": "", "cross %": "", "advantage (points)": ci_text(d["estimate"], d["low"], d["high"], 100, edges=edges),
                          "P(advantage > 0)": "", "verdict": said(d, 100) if estimable else "not estimable (separated)"})
     out["advantage"] = md_table(pd.DataFrame(rows),
                                  "Self-prediction advantage after training (self minus cross accuracy, points). "
@@ -154,11 +158,11 @@ def build_tables(analysis: Path, metrics: dict, manifests: list[dict], reference
             component = getattr(r, "component", "all")  # tables of older runs scale every prior together only
             which = "every prior scale" if component == "all" else f"{component} scale"
             row = {"prior scales": f"{which} x " + fmt(r.prior_scale, 1) + (" (main)" if r.prior_scale == 1.0 else ""),
-                   "delta (points)": ci_text(r.delta_mean, r.delta_low, r.delta_high),
+                   "delta (points)": ci_text(r.delta_mean, r.delta_low, r.delta_high, edges=edges),
                    "verdict": word[r.verdict],
                    "new task (points)": ci_text(r.new_task_mean, r.new_task_low, r.new_task_high)}
             if "headline_mean" in ps:  # the headline estimand: a new task (and a new finetuning run)
-                row["headline (points)"] = ci_text(r.headline_mean, r.headline_low, r.headline_high)
+                row["headline (points)"] = ci_text(r.headline_mean, r.headline_low, r.headline_high, edges=edges)
             if "gamma_mean" in ps:
                 row["gamma (points)"] = ci_text(r.gamma_mean, r.gamma_low, r.gamma_high)
             row["P(every direction)"] = fmt_prob(r.p_every_direction)

@@ -470,7 +470,10 @@ def test_the_prior_sensitivity_sentence_gives_the_largest_move_from_the_main_fit
 def test_an_interval_bound_other_than_zero_never_prints_as_zero():
     from report.formatting import ci_text, fmt_bound
 
-    assert ci_text(-1.32, -2.78, -0.014) == "\u22121.3 [\u22122.8, \u22120.01]"
+    # one number of decimals for the whole row, as many as its most demanding bound needs
+    assert ci_text(-1.32, -2.78, -0.014) == "\u22121.32 [\u22122.78, \u22120.01]"
+    assert ci_text(4.4, 1.993, 8.8) == "4.4 [2.0, 8.8]" and ci_text(4.4, 1.993, 8.8, edges=(-2.0, 2.0)) == "4.40 [1.99, 8.80]"
+    assert ci_text(4.4, 2.0, 8.8, edges=(-2.0, 2.0)) == "4.4 [2.0, 8.8]"  # on the edge: it may print as the edge
     assert fmt_bound(0.0004) == "0.0004" and fmt_bound(0.0) == "0.0" and fmt_bound(-0.06) == "\u22120.1"
     assert fmt_bound(1e-9) == "0.0"  # beyond three more decimals: zero as printed
 
