@@ -93,6 +93,53 @@ def format_key(key: str, value: Any) -> str:
     return bound(value)
 
 
+def key_scale(key: str) -> tuple[float, int] | None:
+    """How :func:`format_key` prints a number quantity of ``numbers.json``: (scale, decimals); ``None`` for
+    probabilities and counts."""
+    if key.endswith(("p_positive", "p_value", "p_every_direction")):
+        return None
+    if key.startswith("calibration_log_score_") or "_logit_" in key:
+        return 1.0, 2
+    if key.startswith("behaviour_model_p_"):
+        return 100.0, 1
+    if (key.endswith(("_k", "_n", "_n_informative")) or key.startswith("n_")
+            or key in ("behaviour_evaluated", "behaviour_changed", "behaviour_comparable")):
+        return None
+    if key.startswith(("behaviour_share_", "behaviour_changed_share")):
+        return 100.0, 1
+    return 1.0, 1
+
+
+#: the names an interval's estimate goes by beside its ``_low`` and ``_high`` in ``numbers.json``
+CENTRES = ("_mean", "_estimate", "_mad", "_difference", "")
+
+
+def format_numbers(numbers: dict, edges=lambda key: ()) -> dict[str, str]:
+    """Every entry of ``numbers.json`` as :func:`format_key` prints it, then every interval (``<stem>_low``,
+    ``<stem>_high`` and its estimate, :data:`CENTRES`) with one number of decimals for all three, as many as its
+    most demanding bound needs (:func:`bound_digits`, against the ``edges(key)`` of its quantity: the ends of a
+    region of practical equivalence, say)."""
+    n = {k: format_key(k, v) for k, v in numbers.items()}
+    for low_key in numbers:
+        if not low_key.endswith("_low"):
+            continue
+        stem = low_key[:-4]
+        high_key, how = stem + "_high", key_scale(low_key)
+        if high_key not in numbers or how is None:
+            continue
+        scale, digits = how
+        lo, hi = numbers[low_key], numbers[high_key]
+        if not (known(lo) and known(hi)):
+            continue
+        e = tuple(edges(stem))
+        d = max(bound_digits(scale * lo, digits, e), bound_digits(scale * hi, digits, e))
+        n[low_key], n[high_key] = fmt(scale * lo, d), fmt(scale * hi, d)
+        centre = next((stem + c for c in CENTRES if stem + c in numbers and stem + c != low_key), None)
+        if centre is not None and known(numbers[centre]) and isinstance(numbers[centre], (int, float)):
+            n[centre] = fmt(scale * numbers[centre], d)
+    return n
+
+
 def fmt_bound(value: float, digits: int = 1) -> str:
     """An interval bound as :func:`fmt` prints it, with more decimals (up to three more) where a bound other
     than zero would print as 0.0: an interval that excludes zero must not read as touching it."""

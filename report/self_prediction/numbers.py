@@ -7,7 +7,7 @@ import re
 
 from reproduce import __version__
 from reproduce.config import Profile
-from report.formatting import ci_text, count_text, fmt, format_key, interval_text, join_words
+from report.formatting import ci_text, count_text, fmt, format_numbers, interval_text, join_words
 from report.self_prediction.sentences import (_arms_text, _baseline_text, _behaviour_overlap, _calibration_cells_text,
                                               _compliance_text, _finetune_data_text, IV, _method_constants,
                                               _outside_text, _pairs_counts, _plural, _power_text, _prior_scales,
@@ -320,9 +320,11 @@ def build_numbers(numbers: dict, metrics: dict, profile: Profile, profile_name: 
     so that no sentence can contradict them). ``counts``: the ``counts`` of the experiment datasets'
     manifests, by dataset name (how many concept words and conversation scripts there are to choose from).
     ``null``: the null stage's ``null.json`` (the verdict rules' false-positive rates)."""
-    n = {k: format_key(k, v) for k, v in numbers.items()}
     a = metrics["advantage"]
     rope = a.get("rope", 0.0)
+    # one number of decimals per interval; the advantage's bounds against the ends of the ROPE its verdicts read
+    n = format_numbers(numbers, lambda stem: (-rope, rope) if stem.startswith("advantage_") and "_logit" not in stem
+                       else ())
     tr = metrics["training_effect"]["overall"]
     text = {
         **headline_text(a, null),

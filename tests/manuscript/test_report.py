@@ -474,6 +474,16 @@ def test_an_interval_bound_other_than_zero_never_prints_as_zero():
     assert ci_text(-1.32, -2.78, -0.014) == "\u22121.32 [\u22122.78, \u22120.01]"
     assert ci_text(4.4, 1.993, 8.8) == "4.4 [2.0, 8.8]" and ci_text(4.4, 1.993, 8.8, edges=(-2.0, 2.0)) == "4.40 [1.99, 8.80]"
     assert ci_text(4.4, 2.0, 8.8, edges=(-2.0, 2.0)) == "4.4 [2.0, 8.8]"  # on the edge: it may print as the edge
+    # the text's numbers: each interval's three entries with one number of decimals, the advantage against the ROPE
+    from report.formatting import format_numbers
+
+    n = format_numbers({"advantage_overall_mean": 4.4, "advantage_overall_low": 1.993, "advantage_overall_high": 8.8,
+                        "training_overall_mean": 37.7, "training_overall_low": -0.014, "training_overall_high": 42.3,
+                        "advantage_overall_p_positive": 0.98},
+                       lambda stem: (-2.0, 2.0) if stem.startswith("advantage_") else ())
+    assert [n[f"advantage_overall_{k}"] for k in ("mean", "low", "high")] == ["4.40", "1.99", "8.80"]
+    assert [n[f"training_overall_{k}"] for k in ("mean", "low", "high")] == ["37.70", "\u22120.01", "42.30"]
+    assert n["advantage_overall_p_positive"] == "0.98"
     assert fmt_bound(0.0004) == "0.0004" and fmt_bound(0.0) == "0.0" and fmt_bound(-0.06) == "\u22120.1"
     assert fmt_bound(1e-9) == "0.0"  # beyond three more decimals: zero as printed
 
