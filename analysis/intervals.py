@@ -1,4 +1,4 @@
-"""Intervals for raw rates that every experiment family reports beside its model estimates."""
+"""Intervals for raw rates and means that every experiment family reports beside its model estimates."""
 
 from __future__ import annotations
 
@@ -25,3 +25,17 @@ def wilson(k, n, alpha: float = 0.05):
     lo = np.where(n > 0, np.clip(np.minimum(lo, rate), 0.0, 1.0), np.nan)
     hi = np.where(n > 0, np.clip(np.maximum(hi, rate), 0.0, 1.0), np.nan)
     return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
+
+
+def t_interval(x, level: float = 0.95) -> tuple[float, float, float]:
+    """The mean of ``x`` and its t interval at ``level`` (mean +/- t quantile x sd / sqrt(n)): ``(mean, low,
+    high)``; the bounds are NaN with fewer than two values, the mean too with none."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    mean = float(x.mean()) if n else float("nan")
+    if n < 2:
+        return mean, float("nan"), float("nan")
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / np.sqrt(n))
+    return mean, mean - half, mean + half

@@ -10,13 +10,12 @@ nothing about noticing the concept).
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
 from reproduce.errors import DataError
 
 from analysis.injection.design import INTERVAL
+from analysis.intervals import t_interval
 COLUMNS = ["model", "layer_fraction", "layer", "strength", "n", "rising", "mean", "low", "high", "steers"]
 CELL = ["layer_fraction", "strength"]
 
@@ -39,12 +38,7 @@ def steering_cells(rows: pd.DataFrame | None) -> pd.DataFrame:
         for (f, s), c in inj.groupby(CELL, sort=True):
             rise = (c.set_index("concept")["logprob"] - base.reindex(c["concept"]).to_numpy()).dropna().to_numpy()
             n = len(rise)
-            mean = float(rise.mean()) if n else float("nan")
-            if n >= 2:
-                half = stats.t.ppf(0.5 + INTERVAL / 2, n - 1) * rise.std(ddof=1) / np.sqrt(n)
-                low, high = mean - half, mean + half
-            else:
-                low = high = float("nan")
+            mean, low, high = t_interval(rise, INTERVAL)
             out.append({"model": m, "layer_fraction": float(f), "layer": int(c["layer"].iloc[0]), "strength": float(s),
                         "n": n, "rising": int((rise > 0).sum()), "mean": mean, "low": float(low), "high": float(high),
                         "steers": bool(low > 0) if n >= 2 else bool(n == 1 and mean > 0)})

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.injection.design import CELL, INTERVAL
 from analysis.injection.paired import halves
+from analysis.intervals import t_interval
 
 #: the fewest concepts a split-half choice needs (half choose, half estimate, each at least two)
 MIN_CONCEPTS = 4
@@ -42,15 +42,6 @@ CELL_COLUMNS = ["model", "condition", *CELL, "n", "mean", "low", "high"]
 #: the cell table's measures: the yes/no log-odds (this package's), and logit P(yes) over the whole vocabulary
 #: (the probability Pearson-Vogel et al. compare)
 MEASURES = ("yes_vs_no", "yes_full")
-
-
-def _t_interval(x: np.ndarray) -> tuple[float, float, float]:
-    x = np.asarray(x, dtype=float)
-    m = float(x.mean())
-    if len(x) < 2:
-        return m, float("nan"), float("nan")
-    half = float(stats.t.ppf(0.5 + INTERVAL / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
-    return m, m - half, m + half
 
 
 def _logit_of_log(lp) -> np.ndarray:
@@ -89,13 +80,13 @@ def cell_table(sh: pd.DataFrame, measure: str = "shift") -> pd.DataFrame:
     control, the paired ``concept - random`` contrast (condition ``concept - random``)."""
     rows = []
     for (model, cond, f, s), g in sh.groupby(["model", "condition", *CELL], sort=True):
-        m, lo, hi = _t_interval(g[measure])
+        m, lo, hi = t_interval(g[measure], INTERVAL)
         rows.append(dict(model=model, condition=cond, layer_fraction=f, strength=s, n=len(g), mean=m, low=lo, high=hi))
     for (model, f, s), g in sh.groupby(["model", *CELL], sort=True):
         wide = g.pivot_table(index="concept", columns="condition", values=measure)
         if {"concept", "random"} <= set(wide.columns):
             d = (wide["concept"] - wide["random"]).dropna()
-            m, lo, hi = _t_interval(d)
+            m, lo, hi = t_interval(d, INTERVAL)
             rows.append(dict(model=model, condition="concept - random", layer_fraction=f, strength=s, n=len(d),
                              mean=m, low=lo, high=hi))
     return pd.DataFrame(rows, columns=CELL_COLUMNS)
@@ -113,8 +104,8 @@ def best_cell(sh: pd.DataFrame, seed: int) -> dict:
         raw = g[g["concept"].isin(choose)].groupby(CELL)["shift"].mean()
         f, s = raw.idxmax()
         held = g[g["concept"].isin(estimate) & np.isclose(g["layer_fraction"], f) & np.isclose(g["strength"], s)]
-        m, lo, hi = _t_interval(held["shift"])
-        mf, lof, hif = _t_interval(held["shift_full"])
+        m, lo, hi = t_interval(held["shift"], INTERVAL)
+        mf, lof, hif = t_interval(held["shift_full"], INTERVAL)
         out[model] = {"layer_fraction": float(f), "strength": float(s), "choosing_half_mean": float(raw.max()),
                       "held_out": {"mean": m, "low": lo, "high": hi, "n": int(len(held))},
                       "held_out_full": {"mean": mf, "low": lof, "high": hif},
@@ -151,7 +142,7 @@ def lens_vs_random(lens: pd.DataFrame) -> pd.DataFrame:
     d = (inj - rnd).dropna().rename("d").reset_index()
     rows = []
     for (model, f, s, rl, rf), g in d.groupby(["model", *CELL, "read_layer", "read_fraction"], sort=True):
-        m, lo, hi = _t_interval(g["d"])
+        m, lo, hi = t_interval(g["d"], INTERVAL)
         rows.append(dict(model=model, layer_fraction=f, strength=s, read_layer=rl, read_fraction=rf, n=len(g),
                          mean=m, low=lo, high=hi))
     return pd.DataFrame(rows, columns=cols)
