@@ -77,28 +77,27 @@ def format_key(key: str, value: Any) -> str:
     """Format one entry of ``numbers.json`` by the convention of its name: probabilities (``p_positive``,
     ``p_value``, ``model_p_*``) as probabilities, counts (``_k``, ``_n``, ``n_*``, ``evaluated``, ``changed``) as integers,
     shares (``_share``/``_low``/``_high`` of a share) as percentages, everything else (already percentage points)
-    with one decimal."""
-    if key.endswith(("p_positive", "p_value", "p_every_direction")):
+    with one decimal (:func:`key_scale`)."""
+    if key.endswith(PROBABILITIES):
         return fmt_prob(value)
-    bound = fmt_bound if key.endswith(("_low", "_high")) else fmt  # a nonzero bound never prints as 0.0
-    if key.startswith("calibration_log_score_") or "_logit_" in key:  # nats per sample; log-odds
-        return bound(value, 2)
-    if key.startswith("behaviour_model_p_"):
-        return bound(100 * value)
-    if (key.endswith(("_k", "_n", "_n_informative")) or key.startswith("n_")
-            or key in ("behaviour_evaluated", "behaviour_changed", "behaviour_comparable")):
+    how = key_scale(key)
+    if how is None:
         return count_text(value)
-    if key.startswith(("behaviour_share_", "behaviour_changed_share")):
-        return bound(100 * value)
-    return bound(value)
+    scale, digits = how
+    bound = fmt_bound if key.endswith(("_low", "_high")) else fmt  # a nonzero bound never prints as 0.0
+    return bound(None if value is None else scale * value, digits)
+
+
+#: the ends of the names of ``numbers.json``'s probabilities
+PROBABILITIES = ("p_positive", "p_value", "p_every_direction")
 
 
 def key_scale(key: str) -> tuple[float, int] | None:
     """How :func:`format_key` prints a number quantity of ``numbers.json``: (scale, decimals); ``None`` for
     probabilities and counts."""
-    if key.endswith(("p_positive", "p_value", "p_every_direction")):
+    if key.endswith(PROBABILITIES):
         return None
-    if key.startswith("calibration_log_score_") or "_logit_" in key:
+    if key.startswith("calibration_log_score_") or "_logit_" in key:  # nats per sample; log-odds
         return 1.0, 2
     if key.startswith("behaviour_model_p_"):
         return 100.0, 1
@@ -143,11 +142,7 @@ def format_numbers(numbers: dict, edges=lambda key: ()) -> dict[str, str]:
 def fmt_bound(value: float, digits: int = 1) -> str:
     """An interval bound as :func:`fmt` prints it, with more decimals (up to three more) where a bound other
     than zero would print as 0.0: an interval that excludes zero must not read as touching it."""
-    if known(value) and value != 0:
-        for d in range(digits, digits + 4):
-            if float(f"{value:.{d}f}") != 0:
-                return fmt(value, d)
-    return fmt(value, digits)
+    return fmt(value, bound_digits(value, digits))
 
 
 def bound_digits(value: float, digits: int = 1, edges: tuple[float, ...] = ()) -> int:
@@ -160,7 +155,7 @@ def bound_digits(value: float, digits: int = 1, edges: tuple[float, ...] = ()) -
         shown = float(f"{value:.{d}f}")
         if (value == 0 or shown != 0) and all(value == e or shown != e for e in edges):
             return d
-    return digits + 3
+    return digits  # beyond three more decimals: zero (or the edge) as printed
 
 
 def ci_text(estimate: float, low: float, high: float, scale: float = 1.0, digits: int = 1,
