@@ -111,7 +111,7 @@ def prefill_summary(idata: az.InferenceData, rows: pd.DataFrame) -> dict[str, pd
         # the strongest cell of a contrast is chosen among its cells: its verdict reads the simultaneous band over them
         d = np.stack(draws)
         out["sim_low"], out["sim_high"] = np.nan, np.nan
-        for name, idx in out.groupby("contrast").groups.items():
+        for idx in out.groupby("contrast").groups.values():
             idx = np.asarray(list(idx))
             lo, hi = simultaneous_band(d[idx])
             out.loc[idx, "sim_low"], out.loc[idx, "sim_high"] = lo, hi

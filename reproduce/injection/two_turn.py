@@ -89,11 +89,11 @@ def run_two_turn(runner) -> tuple[pd.DataFrame, pd.DataFrame]:
     trials["p_yes"] = 1.0 / (1.0 + np.exp(-trials["logodds"]))
     trials["p_outside"] = np.clip(1.0 - np.exp(own[:, 0]) - np.exp(own[:, 1]), 0.0, 1.0)
     trials["lp_yes"] = own[:, 0]  # over the whole vocabulary: Pearson-Vogel et al.'s P(yes), kept beside ours
+    tokens = {c: runner.lm.tokenizer.convert_ids_to_tokens(i) for c, i in concept_ids.items()}
     rows = []
     for i, sp in enumerate(specs):
         k = 2 + words.index(sp["concept"])
-        token = runner.lm.tokenizer.convert_ids_to_tokens(concept_ids[sp["concept"]])
-        rows += [dict(sp, read_layer=l, read_fraction=l / max(1, runner.n_layers - 1), concept_token=token,
-                      lp_concept=float(lens[i, j, k]), logodds_yes=float(lens[i, j, 0] - lens[i, j, 1]))
+        rows += [dict(sp, read_layer=l, read_fraction=l / max(1, runner.n_layers - 1),
+                      concept_token=tokens[sp["concept"]], lp_concept=float(lens[i, j, k]), logodds_yes=float(lens[i, j, 0] - lens[i, j, 1]))
                  for j, l in enumerate(layers)]
     return trials, pd.DataFrame(rows)

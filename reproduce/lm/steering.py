@@ -87,6 +87,15 @@ def _hidden(output):
     return output[0] if isinstance(output, tuple) else output
 
 
+def _encode(lm: LoadedModel, prompts: Sequence) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One batch of rendered prompts, left-padded, on the model's device: input ids, attention mask and position
+    ids over real tokens."""
+    enc = lm.tokenizer([lm.format.render(p) for p in prompts], add_special_tokens=lm.format.add_special_tokens,
+                       return_tensors="pt", padding=True)
+    mask = enc["attention_mask"].to(lm.device)
+    return enc["input_ids"].to(lm.device), mask, (mask.long().cumsum(-1) - 1).clamp_min(0)
+
+
 @torch.inference_mode()
 def _block_outputs(lm: LoadedModel, prompts: Sequence, layers: Sequence[int], batch_size: int, reduce,
                    progress: str | None = None) -> torch.Tensor:
@@ -105,12 +114,8 @@ def _block_outputs(lm: LoadedModel, prompts: Sequence, layers: Sequence[int], ba
     out = []
     try:
         for b in tqdm(range(0, len(prompts), batch_size), desc=progress, disable=progress is None, leave=False):
-            enc = lm.tokenizer([lm.format.render(p) for p in prompts[b:b + batch_size]],
-                               add_special_tokens=lm.format.add_special_tokens, return_tensors="pt", padding=True)
-            mask = enc["attention_mask"].to(lm.device)
-            pos = (mask.long().cumsum(-1) - 1).clamp_min(0)
-            lm.model(input_ids=enc["input_ids"].to(lm.device), attention_mask=mask, position_ids=pos, use_cache=False,
-                     logits_to_keep=1)
+            ids, mask, pos = _encode(lm, prompts[b:b + batch_size])
+            lm.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False, logits_to_keep=1)
             real = mask.sum(-1).tolist()
             out += [torch.stack([reduce(captured[l], i, b + i, mask.shape[1] - n, n).float().cpu() for l in layers])
                     for i, n in enumerate(real)]
@@ -229,6 +234,9 @@ def last_position_readout(lm: LoadedModel, prompts: Sequence, token_ids: Sequenc
     norm, head = final_norm(lm.model), lm.model.get_output_embeddings()
     cap = getattr(lm.model.config, "final_logit_softcapping", None) or getattr(
         getattr(lm.model.config, "text_config", None), "final_logit_softcapping", None)
+    if lm.tokenizer.padding_side != "left":
+        raise SteeringError("the last-position readout needs a left-padding tokenizer (as the engine sets)")
+    last = len(blocks) - 1
     captured: dict[int, torch.Tensor] = {}
     hooks = [blocks[l].register_forward_hook(lambda m, a, o, l=l: captured.__setitem__(l, _hidden(o)[:, -1]))
              for l in layers]
@@ -243,19 +251,12 @@ def last_position_readout(lm: LoadedModel, prompts: Sequence, token_ids: Sequenc
     try:
         for b in tqdm(range(0, len(prompts), batch_size), desc=progress, disable=progress is None, leave=False):
             batch = prompts[b:b + batch_size]
-            enc = lm.tokenizer([lm.format.render(p) for p in batch], add_special_tokens=lm.format.add_special_tokens,
-                               return_tensors="pt", padding=True)
-            if lm.tokenizer.padding_side != "left":
-                raise SteeringError("the last-position readout needs a left-padding tokenizer (as the engine sets)")
-            mask = enc["attention_mask"].to(lm.device)
-            pos = (mask.long().cumsum(-1) - 1).clamp_min(0)
+            ids_in, mask, pos = _encode(lm, batch)
             if steer is not None:
                 steer.set_rows(range(b, b + len(batch)))
-            out = lm.model(input_ids=enc["input_ids"].to(lm.device), attention_mask=mask, position_ids=pos,
-                           use_cache=False, logits_to_keep=1)
+            out = lm.model(input_ids=ids_in, attention_mask=mask, position_ids=pos, use_cache=False, logits_to_keep=1)
             own.append(logprobs(out.logits[:, -1], capped=True))
             lens.append(torch.stack([logprobs(head(norm(captured[l])), capped=False) for l in layers], dim=1))
-            last = len(blocks) - 1
             if b == 0 and last in layers:
                 # the lens at the last block must be the model's own distribution; a head this function does not
                 # reproduce (another scaling of the logits) would make every read layer's numbers wrong
