@@ -194,7 +194,6 @@ def introspection_text(s: dict) -> str:
 
 def two_turn_text(t: dict) -> str:
     """The two-turn trial and its logit lens (analysis.injection.two_turn) in one paragraph's sentences."""
-    iv = lambda x: f"{x['mean']:+.2f} [{x['low']:+.2f}, {x['high']:+.2f}]"  # noqa: E731
     out = (f"In the two-turn trial (injected while it read the first turn and its first reply, asked in a second "
            f"turn), without injection it answered \"yes\" with probability {t['control_p_yes']:.2f} over yes/no "
            f"({100 * t['control_p_outside']:.0f}% of the next token's mass on neither). The shift in the yes/no "
@@ -208,16 +207,16 @@ def two_turn_text(t: dict) -> str:
     if "best" in t:
         b = t["best"]
         out += (f". The cell with the largest shift on {len(b['split']['choose'])} concepts (layer fraction "
-                f"{b['layer_fraction']:g}, strength {b['strength']:g}) shifted it by {iv(b['held_out'])} on the other "
+                f"{b['layer_fraction']:g}, strength {b['strength']:g}) shifted it by {_log_odds(b['held_out'])} on the other "
                 f"{b['held_out']['n']}")
-        if "held_out_full" in b and b["held_out_full"]["mean"] == b["held_out_full"]["mean"]:
+        if "held_out_full" in b and known(b["held_out_full"]["mean"]):
             out += (f" (logit P(yes) over the whole vocabulary, the probability Pearson-Vogel et al. compare: "
-                    f"{iv(b['held_out_full'])})")
+                    f"{_log_odds(b['held_out_full'])})")
     if "lens_vs_random_top" in t:
         lt = t["lens_vs_random_top"]
         out += (f". In the logit lens at the answer position, the largest mean difference in the concept word's "
                 f"first-token log-probability between its own vector and a random direction at the same cell was "
-                f"{iv(lt)} (the largest of {lt['among']} cell and read-layer pairs, with its own interval), read at "
+                f"{_log_odds(lt)} (the largest of {lt['among']} cell and read-layer pairs, with its own interval), read at "
                 f"block {lt['read_layer']} under injection at layer fraction {lt['layer_fraction']:g}, strength "
                 f"{lt['strength']:g}")
     return out + ". These are measurements without a verdict word: their false-positive rates have not been simulated."
