@@ -11,9 +11,12 @@ import tempfile
 from pathlib import Path
 
 
+import yaml
+
 from reproduce.errors import UsageError
 from reproduce.io import atomic_path
 from report.formatting import FILTER, PAPER, REPORT, ReportError
+from report.layout import page_settings
 
 
 def pandoc_path() -> str:
@@ -65,13 +68,17 @@ def render_pandoc(paper: Path = PAPER, out: Path = REPORT, pdf: bool = True) -> 
         # the .typ lives in paper/ because its image paths are relative to it (figures are in paper/_generated)
         fd, typ = tempfile.mkstemp(dir=paper, prefix=".index-", suffix=".typ")
         os.close(fd)
-        try:
+        fd, page = tempfile.mkstemp(dir=paper, prefix=".page-", suffix=".yml")
+        os.close(fd)
+        try:  # the paper size and margins that _quarto.yml gives Quarto's typst, which the layout check reads
+            Path(page).write_text(yaml.safe_dump(page_settings(paper)))
             _pandoc(common + ["--to", "typst", "--standalone", "--include-in-header", "typst-header.typ",
-                              "--output", typ], paper)
+                              "--metadata-file", page, "--output", typ], paper)
             with atomic_path(out / "index.pdf") as tmp:
                 typst.compile(typ, output=str(tmp), root=str(paper), timestamp=0)
         finally:
             Path(typ).unlink(missing_ok=True)
+            Path(page).unlink(missing_ok=True)
         paths["pdf"] = out / "index.pdf"
     return paths
 

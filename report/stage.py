@@ -12,6 +12,7 @@ from reproduce.citation import read_manifests
 from reproduce.config import Profile
 from reproduce.io import atomic_write_bytes
 from report.checks import check_html
+from report.layout import pdf_problems
 from report.formatting import ANALYSIS, DATA_RAW, FIGURES, PAPER, REPORT, ReportError, markdown_safe, read_json
 from report.self_prediction.numbers import build_numbers
 from report.render import render
@@ -82,6 +83,8 @@ def run_report(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, f
     index = prepare(profile, profile_name, analysis, figures, paper)
     paths = render(paper, out, engine)
     problems = check_html(paths["html"], list(index))
+    if "pdf" in paths:
+        problems += pdf_problems(paths["pdf"], paths["html"], paper)
     if problems:
         raise ReportError("the rendered report has problems:\n  " + "\n  ".join(problems))
     return paths

@@ -1,0 +1,169 @@
+"""Checks on the rendered PDF's layout: no text outside the page's body (a table or figure that ran off the
+page), no two pieces of text printed over each other, and every cell of the HTML's tables in the PDF.
+
+The PDF is read with pypdf, which gives each piece of text its starting point and font size but not its
+width. Text is therefore called overprinted only where one piece starts inside a lower bound of another's
+width on the same baseline (a character is at least ``MIN_CHAR_EM`` of the font size wide), so that two pieces
+set side by side on one line are never flagged.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from report.formatting import PAPER
+
+#: the narrowest a character of the manuscript's fonts is, in em (a period or an "i" is about 0.25-0.28 em)
+MIN_CHAR_EM = 0.2
+
+#: points per unit of a typst length
+UNITS = {"pt": 1.0, "mm": 72 / 25.4, "cm": 72 / 2.54, "in": 72.0}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One piece of text as the PDF draws it: its page (1-based), starting point (points from the page's lower
+    left corner, on the baseline) and font size."""
+
+    page: int
+    x: float
+    y: float
+    size: float
+    text: str
+
+
+def length_pt(value: str) -> float:
+    """A typst length such as "2cm" or "1.25in", in points."""
+    m = re.fullmatch(r"\s*([0-9.]+)\s*(pt|mm|cm|in)\s*", str(value))
+    if not m:
+        raise ValueError(f"not a length in pt, mm, cm or in: {value!r}")
+    return float(m.group(1)) * UNITS[m.group(2)]
+
+
+def page_settings(paper: Path = PAPER) -> dict:
+    """The PDF's paper size and margins as ``_quarto.yml`` gives them to typst: ``{"papersize": "a4",
+    "margin": {"x": "2cm", "y": "2cm"}}``; both renderers use them."""
+    typst = yaml.safe_load((Path(paper) / "_quarto.yml").read_text())["format"]["typst"]
+    return {"papersize": typst["papersize"], "margin": dict(typst["margin"])}
+
+
+def text_runs(pdf: Path) -> list[Run]:
+    """Every non-blank piece of text of ``pdf`` with its position and size."""
+    from pypdf import PdfReader
+
+    runs: list[Run] = []
+    for number, page in enumerate(PdfReader(str(pdf)).pages, start=1):
+        def visit(text, cm, tm, font, size, number=number):
+            # a math accent (a bar, a hat) is drawn on its own over its letter: only marks, no text to overlap
+            if not "".join(c for c in text if unicodedata.category(c) != "Mn").strip():
+                return
+            x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
+            y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
+            scale = abs(tm[3] * cm[3] + tm[2] * cm[1]) or 1.0
+            runs.append(Run(number, x, y, size * scale, text))
+
+        page.extract_text(visitor_text=visit)
+    return runs
+
+
+def _outside(runs: list[Run], height: float, bottom: float, top: float) -> list[str]:
+    """Text below the body's bottom edge or above its top edge; the page's number, in the bottom margin, is
+    where it belongs."""
+    out = []
+    for r in runs:
+        if r.text.strip() == str(r.page) and r.y < bottom:
+            continue
+        if r.y < bottom - 0.5 or r.y > height - top + 0.5:
+            out.append(f"page {r.page}: text outside the page's body (y = {r.y:.0f} pt, body {bottom:.0f} to "
+                       f"{height - top:.0f} pt): {r.text.strip()[:60]!r}")
+    return out
+
+
+def _overprinted(runs: list[Run]) -> list[str]:
+    """Pieces of text on one baseline where one starts inside the least width the other can have."""
+    out, seen = [], set()
+    by_line: dict[tuple[int, int], list[Run]] = {}
+    for r in runs:
+        by_line.setdefault((r.page, round(r.y)), []).append(r)
+    for (page, _), line in sorted(by_line.items()):
+        line = sorted(line, key=lambda r: r.x)
+        for i, a in enumerate(line):
+            least = MIN_CHAR_EM * a.size * len(a.text.strip())
+            for b in line[i + 1:]:
+                if b.x >= a.x + least:
+                    break
+                if abs(a.y - b.y) < 0.25 * min(a.size, b.size) and (page, a.text, b.text) not in seen:
+                    seen.add((page, a.text, b.text))
+                    out.append(f"page {page}: text printed over other text at y = {a.y:.0f} pt: "
+                               f"{a.text.strip()[:40]!r} and {b.text.strip()[:40]!r}")
+    return out
+
+
+def _grouped(problems: list[str]) -> list[str]:
+    """One line per page: its first problem, and how many more of the same kind the page has."""
+    out, pages = [], {}
+    for p in problems:
+        pages.setdefault(p.split(":", 1)[0], []).append(p)
+    for first, *rest in pages.values():
+        out.append(first + (f" (and {len(rest)} more on that page)" if rest else ""))
+    return out
+
+
+def _plain(text: str) -> str:
+    """Text reduced to what survives both renderers: compatibility forms folded; no whitespace, hyphens,
+    dashes or minus signs (typst hyphenates narrow cells); no quotes, apostrophes or primes (the HTML's math
+    writes a prime as a quote); and no character from U+3000 on (CJK), which the PDF's fonts lack and which a
+    model's quoted reply can hold (the PDF's text then has NUL for it)."""
+    text = unicodedata.normalize("NFKC", text)
+    text = re.sub(r"[\s\-\u00ad\u2010-\u2015\u2212'\"\u2018-\u201f\u2032\u2033\x00]+", "", text)
+    return "".join(c for c in text if ord(c) < 0x3000)
+
+
+def html_tables(html: str) -> list[list[str]]:
+    """The text of every cell of every ``<table>`` of an HTML page, table by table, row by row."""
+    tables = []
+    for body in re.findall(r"<table\b.*?</table>", html, flags=re.S):
+        cells = [html_lib.unescape(re.sub(r"<[^>]+>", "", c))
+                 for c in re.findall(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", body, flags=re.S)]
+        tables.append([c for c in cells if c.strip()])
+    return tables
+
+
+def _missing_cells(tables: list[list[str]], pdf_text: str) -> list[str]:
+    """Table cells of the HTML that the PDF does not show in the same order."""
+    out = []
+    for number, cells in enumerate(tables, start=1):
+        pos = 0
+        for cell in cells:
+            key = _plain(cell)
+            found = pdf_text.find(key, pos)
+            if found < 0:
+                out.append(f"table {number} of the HTML: cell {cell.strip()[:60]!r} is not in the PDF after the "
+                           f"cells before it")
+                break
+            pos = found + len(key)
+    return out
+
+
+def pdf_problems(pdf: Path, html: Path | None = None, paper: Path = PAPER) -> list[str]:
+    """What a reader of the PDF would see broken: text outside the page's body, text printed over text, and
+    (given the HTML) a table cell of the HTML that the PDF lacks. Empty when the PDF is clean."""
+    from pypdf import PdfReader
+
+    settings = page_settings(paper)
+    box = PdfReader(str(pdf)).pages[0].mediabox
+    height = float(box.height)
+    margin = settings["margin"]
+    bottom = top = length_pt(margin.get("y", margin.get("bottom", "2cm")))
+    runs = text_runs(pdf)
+    problems = _grouped(_outside(runs, height, bottom, top)) + _grouped(_overprinted(runs))
+    if html is not None:
+        pdf_text = _plain("".join(r.text for r in runs))
+        problems += _missing_cells(html_tables(Path(html).read_text(encoding="utf-8")), pdf_text)
+    return problems
