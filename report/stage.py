@@ -45,6 +45,13 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
         ran[profile.injection.dataset] = True
     experiments = [m for m in experiments if ran.get(m["name"], False)]
     meta = build_numbers(numbers, metrics, profile, profile_name, power, counts, null)
+    from report.self_prediction.sentences import dataset_source_text
+
+    meta["text"].update(dataset_source_text(manifests))
+    from report.self_prediction.abstract import abstract_text
+
+    meta["text"]["abstract"] = abstract_text(meta, metrics, null, injection=profile.injection is not None,
+                                             mirror=profile.mirror is not None)
     # pandoc reads numbers.yml as metadata, where citeproc would take "@tbl-x" for an unknown citation
     crossrefs = sorted(f"{part}.{k}" for part, d in meta.items() if isinstance(d, dict) for k, v in d.items()
                        if isinstance(v, str) and re.search(r"@(tbl|fig|sec)-", v))

@@ -222,10 +222,14 @@ def two_turn_text(t: dict) -> str:
     return out + ". These are measurements without a verdict word: their false-positive rates have not been simulated."
 
 
-def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
+def model_parts(m: str, d: dict, tables: dict | None = None) -> tuple[str, str]:
     """The results for one model, every number from ``numbers.json`` and (where given) the analysis tables
-    ``tables`` (name -> DataFrame: ``detection_cells``, ``yes_bias``, ``prefill_conditions``, ``coherence``)."""
+    ``tables`` (name -> DataFrame: ``detection_cells``, ``yes_bias``, ``prefill_conditions``, ``coherence``), in two
+    parts: the main text's (the control trials, the steering check, detection and identification) and the
+    supplement's (the introspection score, the two-turn trial, the yes-bias, prefill detection, intentional control
+    and the free text)."""
     inj = d["layers_injected"]
+    detail: list[str] = []
     parts = [f"**{m}** ({d['n_layers']} blocks; injected at block{'s' if len(inj) > 1 else ''} "
              f"{', '.join(map(str, inj))})."]
     seen = d.get("detection_observed", {})
@@ -244,9 +248,9 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     if "steering" in d:
         parts.append(steering_text(d["steering"]))
     if "introspection_score" in d:
-        parts.append(introspection_text(d["introspection_score"]))
+        detail.append(introspection_text(d["introspection_score"]))
     if d.get("two_turn", {}).get("control_p_yes") is not None:
-        parts.append(two_turn_text(d["two_turn"]))
+        detail.append(two_turn_text(d["two_turn"]))
     det = _cells(tables, "detection_cells", m)
     if "detection_best" in d:
         b = d["detection_best"]
@@ -262,21 +266,21 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
                      + (f" and {d['detection_cells_below_fp']} credibly below it" if "detection_cells_below_fp" in d
                         else "") + ".")
         if det is not None:
-            parts.append(_controls_text(det))
+            detail.append(_controls_text(det))
     if "concept" in seen:
         c = seen["concept"]
         neither = (f", and the first answer token put {fmt(c['p_outside'])}% of its probability on neither yes nor "
                    f"no on average" if known(c["p_outside"]) else "")
-        parts.append(f"Over every trial with the concept injected, the answer itself began with \"yes\" in "
+        detail.append(f"Over every trial with the concept injected, the answer itself began with \"yes\" in "
                      f"{c['says_yes']} of {c['n']}{neither}.")
     bias = d.get("yes_bias_observed", {})
     if "control" in bias and "concept" in bias:
-        parts.append(f"Asked questions whose answer is no, it answered yes (P(yes) > P(no)) on "
+        detail.append(f"Asked questions whose answer is no, it answered yes (P(yes) > P(no)) on "
                      f"{bias['control']['k']} of {bias['control']['n']} trials without injection and "
                      f"{bias['concept']['k']} of {bias['concept']['n']} with the concept injected.")
         yb = _cells(tables, "yes_bias", m)
         if yb is not None:
-            parts.append(_yes_bias_text(yb))
+            detail.append(_yes_bias_text(yb))
     if "identification_best" in d:
         b = d["identification_best"]
         parts.append(f"The injected concept was the most probable of the {round(1 / b['chance'])} concept words at "
@@ -295,7 +299,7 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
             s = c["strongest"]
             band = (_band_text(s["band"], c["cells"], "cells", percent=True) + f", {WORDS[s['verdict']]} zero"
                     if s.get("band") else "")
-            parts.append(f"Prefill detection, {label}: in the cell with the most negative raw difference in the share "
+            detail.append(f"Prefill detection, {label}: in the cell with the most negative raw difference in the share "
                          f"of trials called an accident (P(\"accident\") > 1/2) the difference was {points_interval(s)} (layer "
                          f"fraction {s['layer_fraction']:g}, strength {s['strength']:g}{_ties(s, 'raw difference')}){band}; "
                          f"{c['cells_below']} of {c['cells']} cells credibly below zero, {c['cells_above']} credibly above.")
@@ -303,11 +307,11 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     if pc is not None and d.get("prefill"):
         note = _prefill_note(pc, d)
         if note:
-            parts.append(note)
+            detail.append(note)
     if "intention_best" in d:
         b = d["intention_best"]
         band = _band_text(b.get("band"), d.get("intention_layers"), "layers", percent=False)
-        parts.append(f"Intentional control: the largest think minus don't-think cosine was "
+        detail.append(f"Intentional control: the largest think minus don't-think cosine was "
                      f"{signed(b['mean'], 4)} [{signed(b['low'], 4)}, {signed(b['high'], 4)}] at block {b['layer']} (layer fraction "
                      f"{b['layer_fraction']:.2f}){band}" + (f", {WORDS[b['verdict']]} zero" if band else "")
                      + f"; {d['intention_layers_above']} of {d['intention_layers']} layers "
@@ -317,7 +321,7 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
     if deg:
         txt = "; ".join(f"layer fraction {k}: {'none of the strengths tried' if v is None else f'strength {v:g}'}"
                         for k, v in sorted(deg.items()))
-        parts.append(f"Most free-text answers were incoherent from: {txt}." + _lowest_strength_note(
+        detail.append(f"Most free-text answers were incoherent from: {txt}." + _lowest_strength_note(
             deg, _cells(tables, "coherence", m)))
     if d.get("rules_vs_forced_choice"):
         a = d["rules_vs_forced_choice"]
@@ -326,16 +330,21 @@ def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
                     if a.get(key) in (0, a["n"])]
         if constant:
             which, k = constant[0]
-            parts.append(f"The {which} counted a detection in {k} of the {a['n']} free-text trials, so their agreement "
+            detail.append(f"The {which} counted a detection in {k} of the {a['n']} free-text trials, so their agreement "
                          f"({100 * a['agreement']:.0f}%) is only the share of trials the other grading counted "
                          f"{'no detection in' if k == 0 else 'a detection in'}, and Cohen's kappa "
                          f"({kappa_text(a['kappa'])}) carries no information.")
         else:
-            parts.append(f"The rule-graded free text claimed detection in agreement with the forced-choice answer of "
+            detail.append(f"The rule-graded free text claimed detection in agreement with the forced-choice answer of "
                          f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa "
                          f"{kappa_text(a['kappa'])}; the rules counted {a['rules_claims']} detections, the forced "
                          f"choice {a['forced_choice_detected']}).")
-    return " ".join(parts)
+    return " ".join(parts), " ".join(detail)
+
+
+def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
+    """:func:`model_parts` as one paragraph, the main text's part first."""
+    return " ".join(p for p in model_parts(m, d, tables) if p)
 
 
 def protocol_table(protocols: dict) -> pd.DataFrame:
@@ -401,13 +410,16 @@ def judge_sentence(j: dict) -> str:
 
 def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROOT / "paper",
                   temperature: float | None = None) -> bool:
-    """Write ``gen/injection.md`` (and copy the figures into ``gen/figures``); False when the stage did not run.
+    """Write ``gen/injection.md`` (the main text's results) and ``gen/injection_supplement.md`` (the rest), and
+    copy the figures into ``gen/figures``; False when the stage did not run.
     ``temperature``: the free text's sampling temperature (``injection.free_text.temperature``), for a caption."""
     analysis, figures = Path(injection) / "analysis", Path(injection) / "figures"
     path = Path(gen) / "injection.md"
     if not (analysis / "numbers.json").exists() or not (figures / "index.json").exists():
-        atomic_write_bytes(path, b"The concept-injection stages did not run in this profile (no `injection:` "
-                                 b"section in params.yaml), so this section has no results.\n")
+        for name in ("injection.md", "injection_supplement.md"):
+            atomic_write_bytes(Path(gen) / name, b"The concept-injection stages did not run in this profile (no "
+                                                 b"`injection:` section in params.yaml), so this section has no "
+                                                 b"results.\n")
         return False
     numbers = json.loads((analysis / "numbers.json").read_text())
     index = json.loads((figures / "index.json").read_text())
@@ -431,11 +443,13 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
                                                                         "prefill_conditions", "coherence")
               if (analysis / f"{n}.parquet").exists()}
     secs = run_seconds(run["models"])
+    parts = {m: model_parts(m, d, tables) for m, d in numbers["models"].items()}
     out = [
-        f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])}"
-        + (" " + grader_sentence(numbers["graders"]) if "graders" in numbers else ""),
+        f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} The introspection "
+        "score, the two-turn trial, the yes-bias, prefill detection, intentional control and the free text are in "
+        "the supplement (@sec-supp-injection).",
         "",
-        *[model_paragraph(m, d, tables) + "\n" for m, d in numbers["models"].items()],
+        *[core + "\n" for core, _ in parts.values()],
         "![Detection of an injected concept: the posterior share of trials with P(\"yes\") > P(\"no\") at the "
         "average concept per layer fraction and strength, with 95% intervals; outlined cells have detection credibly above the false-positive rate of "
         "the control trials (in each panel's title).](_generated/figures/injection_detection.png)"
@@ -445,6 +459,15 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
         "layer fraction (95% intervals), against chance (dashed) and the same trials without injection (grey "
         "band).](_generated/figures/injection_identification.png){#fig-injection-identification}",
         "",
+        _table(comparison_table(numbers, reference, tables), f"Concept injection: this run next to the published study "
+               f"and its open replications (their numbers, quoted from {reference['source']}; not computed "
+               "here).", "tbl-injection-comparison"),
+        "",
+    ]
+    supplement = [
+        (grader_sentence(numbers["graders"]) if "graders" in numbers else ""),
+        "",
+        *[f"**{m}**. {detail}\n" for m, (_, detail) in parts.items() if detail],
         "![Prefill detection: the share of trials whose P(\"accident\") exceeds 1/2 for an out-of-place "
         "prefilled word, with no injection (black), the "
         "word's own concept injected on the earlier sentence (matching) and another concept injected there "
@@ -466,10 +489,6 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
         "position, the mean change in the log-probability of the concept word's first token per read layer, one "
         "line per injected cell.](_generated/figures/injection_two_turn.png){#fig-injection-two-turn}",
         "",
-        _table(comparison_table(numbers, reference, tables), f"Concept injection: this run next to the published study "
-               f"and its open replications (their numbers, quoted from {reference['source']}; not computed "
-               "here).", "tbl-injection-comparison"),
-        "",
         _table(protocol_table(protocols), "How the open replications' detection protocols, and this package's, "
                "differ from Lindsey (2025): each read from its own code and README at the commit named "
                "(`paper/injection_protocols.yml` gives the files).", "tbl-injection-protocols"),
@@ -481,5 +500,6 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
                "answers, as in the coherence figure (the rules catch repetition, the perplexity word salad).",
                "tbl-injection-examples"),
     ]
+    atomic_write_bytes(Path(gen) / "injection_supplement.md", "\n".join(supplement).encode())
     atomic_write_bytes(path, "\n".join(out).encode())
     return True

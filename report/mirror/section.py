@@ -94,7 +94,11 @@ def _split(d: dict) -> str:
     return ("Split in two: " + "; ".join(parts) + ".") if parts else ""
 
 
-def model_paragraph(m: str, d: dict) -> str:
+def model_parts(m: str, d: dict) -> tuple[str, str]:
+    """The results for one model in two parts: the main text's (noticing, recognition, imitation, surprise) and
+    the supplement's (the judge, copied and adopted pattern words, self-references, a thinking trace, paired
+    recognition and the discrimination score)."""
+    detail: list[str] = []
     parts = [f"**{m}** ({d['scripts']} conversations, turns {', '.join(map(str, d['turns']))})."]
     if d.get("unchanged_histories"):
         n = d["unchanged_histories"]
@@ -119,11 +123,11 @@ def model_paragraph(m: str, d: dict) -> str:
     if "judge_agreement" in d:
         a = d["judge_agreement"]
         kappa = kappa_text(a["kappa"], "undefined: one grader said no throughout")
-        parts.append(f"The judge graded {a['judge_yes']} of {a['n']} replies as remarking on an oddity (the rules: "
+        detail.append(f"The judge graded {a['judge_yes']} of {a['n']} replies as remarking on an oddity (the rules: "
                      f"{a['rules_yes']}); the two agreed on {100 * a['agreement']:.0f}% of replies (Cohen's kappa "
                      f"{kappa}).")
     if "judge_noticing_extreme" in d:
-        parts.append(_change(d, "judge_noticing", "the judge grading every reply as remarking on an oddity in every "
+        detail.append(_change(d, "judge_noticing", "the judge grading every reply as remarking on an oddity in every "
                              "condition", "the judge grading no reply as remarking on anything in any condition",
                              "above", "change under alteration", grade="by the judge's grade, "))
     if "recognition_control" in d:
@@ -144,9 +148,9 @@ def model_paragraph(m: str, d: dict) -> str:
         parts.append(_imitation(d))
         split = _split(d)
         if split:
-            parts.append(split)
+            detail.append(split)
         if d.get("imitation_other"):  # the measure on replies after a history without any corruption
-            parts.append("After another model's replies, which hold none of the corruptions, the words counted as a "
+            detail.append("After another model's replies, which hold none of the corruptions, the words counted as a "
                          "pattern were " + ", ".join(f"{v['k']} of {v['n']} ({k})"
                                                      for k, v in sorted(d["imitation_other"].items()))
                          + ": the measure's own false positives.")
@@ -155,7 +159,7 @@ def model_paragraph(m: str, d: dict) -> str:
                  "other": "after another model's replies"}
         refs = [f"{r['third']} of {r['first'] + r['third']} {names.get(c, c)}"
                 for c, r in d["self_references"].items()]
-        parts.append("Of its references to itself, those in the third person (\"the model\", \"the assistant\", "
+        detail.append("Of its references to itself, those in the third person (\"the model\", \"the assistant\", "
                      "the shift the post saw in a thinking trace): " + "; ".join(refs) + " (raw counts).")
     if "surprise" in d:
         top = max(d["surprise"], key=lambda r: r["mean"])
@@ -169,15 +173,20 @@ def model_paragraph(m: str, d: dict) -> str:
     if d.get("thinking_noticing"):
         names = {"control": "after the clean history", "corrupted": "after a corrupted one",
                  "other": "after another model's replies"}
-        parts.append(f"Its chat template has a thinking section, graded apart from the visible reply by the same "
+        detail.append(f"Its chat template has a thinking section, graded apart from the visible reply by the same "
                      f"rules: {d['thinking_traces']} replies held a trace, and the trace remarked on the form of the "
                      "earlier text in " + "; ".join(f"{r['k']} of {r['n']} {names.get(c, c)}"
                                                      for c, r in d["thinking_noticing"].items()) + " (raw counts).")
     if d.get("paired"):
-        parts.append(paired_text(d["paired"]))
+        detail.append(paired_text(d["paired"]))
     if "discrimination" in d:
-        parts.append(discrimination_text(d["discrimination"]))
-    return " ".join(parts)
+        detail.append(discrimination_text(d["discrimination"]))
+    return " ".join(parts), " ".join(detail)
+
+
+def model_paragraph(m: str, d: dict) -> str:
+    """:func:`model_parts` as one paragraph, the main text's part first."""
+    return " ".join(p for p in model_parts(m, d) if p)
 
 
 def paired_text(p: dict) -> str:
@@ -242,12 +251,14 @@ def grader_sentence(g: dict) -> str:
 
 
 def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
-    """Write ``gen/mirror.md`` (and copy the figures); False when the stages did not run."""
+    """Write ``gen/mirror.md`` (the main text's results) and ``gen/mirror_supplement.md`` (the rest), and copy
+    the figures; False when the stages did not run."""
     analysis, figures = Path(mirror) / "analysis", Path(mirror) / "figures"
     path = Path(gen) / "mirror.md"
     if not (analysis / "numbers.json").exists() or not (figures / "index.json").exists():
-        atomic_write_bytes(path, b"The mirror-test stages did not run in this profile (no `mirror:` section in "
-                                 b"params.yaml), so this section has no results.\n")
+        for name in ("mirror.md", "mirror_supplement.md"):
+            atomic_write_bytes(Path(gen) / name, b"The mirror-test stages did not run in this profile (no `mirror:` "
+                                                 b"section in params.yaml), so this section has no results.\n")
         return False
     numbers = json.loads((analysis / "numbers.json").read_text())
     index = json.loads((figures / "index.json").read_text())
@@ -259,6 +270,7 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
                    reply=ex["reply"].map(model_text),
                    notices=ex["notices"].map({True: "yes", False: "no"}), p_yes=ex["p_yes"].map(lambda v: f"{v:.2f}"))
     secs = run_seconds(run["models"])
+    parts = {m: model_parts(m, d) for m, d in numbers["models"].items()}
     out = [
         f"The conversations ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} "
         + (f"Noticing was graded by the rules and by a local judge model ({run['judge']})."
@@ -267,9 +279,11 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
            "strange, stray or extra letters or characters, odd capitalisation, garbled, scrambled or corrupted text, "
            "\"my previous reply looks wrong\", \"did I write that\" (`reproduce/mirror/graders.py`); what an "
            "earlier reply said, \"unusual\" said of the topic, and corrected facts are not noticing.")
-        + (" " + grader_sentence(numbers["graders"]) if "graders" in numbers else ""),
+        + (" " + grader_sentence(numbers["graders"]) if "graders" in numbers else "")
+        + " The judge, the copied and adopted pattern words, paired recognition and the discrimination score are "
+          "in the supplement (@sec-supp-mirror).",
         "",
-        *[model_paragraph(m, d) + "\n" for m, d in numbers["models"].items()],
+        *[core + "\n" for core, _ in parts.values()],
         "![The mirror test by corruption kind and level: unprompted noticing, saying \"yes\" to having written "
         "the previous messages as shown (P(yes) > P(no)), and imitation of the corruption (95% intervals; black: the clean "
         "history; grey square: another model's replies).](_generated/figures/mirror_outcomes.png)"
@@ -278,10 +292,13 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
         "![Surprise: mean log-probability per token of the clean minus the altered earlier replies, by kind "
         "and level, and for another model's replies shown as the model's own (grey square; 95% "
         "intervals).](_generated/figures/mirror_surprise.png){#fig-mirror-surprise}",
-        "",
+    ]
+    supplement = [
+        *[f"**{m}**. {detail}\n" for m, (_, detail) in parts.items() if detail],
         md_table(ex[["model", "condition", "kind", "level", "turn", "reply", "notices", "p_yes"]].astype(str),
                   "Example replies at the last measured turn (first conversation; cut to 200 characters), with "
                   "the rules' noticing grade and P(yes) to the recognition question.", "tbl-mirror-examples"),
     ]
+    atomic_write_bytes(Path(gen) / "mirror_supplement.md", "\n".join(supplement).encode())
     atomic_write_bytes(path, "\n".join(out).encode())
     return True

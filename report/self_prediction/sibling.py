@@ -158,16 +158,14 @@ def section(metrics: dict, null: dict | None) -> str:
     if not sib:
         return ("This run trained no sibling predictor (`finetune.sibling: false`), so the self-prediction "
                 "advantage cannot be separated from similarity here.\n")
-    out = [" ".join(contrast_sentences(sib, null)) + " " + interpretation(sib, null), "", MEANING, "",
+    out = [" ".join(contrast_sentences(sib, null)) + " " + interpretation(sib, null)
+           + " The three contrasts are drawn in the introduction's first figure.", "", MEANING, "",
            md_table(contrast_table(sib, null),
                     "The sibling control: each contrast in accuracy points with its 94% posterior interval, on a "
                     "new held-out task (the headline's population estimand) and on the observed tasks and runs, "
                     "pooled and per target (Against: the second arm's predictor). A verdict stands only where its "
                     "rule's false-positive rate was measured on this run's null worlds and is at most 5%.",
                     "tbl-sibling"), "",
-           "![The sibling control: self minus sibling, sibling minus cross and self minus cross on a new held-out "
-           "task, pooled and per target, with 94% posterior intervals and the region of practical equivalence "
-           "(dotted).](_generated/figures/sibling_contrasts.png){#fig-sibling-contrasts}", "",
            similarity_sentences(sib), "",
            "![Meta-level accuracy against object-level agreement, one point per predictor-target pair and cell; "
            "the dashed line is accuracy equal to agreement.](_generated/figures/similarity.png){#fig-similarity}", ""]

@@ -70,3 +70,60 @@ def test_the_manuscript_gives_the_mad_on_the_originals_scope():
     assert "@" not in rough  # citeproc would read a cross-reference in the numbers' metadata as a citation
     assert "lies below 0" not in rough
     assert _calibration_cells_text({}, rope=2.0) == ""
+
+
+def test_the_methods_say_where_the_runs_items_come_from():
+    from report.self_prediction.sentences import dataset_source_text
+
+    own = [{"name": "animals", "family": "word_sequence", "licence": "CC-BY-4.0"},
+           {"name": "years", "family": "number_sequence", "licence": "CC-BY-4.0"}]
+    imported = [{"name": "li_animals", "family": "word_sequence", "licence": "MIT", "source": "the release"},
+                {"name": "li_numbers", "family": "number_sequence", "licence": "MIT", "source": "the release"}]
+    t = dataset_source_text(own)
+    assert t["items_source_sentence"].startswith("The items themselves are ours") and "CC-BY-4.0" in t["items_source_sentence"]
+    assert t["number_tasks_sentence"].startswith("The number task (years) is ours")
+    assert t["datasets_limitation_head"] == ", synthetic tasks"
+    t = dataset_source_text(imported)
+    assert "ours" not in t["items_source_sentence"] and "imported" in t["items_source_sentence"] and "MIT" in t["items_source_sentence"]
+    assert "ours" not in t["number_tasks_sentence"] and "li_numbers" in t["number_tasks_sentence"]
+    assert t["datasets_limitation_head"] == "" and "template" not in t["datasets_limitation"]
+    t = dataset_source_text(own[:1] + imported[:1])
+    assert "animals are ours" in t["items_source_sentence"] and "li_animals are the original" in t["items_source_sentence"]
+    assert t["number_tasks_sentence"] == ""
+
+
+def _committed_meta():
+    import json
+
+    from reproduce.citation import read_manifests
+    from reproduce.config import REPO_ROOT, load_params
+    from report.self_prediction.numbers import build_numbers
+
+    a = REPO_ROOT / "data" / "analysis"
+    read = lambda p: json.loads((a / p).read_text())  # noqa: E731
+    counts = {m["name"]: m.get("counts", {}) for m in read_manifests(REPO_ROOT / "data_raw", "experiment")}
+    _, profile = load_params(REPO_ROOT / "params.yaml", profile="default")
+    metrics, null = read("metrics.json"), read("null/null.json")
+    return build_numbers(read("numbers.json"), metrics, profile, "default", read("power/power.json"), counts,
+                         null), metrics, null
+
+
+def test_the_abstract_gives_each_finding_with_its_interval_verdict_and_rate_in_at_most_200_words():
+    """On the committed run's outputs, and with a sibling control added to them."""
+    from report.self_prediction.abstract import MAX_WORDS, abstract_text
+
+    meta, metrics, null = _committed_meta()
+    text = abstract_text(meta, metrics, null, injection=True, mirror=True)
+    assert len(text.split()) <= MAX_WORDS, len(text.split())
+    assert meta["text"]["headline_estimate"] in text and "false-positive rate" in text
+    assert f"{meta['n']['calibration_mad_difference_pooled_difference']} [" in text
+    assert meta["text"]["mad_difference_verdict"] in text and meta["text"]["behaviour_tracking_verdict"] in text
+    assert "concept injection and a mirror test" in text and "sibling" not in text
+    sib = {"contrasts": {"self_minus_sibling": {"estimand": "new_task_and_run", "population": {
+        "mean": 3.21, "low": -4.5, "high": 11.02, "verdict": "inconclusive"}}}}
+    rates = {**null["rates"], "sibling": {"self_minus_sibling": {"population": {
+        "rate": 0.04, "low": 0.01, "high": 0.1, "positives": 1, "reps": 25, "within": True}}}}
+    text = abstract_text(meta, {**metrics, "sibling": sib}, {**null, "rates": rates}, injection=True, mirror=True)
+    assert len(text.split()) <= MAX_WORDS, len(text.split())
+    assert "self-prediction differs by 3.2 [−4.5, 11.0] points: inconclusive (false-positive rate 4.0%)" in text
+    assert "add a sibling control" in text

@@ -1,0 +1,84 @@
+"""The manuscript's abstract, generated from the run: the question, what was run, and one sentence per finding
+of experiments 1-3 (and the sibling control), each with its estimate, interval and verdict; the verdicts of
+experiment 1 and the sibling control with the false-positive rate measured for their rule. The qualifications
+stay in the results; the abstract is at most :data:`MAX_WORDS` words."""
+
+from __future__ import annotations
+
+from report.formatting import fmt, interval_text
+
+#: the abstract's length limit, in words separated by white space
+MAX_WORDS = 200
+
+#: the headline's verdict, short
+HEADLINE = {
+    "advantage in every direction": "self-prediction is better in every direction",
+    "advantage on average, not in every direction": "self-prediction is better on average, not in every direction",
+    "reverse advantage": "cross-prediction is better",
+    "practically null": "practically no difference",
+    "inconclusive": "inconclusive",
+}
+#: a sibling contrast's verdict, short
+SIBLING = {"positive": "the self-predictor is better", "negative": "the sibling is better",
+           "practically null": "practically no difference", "inconclusive": "inconclusive"}
+
+
+def _rate(r: dict | None) -> str:
+    return f"{fmt(100 * r['rate'])}%" if r and r.get("reps") else "not measured"
+
+
+def _headline(a: dict, null: dict | None, rope: str, level: str) -> str:
+    pop = a["population"]
+    head = (null or {}).get("rates", {}).get("headline")
+    where = ("a new held-out task from a new finetuning run" if pop["estimand"] == "new_task_and_run"
+             else "a new held-out task")
+    ok = bool(head and head.get("reps") and head.get("within"))
+    verdict = HEADLINE[a["headline"]] if ok else "no verdict"
+    return (f"Experiment 1: on {where}, self- minus cross-prediction accuracy at equal predicting skill is "
+            f"{interval_text(pop)} points ({level}% interval; practical-equivalence region ±{rope}): {verdict} (false-positive rate in "
+            f"null worlds simulated from this run: {_rate(head)}).")
+
+
+def _sibling(sib: dict | None, null: dict | None) -> str:
+    if not sib:
+        return ""
+    from report.self_prediction.sibling import _allowed
+
+    c = sib["contrasts"]["self_minus_sibling"]
+    ok, _ = _allowed("self_minus_sibling", null)
+    r = ((null or {}).get("rates", {}).get("sibling") or {}).get("self_minus_sibling", {}).get("population")
+    verdict = SIBLING.get(c["population"]["verdict"], "inconclusive") if ok else "no verdict"
+    return (f"Against a sibling, a second copy of the model's own weights trained on the cross-predictor's data, "
+            f"self-prediction differs by {interval_text(c['population'])} points: {verdict} (false-positive rate "
+            f"{_rate(r)}).")
+
+
+def abstract_text(meta: dict, metrics: dict, null: dict | None, injection: bool, mirror: bool) -> str:
+    """The abstract from the built numbers (``meta``: ``n``, ``run``, ``text``) and the analysis's metrics."""
+    n, run, text = meta["n"], meta["run"], meta["text"]
+    a = metrics["advantage"]
+    added = [w for w, ran in (("add a sibling control", bool(metrics.get("sibling"))),
+                              ("run concept injection" + (" and a mirror test" if mirror else ""), injection),
+                              ("run a mirror test", mirror and not injection)) if ran]
+    parts = [
+        "Binder et al. (2024) report that language models finetuned to predict their own behaviour predict it "
+        "better than other models trained on the same data do.",
+        f"We repeat their experiments with {run['models']} ({run['n_seeds']} finetuning "
+        f"{'seed' if run['n_seeds'] == '1' else 'seeds'})"
+        + ("" if not added else f" and {added[0]}" if len(added) == 1 else
+           f", {', '.join(added[:-1])} and {added[-1]}") + ".",
+        _headline(a, null, text["rope"], run["interval"]),
+        _sibling(metrics.get("sibling"), null),
+    ]
+    if "calibration_mad_difference_pooled_difference" in n and "mad_difference_verdict" in text:
+        parts.append(f"Experiment 2: self- minus cross-prediction calibration error (MAD) is "
+                     f"{n['calibration_mad_difference_pooled_difference']} "
+                     f"[{n['calibration_mad_difference_pooled_low']}, {n['calibration_mad_difference_pooled_high']}] "
+                     f"(95% bootstrap interval): "
+                     f"{text['mad_difference_verdict']}.")
+    key = "behaviour_excess_pooled_excess_new_minus_old"
+    if f"{key}_estimate" in n and "behaviour_tracking_verdict" in text:
+        parts.append(f"Experiment 3: after a behaviour change, predictions match the new behaviour more than the old "
+                     f"by {n[f'{key}_estimate']} points [{n[f'{key}_low']}, {n[f'{key}_high']}] (95% bootstrap "
+                     f"interval) beyond chance pairing: they {text['behaviour_tracking_verdict']}.")
+    return " ".join(p for p in parts if p)
