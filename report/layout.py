@@ -22,6 +22,10 @@ from report.formatting import PAPER
 #: the narrowest a character of the manuscript's fonts is, in em (a period or an "i" is about 0.25-0.28 em)
 MIN_CHAR_EM = 0.2
 
+#: the most characters of other text between two words of one table cell in the PDF's text: a page break inside
+#: the cell puts the page's number and the table's repeated header row there
+MAX_GAP = 600
+
 #: points per unit of a typst length
 UNITS = {"pt": 1.0, "mm": 72 / 25.4, "cm": 72 / 2.54, "in": 72.0}
 
@@ -135,19 +139,36 @@ def html_tables(html: str) -> list[list[str]]:
     return tables
 
 
+def _match(cells: list[list[str]], text: str, pos: int) -> int:
+    """How many of ``cells`` (each a list of words) ``text`` shows in order from ``pos``: each word after the one
+    before it, at most :data:`MAX_GAP` characters on (the first word of the first cell at ``pos``)."""
+    for done, words in enumerate(cells):
+        for word in words:
+            found = text.find(word, pos)
+            if found < 0 or found - pos > MAX_GAP:
+                return done
+            pos = found + len(word)
+    return len(cells)
+
+
 def _missing_cells(tables: list[list[str]], pdf_text: str) -> list[str]:
-    """Table cells of the HTML that the PDF does not show in the same order."""
+    """Table cells of the HTML that the PDF does not show in the same order. A table is matched from each place
+    its first word occurs, word by word, each word at most :data:`MAX_GAP` characters after the one before it,
+    so that a cell a page break splits (the page's number and the repeated header row come between its words) is
+    still found whole; the table is missing a cell where no start matches every cell."""
     out = []
-    for number, cells in enumerate(tables, start=1):
-        pos = 0
-        for cell in cells:
-            key = _plain(cell)
-            found = pdf_text.find(key, pos)
-            if found < 0:
-                out.append(f"table {number} of the HTML: cell {cell.strip()[:60]!r} is not in the PDF after the "
-                           f"cells before it")
-                break
-            pos = found + len(key)
+    for number, table in enumerate(tables, start=1):
+        cells = [w for w in ([x for x in map(_plain, c.split()) if x] for c in table) if w]
+        if not cells:
+            continue
+        best, start = 0, pdf_text.find(cells[0][0])
+        while start >= 0 and best < len(cells):
+            best = max(best, _match(cells, pdf_text, start))
+            start = pdf_text.find(cells[0][0], start + 1)
+        if best < len(cells):
+            cell = [c for c in table if any(map(_plain, c.split()))][best]
+            out.append(f"table {number} of the HTML: cell {cell.strip()[:60]!r} is not in the PDF after the cells "
+                       f"before it")
     return out
 
 

@@ -80,7 +80,9 @@ def training_effect(o: Outputs):
     ax.set_xlim(-0.6, len(tr) - 0.4)
     ax.set_ylim(0, 100)
     ax.set_ylabel("self-prediction accuracy (%)")
-    ax.set_title("Self-prediction before and after training (held-out tasks)")
+    # the cells differ from the raw-accuracy table's (every scored answer): the title says which these are
+    ax.set_title("Self-prediction before and after training\n(held-out cells scored in both conditions; "
+                 "the raw-accuracy table counts every answer)", fontsize=9)
     # below the axes: inside, it covered the points and baselines near 100%
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
     return fig
