@@ -446,8 +446,8 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
     parts = {m: model_parts(m, d, tables) for m, d in numbers["models"].items()}
     out = [
         f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} The introspection "
-        "score, the two-turn trial, the yes-bias, prefill detection, intentional control and the free text are in "
-        "the supplement (@sec-supp-injection).",
+        "score, the two-turn trial, the yes-bias, prefill detection, intentional control, the free text and this "
+        "run beside the published study and its replications are in the supplement (@sec-supp-injection).",
         "",
         *[core + "\n" for core, _ in parts.values()],
         "![Detection of an injected concept: the posterior share of trials with P(\"yes\") > P(\"no\") at the "
@@ -459,15 +459,17 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
         "layer fraction (95% intervals), against chance (dashed) and the same trials without injection (grey "
         "band).](_generated/figures/injection_identification.png){#fig-injection-identification}",
         "",
-        _table(comparison_table(numbers, reference, tables), f"Concept injection: this run next to the published study "
-               f"and its open replications (their numbers, quoted from {reference['source']}; not computed "
-               "here).", "tbl-injection-comparison"),
+
         "",
     ]
     supplement = [
         (grader_sentence(numbers["graders"]) if "graders" in numbers else ""),
         "",
         *[f"**{m}**. {detail}\n" for m, (_, detail) in parts.items() if detail],
+        _table(comparison_table(numbers, reference, tables), f"Concept injection: this run next to the published study "
+               f"and its open replications (their numbers, quoted from {reference['source']}; not computed "
+               "here).", "tbl-injection-comparison"),
+        "",
         "![Prefill detection: the share of trials whose P(\"accident\") exceeds 1/2 for an out-of-place "
         "prefilled word, with no injection (black), the "
         "word's own concept injected on the earlier sentence (matching) and another concept injected there "

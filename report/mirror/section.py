@@ -95,8 +95,8 @@ def _split(d: dict) -> str:
 
 
 def model_parts(m: str, d: dict) -> tuple[str, str]:
-    """The results for one model in two parts: the main text's (noticing, recognition, imitation, surprise) and
-    the supplement's (the judge, copied and adopted pattern words, self-references, a thinking trace, paired
+    """The results for one model in two parts: the main text's (noticing, recognition, imitation) and the
+    supplement's (the judge, copied and adopted pattern words, self-references, surprise, a thinking trace, paired
     recognition and the discrimination score)."""
     detail: list[str] = []
     parts = [f"**{m}** ({d['scripts']} conversations, turns {', '.join(map(str, d['turns']))})."]
@@ -166,7 +166,7 @@ def model_parts(m: str, d: dict) -> tuple[str, str]:
         n = d["surprise_unchanged"]
         left = (f"leaving out the {n} corrupted earlier {'reply' if n == 1 else 'replies'} whose text the corruption "
                 "did not change, " if n else "")
-        parts.append(f"Surprise: {left}{d['surprise_cells_above']} of {d['surprise_cells']} altered cells made its "
+        detail.append(f"Surprise: {left}{d['surprise_cells_above']} of {d['surprise_cells']} altered cells made its "
                      f"earlier replies credibly less probable to it; the largest, {_cell(top)}, by "
                      f"{fmt(top['mean'], 2)} nats per token [{fmt(top['low'], 2)}, {fmt(top['high'], 2)}] (the "
                      "model's estimate at the average conversation and reply).")
@@ -280,8 +280,8 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
            "\"my previous reply looks wrong\", \"did I write that\" (`reproduce/mirror/graders.py`); what an "
            "earlier reply said, \"unusual\" said of the topic, and corrected facts are not noticing.")
         + (" " + grader_sentence(numbers["graders"]) if "graders" in numbers else "")
-        + " The judge, the copied and adopted pattern words, paired recognition and the discrimination score are "
-          "in the supplement (@sec-supp-mirror).",
+        + " The judge, the copied and adopted pattern words, surprise, paired recognition and the discrimination "
+          "score are in the supplement (@sec-supp-mirror).",
         "",
         *[core + "\n" for core, _ in parts.values()],
         "![The mirror test by corruption kind and level: unprompted noticing, saying \"yes\" to having written "
@@ -289,12 +289,14 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
         "history; grey square: another model's replies).](_generated/figures/mirror_outcomes.png)"
         "{#fig-mirror-outcomes}",
         "",
-        "![Surprise: mean log-probability per token of the clean minus the altered earlier replies, by kind "
-        "and level, and for another model's replies shown as the model's own (grey square; 95% "
-        "intervals).](_generated/figures/mirror_surprise.png){#fig-mirror-surprise}",
+
     ]
     supplement = [
         *[f"**{m}**. {detail}\n" for m, (_, detail) in parts.items() if detail],
+        "![Surprise: mean log-probability per token of the clean minus the altered earlier replies, by kind "
+        "and level, and for another model's replies shown as the model's own (grey square; 95% "
+        "intervals).](_generated/figures/mirror_surprise.png){#fig-mirror-surprise}",
+        "",
         md_table(ex[["model", "condition", "kind", "level", "turn", "reply", "notices", "p_yes"]].astype(str),
                   "Example replies at the last measured turn (first conversation; cut to 200 characters), with "
                   "the rules' noticing grade and P(yes) to the recognition question.", "tbl-mirror-examples"),

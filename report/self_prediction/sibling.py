@@ -152,26 +152,38 @@ def similarity_sentences(sib: dict) -> str:
     return text
 
 
-def section(metrics: dict, null: dict | None) -> str:
-    """The section's markdown, or a sentence where the run trained no sibling."""
+def sections(metrics: dict, null: dict | None) -> tuple[str, str]:
+    """The main text's markdown (the contrasts, their verdicts and what they mean) and the supplement's (the
+    per-target table and behavioural similarity); where the run trained no sibling, a sentence that says so."""
     sib = metrics.get("sibling")
     if not sib:
-        return ("This run trained no sibling predictor (`finetune.sibling: false`), so the self-prediction "
+        none = ("This run trained no sibling predictor (`finetune.sibling: false`), so the self-prediction "
                 "advantage cannot be separated from similarity here.\n")
-    out = [" ".join(contrast_sentences(sib, null)) + " " + interpretation(sib, null)
-           + " The three contrasts are drawn in the introduction's first figure.", "", MEANING, "",
-           md_table(contrast_table(sib, null),
-                    "The sibling control: each contrast in accuracy points with its 94% posterior interval, on a "
-                    "new held-out task (the headline's population estimand) and on the observed tasks and runs, "
-                    "pooled and per target (Against: the second arm's predictor). A verdict stands only where its "
-                    "rule's false-positive rate was measured on this run's null worlds and is at most 5%.",
-                    "tbl-sibling"), "",
-           similarity_sentences(sib), "",
-           "![Meta-level accuracy against object-level agreement, one point per predictor-target pair and cell; "
-           "the dashed line is accuracy equal to agreement.](_generated/figures/similarity.png){#fig-similarity}", ""]
-    return "\n".join(out)
+        return none, none
+    main = [" ".join(contrast_sentences(sib, null)) + " " + interpretation(sib, null)
+            + " The three contrasts are drawn in the introduction's first figure; per target, and beside the "
+              "models' behavioural similarity, they are in the supplement (@sec-supp-sibling).", "", MEANING, ""]
+    supplement = [
+        md_table(contrast_table(sib, null),
+                 "The sibling control: each contrast in accuracy points with its 94% posterior interval, on a "
+                 "new held-out task (the headline's population estimand) and on the observed tasks and runs, "
+                 "pooled and per target (Against: the second arm's predictor). A verdict stands only where its "
+                 "rule's false-positive rate was measured on this run's null worlds and is at most 5%.",
+                 "tbl-sibling"), "",
+        similarity_sentences(sib), "",
+        "![Meta-level accuracy against object-level agreement, one point per predictor-target pair and cell; "
+        "the dashed line is accuracy equal to agreement.](_generated/figures/similarity.png){#fig-similarity}", ""]
+    return "\n".join(main), "\n".join(supplement)
+
+
+def section(metrics: dict, null: dict | None) -> str:
+    """:func:`sections`, the main text's part and the supplement's, as one."""
+    main, supplement = sections(metrics, null)
+    return main if main == supplement else main + "\n" + supplement
 
 
 def write_section(gen: Path, metrics: dict, null: dict | None) -> None:
-    """Write ``gen/sibling.md``."""
-    atomic_write_bytes(Path(gen) / "sibling.md", section(metrics, null).encode())
+    """Write ``gen/sibling.md`` and ``gen/sibling_supplement.md``."""
+    main, supplement = sections(metrics, null)
+    atomic_write_bytes(Path(gen) / "sibling.md", main.encode())
+    atomic_write_bytes(Path(gen) / "sibling_supplement.md", supplement.encode())

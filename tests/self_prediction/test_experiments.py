@@ -678,6 +678,25 @@ def test_report_screenshot_in_headless_chromium_is_not_blank(rendered, tmp_path)
     assert blank_fraction(png) < 0.97  # text, figures and tables cover the page
 
 
+def test_the_pdf_is_a_short_paper_with_its_first_figure_early_a_supplement_behind_and_a_clean_layout(rendered):
+    import re
+
+    import yaml
+    from pypdf import PdfReader
+
+    from report.layout import pdf_problems
+    from report.self_prediction.abstract import MAX_WORDS
+
+    assert pdf_problems(rendered["pdf"], rendered["html"], rendered["paper"]) == []
+    pages = [p.extract_text() for p in PdfReader(str(rendered["pdf"])).pages]
+    first = next(i for i, t in enumerate(pages, 1) if re.search(r"Figure\s1:", t))
+    assert first <= 3, first
+    supplement = next(i for i, t in enumerate(pages, 1) if re.search(r"^\d+ Supplement$", t, re.M))
+    assert supplement > first and "Statistical models" in "".join(pages[supplement - 1:])
+    meta = yaml.safe_load((rendered["paper"] / "_generated" / "numbers.yml").read_text())
+    assert len(meta["text"]["abstract"].split()) <= MAX_WORDS
+
+
 def test_report_renders_byte_identical_html_and_pdf_again(rendered, tmp_path):
     from report import render_pandoc
 
