@@ -607,7 +607,9 @@ def test_report_quotes_the_metrics(analysed, rendered):
     for value, key in zip(got.groups(), ("mean", "low", "high")):
         assert _number(value) == pytest.approx(adv[key], abs=0.051)
     tr = m["training_effect"]["overall"]
-    got = re.search(r"by (\S+) points \(94% interval (\S+) to ([^\s;)]+)[;)]", html)
+    got = re.search(r"training (?:raised|lowered|left practically unchanged|changed, by an uncertain amount,) it by "
+                    r"(\S+) points \[(\S+), (\S+)\]", html)
+    assert got, "the training-effect sentence is missing"
     assert [_number(g) for g in got.groups()] == pytest.approx([tr["mean"], tr["low"], tr["high"]], abs=0.051)
     rs = m["advantage"]["run_scale"]
     got = re.search(r"The run factor.s scales are estimated \(posterior median, 94% interval, log-odds\) at sigma = "
