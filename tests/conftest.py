@@ -110,7 +110,7 @@ def sections_after_trials(root, name: str, parts: dict, model: str, store, profi
     """A side experiment's stages after its trials, on a real small run: ``parts`` (part -> table) written as its
     stage writes them under ``root/name/raw`` with a ``run.json`` (this test's CPU, 1 s, ``store``'s shard
     counts for ``model``), then its analysis (``analyse``), figures (``draw``; each one drawn, not empty) and
-    manuscript section (``write``). Returns the section's text."""
+    manuscript section (``write``). Returns the section's text, its main part and its supplement part."""
     import json
 
     raw, analysis, figures = (root / name / sub for sub in ("raw", "analysis", "figures"))
@@ -124,7 +124,8 @@ def sections_after_trials(root, name: str, parts: dict, model: str, store, profi
     assert drawn and all((figures / f"{n}.png").stat().st_size > 0 for n in drawn)
     (root / "gen" / "figures").mkdir(parents=True)
     assert write(root / "gen", root / name)
-    return (root / "gen" / f"{name}.md").read_text()
+    # the section's main text and its supplement part, as the manuscript shows them
+    return "\n".join((root / "gen" / f"{part}.md").read_text() for part in (name, f"{name}_supplement"))
 
 
 @pytest.fixture(scope="session")
