@@ -66,7 +66,7 @@ def abstract_text(meta: dict, metrics: dict, null: dict | None, injection: bool,
         f"We repeat their experiments with {run['models']} ({run['n_seeds']} finetuning "
         f"{'seed' if run['n_seeds'] == '1' else 'seeds'})"
         + ("" if not added else f" and {added[0]}" if len(added) == 1 else
-           f", {', '.join(added[:-1])} and {added[-1]}") + ".",
+           f", {', '.join(added[:-1])}, and {added[-1]}") + ".",
         _headline(a, null, text["rope"], run["interval"]),
         _sibling(metrics.get("sibling"), null),
     ]
