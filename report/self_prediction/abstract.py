@@ -24,7 +24,9 @@ SIBLING = {"positive": "the self-predictor is better", "negative": "the sibling 
 
 
 def _rate(r: dict | None) -> str:
-    return f"{fmt(100 * r['rate'])}%" if r and r.get("reps") else "not measured"
+    """A simulated false-positive rate with its count: "3.4%, 1 of 29 null worlds"."""
+    return (f"{fmt(100 * r['rate'])}%, {r['positives']} of {r['reps']} null worlds" if r and r.get("reps")
+            else "not measured")
 
 
 def _headline(a: dict, null: dict | None, rope: str, level: str) -> str:
@@ -35,7 +37,7 @@ def _headline(a: dict, null: dict | None, rope: str, level: str) -> str:
     ok = bool(head and head.get("reps") and head.get("within"))
     verdict = HEADLINE[a["headline"]] if ok else "no verdict"
     return (f"Experiment 1: on {where}, self- minus cross-prediction accuracy at equal predicting skill is "
-            f"{interval_text(pop)} points ({level}% interval; practical-equivalence region ±{rope}): {verdict} (false-positive rate in "
+            f"{interval_text(pop)} points ({level}% interval; practical-equivalence region ±{rope}): {verdict} (false-positive rate, in "
             f"null worlds simulated from this run: {_rate(head)}).")
 
 

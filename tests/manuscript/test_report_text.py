@@ -125,5 +125,5 @@ def test_the_abstract_gives_each_finding_with_its_interval_verdict_and_rate_in_a
         "rate": 0.04, "low": 0.01, "high": 0.1, "positives": 1, "reps": 25, "within": True}}}}
     text = abstract_text(meta, {**metrics, "sibling": sib}, {**null, "rates": rates}, injection=True, mirror=True)
     assert len(text.split()) <= MAX_WORDS, len(text.split())
-    assert "self-prediction differs by 3.2 [−4.5, 11.0] points: inconclusive (false-positive rate 4.0%)" in text
+    assert "self-prediction differs by 3.2 [−4.5, 11.0] points: inconclusive (false-positive rate 4.0%, 1 of 25 null worlds)" in text
     assert "add a sibling control" in text
