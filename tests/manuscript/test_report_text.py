@@ -112,7 +112,14 @@ def test_the_abstract_gives_each_finding_with_its_interval_verdict_and_rate_in_a
     """On the committed run's outputs, and with a sibling control added to them."""
     from report.self_prediction.abstract import MAX_WORDS, abstract_text
 
+    from report.formatting import interval_text
+
     meta, metrics, null = _committed_meta()
+    real = abstract_text(meta, metrics, null, injection=True, mirror=True)  # the committed run has the sibling
+    assert len(real.split()) <= MAX_WORDS, len(real.split())
+    sib = metrics["sibling"]["contrasts"]["self_minus_sibling"]["population"]
+    assert f"self-prediction differs by {interval_text(sib)} points" in real and "add a sibling control" in real
+    metrics = {k: v for k, v in metrics.items() if k != "sibling"}
     text = abstract_text(meta, metrics, null, injection=True, mirror=True)
     assert len(text.split()) <= MAX_WORDS, len(text.split())
     assert meta["text"]["headline_estimate"] in text and "false-positive rate" in text
