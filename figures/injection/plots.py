@@ -244,6 +244,14 @@ def two_turn_and_lens(inp: Inputs):
     axes[0][0].set_ylabel("shift in yes/no log-odds")
     axes[1][0].set_ylabel("lens: change in log P(concept)")
     axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=7)
+    # the lens panels' line styles: the strongest injection solid, the weaker ones dashed, the random direction
+    # (at the strongest, at the control fractions) dotted grey; the colour is the layer fraction, as above
+    from matplotlib.lines import Line2D
+
+    styles = [Line2D([], [], color="black", lw=1.2, ls="-", label="strongest injection"),
+              Line2D([], [], color="black", lw=1.2, ls="--", label="weaker injections"),
+              Line2D([], [], color=OKABE_ITO["grey"], lw=1.0, ls=":", label="random direction, strongest")]
+    axes[1][-1].legend(handles=styles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=7)
     fig.suptitle("Two-turn trial (95% t intervals over concepts) and the logit lens at its answer", y=1.01)
     inp.footer(fig)
     return fig
