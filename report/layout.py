@@ -57,12 +57,14 @@ def page_settings(paper: Path = PAPER) -> dict:
     return {"papersize": typst["papersize"], "margin": dict(typst["margin"])}
 
 
-def text_runs(pdf: Path) -> list[Run]:
-    """Every non-blank piece of text of ``pdf`` with its position and size."""
+def text_runs(pdf) -> list[Run]:
+    """Every non-blank piece of text of ``pdf`` (a path, or a ``pypdf.PdfReader`` already open) with its position
+    and size."""
     from pypdf import PdfReader
 
+    reader = pdf if isinstance(pdf, PdfReader) else PdfReader(str(pdf))
     runs: list[Run] = []
-    for number, page in enumerate(PdfReader(str(pdf)).pages, start=1):
+    for number, page in enumerate(reader.pages, start=1):
         def visit(text, cm, tm, font, size, number=number):
             # a math accent (a bar, a hat) is drawn on its own over its letter: only marks, no text to overlap
             if not "".join(c for c in text if unicodedata.category(c) != "Mn").strip():
@@ -158,15 +160,17 @@ def _missing_cells(tables: list[list[str]], pdf_text: str) -> list[str]:
     still found whole; the table is missing a cell where no start matches every cell."""
     out = []
     for number, table in enumerate(tables, start=1):
-        cells = [w for w in ([x for x in map(_plain, c.split()) if x] for c in table) if w]
-        if not cells:
+        # each cell with its words as both renderers show them; a cell with none (only marks) is not looked for
+        kept = [(c, words) for c in table if (words := [w for w in map(_plain, c.split()) if w])]
+        if not kept:
             continue
+        cells = [words for _, words in kept]
         best, start = 0, pdf_text.find(cells[0][0])
         while start >= 0 and best < len(cells):
             best = max(best, _match(cells, pdf_text, start))
             start = pdf_text.find(cells[0][0], start + 1)
         if best < len(cells):
-            cell = [c for c in table if any(map(_plain, c.split()))][best]
+            cell = kept[best][0]
             out.append(f"table {number} of the HTML: cell {cell.strip()[:60]!r} is not in the PDF after the cells "
                        f"before it")
     return out
@@ -178,11 +182,11 @@ def pdf_problems(pdf: Path, html: Path | None = None, paper: Path = PAPER) -> li
     from pypdf import PdfReader
 
     settings = page_settings(paper)
-    box = PdfReader(str(pdf)).pages[0].mediabox
-    height = float(box.height)
+    reader = PdfReader(str(pdf))  # parsed once, for the page size and the text
+    height = float(reader.pages[0].mediabox.height)
     margin = settings["margin"]
     bottom = top = length_pt(margin.get("y", margin.get("bottom", "2cm")))
-    runs = text_runs(pdf)
+    runs = text_runs(reader)
     problems = _grouped(_outside(runs, height, bottom, top)) + _grouped(_overprinted(runs))
     if html is not None:
         pdf_text = _plain("".join(r.text for r in runs))
