@@ -6,6 +6,7 @@ stay in the results; the abstract is at most :data:`MAX_WORDS` words."""
 from __future__ import annotations
 
 from report.formatting import fmt, interval_text
+from report.self_prediction.numbers import headline_allowed
 
 #: the abstract's length limit, in words separated by white space
 MAX_WORDS = 200
@@ -34,8 +35,7 @@ def _headline(a: dict, null: dict | None, rope: str, level: str) -> str:
     head = (null or {}).get("rates", {}).get("headline")
     where = ("a new held-out task from a new finetuning run" if pop["estimand"] == "new_task_and_run"
              else "a new held-out task")
-    ok = bool(head and head.get("reps") and head.get("within"))
-    verdict = HEADLINE[a["headline"]] if ok else "no verdict"
+    verdict = HEADLINE[a["headline"]] if headline_allowed(null) else "no verdict"
     return (f"Experiment 1: on {where}, self- minus cross-prediction accuracy at equal predicting skill is "
             f"{interval_text(pop)} points ({level}% interval; practical-equivalence region ±{rope}): {verdict} (false-positive rate, in "
             f"null worlds simulated from this run: {_rate(head)}).")
@@ -44,11 +44,11 @@ def _headline(a: dict, null: dict | None, rope: str, level: str) -> str:
 def _sibling(sib: dict | None, null: dict | None) -> str:
     if not sib:
         return ""
-    from report.self_prediction.sibling import _allowed
+    from report.self_prediction.sibling import _allowed, _rule_rate
 
     c = sib["contrasts"]["self_minus_sibling"]
     ok, _ = _allowed("self_minus_sibling", null)
-    r = ((null or {}).get("rates", {}).get("sibling") or {}).get("self_minus_sibling", {}).get("population")
+    r, _ = _rule_rate("self_minus_sibling", null)
     verdict = SIBLING.get(c["population"]["verdict"], "inconclusive") if ok else "no verdict"
     return (f"Against a sibling, a second copy of the model's own weights trained on the cross-predictor's data, "
             f"self-prediction differs by {interval_text(c['population'])} points: {verdict} (false-positive rate "

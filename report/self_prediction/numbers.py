@@ -102,6 +102,13 @@ def _gate_text(rates: dict) -> str:
     return f" that passed the analysis's convergence gate, {g['resampled']} of them after its cures{failed}"
 
 
+def headline_allowed(null: dict | None) -> bool:
+    """Whether the headline's verdict word may stand: its rule's false-positive rate was measured on this run's
+    null worlds (some fit passed the gate) and is at most the limit."""
+    head = (null or {}).get("rates", {}).get("headline")
+    return bool(head and head["reps"] and head["within"])
+
+
 def headline_text(a: dict, null: dict | None) -> dict:
     """The headline's sentences: the verdict (:data:`HEADLINES`) on the population estimand, only where the
     rule's false-positive rate was measured on this run's null worlds and is at most the limit; else the
@@ -112,7 +119,7 @@ def headline_text(a: dict, null: dict | None) -> dict:
     rates = (null or {}).get("rates", {})
     head, cond, every = rates.get("headline"), rates.get("conditional"), rates.get("every_direction")
     estimate = f"{interval_text(pop)} points"
-    if head and head["reps"] and head["within"]:
+    if headline_allowed(null):
         verdict_text, conclusion = (t.format(on=on) for t in HEADLINES[a["headline"]])
     else:
         why = ("was not measured (`analysis.null_reps` is 0)" if not head and not (null or {}).get("reps") else

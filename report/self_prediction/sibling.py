@@ -39,18 +39,23 @@ MEANING = (
     "sibling, and both above cross, points to similarity rather than introspection.")
 
 
+def _rule_rate(contrast: str, null: dict | None, which: str = "population") -> tuple[dict | None, dict | None]:
+    """The simulated false-positive rate of ``contrast``'s ``which`` rule and its null fits' convergence-gate
+    counts, from ``null.json`` (each None where not measured)."""
+    rates = (null or {}).get("rates", {})
+    if contrast == "self_minus_cross":
+        return rates.get("population"), rates.get("gate", {}).get("population_null")
+    x = (rates.get("sibling") or {}).get(contrast, {})
+    return x.get(which), x.get("gate")
+
+
 def _allowed(contrast: str, null: dict | None, which: str = "population") -> tuple[bool, str]:
     """Whether the verdict word of ``contrast``'s ``which`` rule (``population``: the pooled population
     verdict; ``any_direction``: every target's) may stand, and the clause that gives its measured rate."""
-    rates = (null or {}).get("rates", {})
     if which != "population" and contrast != "self_minus_sibling":
         # only self minus sibling's null world has every direction at 0 (equal_null); the others keep the gap
         return False, "its per-direction verdicts' rates are not simulated one by one"
-    if contrast == "self_minus_cross":
-        r, gate = rates.get("population"), rates.get("gate", {}).get("population_null")
-    else:
-        x = (rates.get("sibling") or {}).get(contrast, {})
-        r, gate = x.get(which), x.get("gate")
+    r, gate = _rule_rate(contrast, null, which)
     if not r or not r["reps"]:
         return False, "its false-positive rate was not measured"
     limit = 100 * (null or {}).get("max_rate", 0.05)
