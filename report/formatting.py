@@ -13,6 +13,7 @@ import pandas as pd
 
 from reproduce.config import REPO_ROOT
 from reproduce.errors import ProjectError
+from reproduce.io import atomic_write_bytes
 
 
 PAPER = REPO_ROOT / "paper"
@@ -212,6 +213,14 @@ def gate_sentence(diagnostics: list[dict]) -> str:
             again += f"; {len(named)} of them {how}: {', '.join(named)}"
     n = len(diagnostics)
     return f"Every fit passed the convergence gate ({n} fit{'' if n == 1 else 's'}{again})."
+
+
+def write_parts(gen: Path, name: str, main: str, supplement: str | None = None) -> None:
+    """Write a family's generated section in its two parts: ``gen/<name>.md``, which the main text includes, and
+    ``gen/<name>_supplement.md``, which the supplement includes (the same text where ``supplement`` is None: the
+    sentence that says the family's stages did not run)."""
+    atomic_write_bytes(Path(gen) / f"{name}.md", main.encode())
+    atomic_write_bytes(Path(gen) / f"{name}_supplement.md", (main if supplement is None else supplement).encode())
 
 
 def read_json(path: Path, what: str) -> dict:

@@ -15,7 +15,7 @@ from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
 from report.formatting import (fmt, gate_sentence, join_words, kappa_text, known, labelled_agreement_text, md_table,
-                               model_text, percent_interval, points_interval, run_seconds, signed)
+                               model_text, percent_interval, points_interval, run_seconds, signed, write_parts)
 
 INJECTION = REPO_ROOT / "data" / "injection"
 
@@ -414,12 +414,9 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
     copy the figures into ``gen/figures``; False when the stage did not run.
     ``temperature``: the free text's sampling temperature (``injection.free_text.temperature``), for a caption."""
     analysis, figures = Path(injection) / "analysis", Path(injection) / "figures"
-    path = Path(gen) / "injection.md"
     if not (analysis / "numbers.json").exists() or not (figures / "index.json").exists():
-        for name in ("injection.md", "injection_supplement.md"):
-            atomic_write_bytes(Path(gen) / name, b"The concept-injection stages did not run in this profile (no "
-                                                 b"`injection:` section in params.yaml), so this section has no "
-                                                 b"results.\n")
+        write_parts(gen, "injection", "The concept-injection stages did not run in this profile (no `injection:` "
+                                      "section in params.yaml), so this section has no results.\n")
         return False
     numbers = json.loads((analysis / "numbers.json").read_text())
     index = json.loads((figures / "index.json").read_text())
@@ -502,6 +499,5 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
                "answers, as in the coherence figure (the rules catch repetition, the perplexity word salad).",
                "tbl-injection-examples"),
     ]
-    atomic_write_bytes(Path(gen) / "injection_supplement.md", "\n".join(supplement).encode())
-    atomic_write_bytes(path, "\n".join(out).encode())
+    write_parts(gen, "injection", "\n".join(out), "\n".join(supplement))
     return True

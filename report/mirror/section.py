@@ -12,7 +12,7 @@ from reproduce.config import REPO_ROOT
 from reproduce.io import atomic_write_bytes
 
 from report.formatting import (fmt, gate_sentence, kappa_text, known, labelled_agreement_text, md_table, model_text,
-                               percent_interval, points_interval, run_seconds)
+                               percent_interval, points_interval, run_seconds, write_parts)
 
 MIRROR = REPO_ROOT / "data" / "mirror"
 WORDS = {"above": "credibly above", "below": "credibly below", "unclear": "not distinguishable from"}
@@ -254,11 +254,9 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
     """Write ``gen/mirror.md`` (the main text's results) and ``gen/mirror_supplement.md`` (the rest), and copy
     the figures; False when the stages did not run."""
     analysis, figures = Path(mirror) / "analysis", Path(mirror) / "figures"
-    path = Path(gen) / "mirror.md"
     if not (analysis / "numbers.json").exists() or not (figures / "index.json").exists():
-        for name in ("mirror.md", "mirror_supplement.md"):
-            atomic_write_bytes(Path(gen) / name, b"The mirror-test stages did not run in this profile (no `mirror:` "
-                                                 b"section in params.yaml), so this section has no results.\n")
+        write_parts(gen, "mirror", "The mirror-test stages did not run in this profile (no `mirror:` section in "
+                                   "params.yaml), so this section has no results.\n")
         return False
     numbers = json.loads((analysis / "numbers.json").read_text())
     index = json.loads((figures / "index.json").read_text())
@@ -301,6 +299,5 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
                   "Example replies at the last measured turn (first conversation; cut to 200 characters), with "
                   "the rules' noticing grade and P(yes) to the recognition question.", "tbl-mirror-examples"),
     ]
-    atomic_write_bytes(Path(gen) / "mirror_supplement.md", "\n".join(supplement).encode())
-    atomic_write_bytes(path, "\n".join(out).encode())
+    write_parts(gen, "mirror", "\n".join(out), "\n".join(supplement))
     return True

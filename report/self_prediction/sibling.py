@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from reproduce.io import atomic_write_bytes
-from report.formatting import fmt, interval_text, md_table
+from report.formatting import fmt, interval_text, md_table, write_parts
 from report.self_prediction.numbers import _rate_text, worst_rate
 
 #: the contrasts in the order the manuscript gives them, with their names in prose
@@ -189,6 +188,4 @@ def section(metrics: dict, null: dict | None) -> str:
 
 def write_section(gen: Path, metrics: dict, null: dict | None) -> None:
     """Write ``gen/sibling.md`` and ``gen/sibling_supplement.md``."""
-    main, supplement = sections(metrics, null)
-    atomic_write_bytes(Path(gen) / "sibling.md", main.encode())
-    atomic_write_bytes(Path(gen) / "sibling_supplement.md", supplement.encode())
+    write_parts(gen, "sibling", *sections(metrics, null))
