@@ -10,6 +10,7 @@ from a run's outputs, so ``tests/manuscript/test_provenance.py`` can check the c
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from pathlib import Path
@@ -24,10 +25,13 @@ PAGE = REPO_ROOT / "docs" / "figures.md"
 VALIDATION_STAGES = ("check",)
 #: where each family's READS are relative to (its analysis outputs), by the figures module's family
 BASES = {"self_prediction": "data/analysis", "injection": "data/injection/analysis", "mirror": "data/mirror/analysis"}
-#: where the manuscript includes each side experiment's generated section
-INCLUDES = {"_generated/injection.md": "report/injection/section.py", "_generated/mirror.md": "report/mirror/section.py",
-            "_generated/sibling.md": "report/self_prediction/sibling.py",
-            "_generated/policy.md": "report/self_prediction/policy.py"}
+#: the generated parts the manuscript includes that hold figures: the module that writes each, and which of its
+#: parts (each module's ``FIGURE_LABELS`` names the figures of its main text and of its supplement part)
+INCLUDES = {f"_generated/{name}{suffix}.md": (module, part)
+            for name, module in (("injection", "report.injection.section"), ("mirror", "report.mirror.section"),
+                                 ("sibling", "report.self_prediction.sibling"),
+                                 ("policy", "report.self_prediction.policy"))
+            for suffix, part in (("", "main"), ("_supplement", "supplement"))}
 LABEL = re.compile(r"\{#(fig-[a-z0-9-]+)\}")
 
 
@@ -96,7 +100,8 @@ def manuscript_order(root: Path) -> list[str]:
     for line in (root / "paper" / "index.qmd").read_text().splitlines():
         inc = re.search(r"\{\{< include (\S+) >\}\}", line)
         if inc and inc.group(1) in INCLUDES:
-            order += LABEL.findall((root / INCLUDES[inc.group(1)]).read_text())
+            module, part = INCLUDES[inc.group(1)]
+            order += importlib.import_module(module).FIGURE_LABELS[part]
         order += LABEL.findall(line)
     return order
 

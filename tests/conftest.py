@@ -124,8 +124,16 @@ def sections_after_trials(root, name: str, parts: dict, model: str, store, profi
     assert drawn and all((figures / f"{n}.png").stat().st_size > 0 for n in drawn)
     (root / "gen" / "figures").mkdir(parents=True)
     assert write(root / "gen", root / name)
-    # the section's main text and its supplement part, as the manuscript shows them
-    return "\n".join((root / "gen" / f"{part}.md").read_text() for part in (name, f"{name}_supplement"))
+    # the section's main text and its supplement part, as the manuscript shows them; each places the figures its
+    # module declares for it (docs/figures.md orders them by these declarations)
+    import re
+    import sys
+
+    texts = [(root / "gen" / f"{part}.md").read_text() for part in (name, f"{name}_supplement")]
+    labels = sys.modules[write.__module__].FIGURE_LABELS
+    for text, part in zip(texts, ("main", "supplement")):
+        assert re.findall(r"\{#(fig-[a-z0-9-]+)\}", text) == list(labels[part]), part
+    return "\n".join(texts)
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,12 @@ from reproduce.io import atomic_write_bytes
 from report.formatting import (fmt, gate_sentence, join_words, kappa_text, known, labelled_agreement_text, md_table,
                                model_text, percent_interval, points_interval, run_seconds, signed, write_parts)
 
+#: the figures each part of the section places, by label: the main text's and the supplement's (the provenance
+#: page, docs/figures.md, lists them where the manuscript shows them)
+FIGURE_LABELS = {"main": ("fig-injection-detection", "fig-injection-identification"),
+                 "supplement": ("fig-injection-prefill", "fig-injection-intention", "fig-injection-coherence",
+                                "fig-injection-two-turn")}
+
 INJECTION = REPO_ROOT / "data" / "injection"
 
 

@@ -14,6 +14,9 @@ from reproduce.io import atomic_write_bytes
 from report.formatting import (fmt, gate_sentence, kappa_text, known, labelled_agreement_text, md_table, model_text,
                                percent_interval, points_interval, run_seconds, write_parts)
 
+#: the figures each part of the section places, by label (see report.injection.section.FIGURE_LABELS)
+FIGURE_LABELS = {"main": ("fig-mirror-outcomes",), "supplement": ("fig-mirror-surprise",)}
+
 MIRROR = REPO_ROOT / "data" / "mirror"
 WORDS = {"above": "credibly above", "below": "credibly below", "unclear": "not distinguishable from"}
 

@@ -11,6 +11,9 @@ import pandas as pd
 from reproduce.io import atomic_write_bytes
 from report.formatting import fmt, md_table
 
+#: the figures each part of the section places, by label (see report.injection.section.FIGURE_LABELS): none
+FIGURE_LABELS = {"main": (), "supplement": ()}
+
 
 def _lo(d: dict) -> str:
     """A log-odds estimate with its interval, two decimals."""

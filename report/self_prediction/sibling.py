@@ -12,6 +12,9 @@ import pandas as pd
 from report.formatting import fmt, interval_text, md_table, write_parts
 from report.self_prediction.numbers import _rate_text, worst_rate
 
+#: the figures each part of the section places, by label (see report.injection.section.FIGURE_LABELS)
+FIGURE_LABELS = {"main": (), "supplement": ("fig-similarity",)}
+
 #: the contrasts in the order the manuscript gives them, with their names in prose
 NAMES = {"self_minus_sibling": "self minus sibling", "sibling_minus_cross": "sibling minus cross",
          "self_minus_cross": "self minus cross"}

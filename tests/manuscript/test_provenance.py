@@ -61,3 +61,22 @@ def test_a_figure_reading_something_undeclared_fails_the_check(monkeypatch):
     monkeypatch.setitem(sp_figures.READS, "self_vs_cross", [])
     with pytest.raises(AssertionError, match="self_vs_cross"):
         test_the_declared_reads_are_the_tables_each_figure_asks_for(sp_figures)
+
+
+def test_each_generated_part_declares_the_figures_its_module_places():
+    """A section module's FIGURE_LABELS name every figure label in its source, each in one part: the page orders
+    the supplement's figures where the supplement includes them (a figure moved between parts without its label
+    moving would be listed out of order; the small runs' section tests check the parts' written text)."""
+    import importlib
+
+    modules = {module for module, _ in provenance.INCLUDES.values()}
+    for module in modules:
+        mod = importlib.import_module(module)
+        parts = mod.FIGURE_LABELS
+        declared = [label for part in ("main", "supplement") for label in parts[part]]
+        assert len(declared) == len(set(declared)), module
+        assert sorted(declared) == sorted(set(provenance.LABEL.findall(inspect.getsource(mod)))), module
+    order = provenance.manuscript_order(REPO_ROOT)
+    # the supplement comes after the references: its figures after every main-text figure
+    assert order.index("fig-injection-two-turn") > order.index("fig-mirror-outcomes")
+    assert order.index("fig-similarity") > order.index("fig-mirror-outcomes")
