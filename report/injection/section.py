@@ -228,12 +228,40 @@ def two_turn_text(t: dict) -> str:
     return out + ". These are measurements without a verdict word: their false-positive rates have not been simulated."
 
 
+def summary(m: str, d: dict) -> str:
+    """The main text's sentence for one model: the control trials' rate (and its ceiling), the cells that steer,
+    and how many cells show detection above the false-positive rate and identification above chance, with the
+    best cell's verdict on its simultaneous band; the full paragraph is :func:`model_parts`' second part."""
+    bits = []
+    if "fp_rate" in d:
+        ctl = d.get("detection_observed", {}).get("control")
+        ceiling = bool(ctl) and int(ctl["n"]) > 0 and int(ctl["k"]) == int(ctl["n"])
+        bits.append(f"on control trials it said an injected thought was present at {percent_interval(d['fp_rate'])}"
+                    + (" (P(yes) > P(no) on every one: the ceiling, so no cell can show detection above it)"
+                       if ceiling else ""))
+    if "steering" in d:
+        bits.append(f"the injection steered the concept word in {d['steering']['steer']} of "
+                    f"{d['steering']['cells']} cells")
+    if "detection_best" in d:
+        b = d["detection_best"]
+        bits.append(f"detection was credibly above the false-positive rate in {d['detection_cells_above_fp']} of "
+                    f"{d['detection_cells']} cells (the best, {points_interval(b['minus_fp'])}, "
+                    f"{WORDS[b['verdict']]} it)")
+    if "identification_best" in d:
+        b = d["identification_best"]
+        verdict = f", {WORDS[b['verdict_chance']]} chance" if b.get("chance_band") else ""
+        bits.append(f"the injected concept was the most probable concept word credibly above chance in "
+                    f"{d['identification_cells_above_chance']} of {d['identification_cells']} cells (the best, "
+                    f"{percent_interval(b['rate'])} against {100 * b['chance']:.1f}%{verdict})")
+    return f"**{m}**: " + ("; ".join(bits) if bits else "no trials were analysed") + "."
+
+
 def model_parts(m: str, d: dict, tables: dict | None = None) -> tuple[str, str]:
     """The results for one model, every number from ``numbers.json`` and (where given) the analysis tables
     ``tables`` (name -> DataFrame: ``detection_cells``, ``yes_bias``, ``prefill_conditions``, ``coherence``), in two
-    parts: the main text's (the control trials, the steering check, detection and identification) and the
-    supplement's (the introspection score, the two-turn trial, the yes-bias, prefill detection, intentional control
-    and the free text)."""
+    parts: the main text's summary (:func:`summary`) and the supplement's whole paragraph (the control trials,
+    the steering check, detection and identification with their cells and bands, then the introspection score,
+    the two-turn trial, the yes-bias, prefill detection, intentional control and the free text)."""
     inj = d["layers_injected"]
     detail: list[str] = []
     parts = [f"**{m}** ({d['n_layers']} blocks; injected at block{'s' if len(inj) > 1 else ''} "
@@ -345,12 +373,12 @@ def model_parts(m: str, d: dict, tables: dict | None = None) -> tuple[str, str]:
                          f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa "
                          f"{kappa_text(a['kappa'])}; the rules counted {a['rules_claims']} detections, the forced "
                          f"choice {a['forced_choice_detected']}).")
-    return " ".join(parts), " ".join(detail)
+    return summary(m, d), " ".join(parts + detail)
 
 
 def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:
-    """:func:`model_parts` as one paragraph, the main text's part first."""
-    return " ".join(p for p in model_parts(m, d, tables) if p)
+    """The whole paragraph for one model (the supplement's part of :func:`model_parts`)."""
+    return model_parts(m, d, tables)[1]
 
 
 def protocol_table(protocols: dict) -> pd.DataFrame:
@@ -448,9 +476,10 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
     secs = run_seconds(run["models"])
     parts = {m: model_parts(m, d, tables) for m, d in numbers["models"].items()}
     out = [
-        f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} The introspection "
-        "score, the two-turn trial, the yes-bias, prefill detection, intentional control, the free text and this "
-        "run beside the published study and its replications are in the supplement (@sec-supp-injection).",
+        f"The trials ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} Per model, in one "
+        "sentence each (every count, cell and interval behind them, and the introspection score, the two-turn "
+        "trial, the yes-bias, prefill detection, intentional control, the free text and this run beside the "
+        "published study and its replications, are in the supplement, @sec-supp-injection):",
         "",
         *[core + "\n" for core, _ in parts.values()],
         "![Detection of an injected concept: the posterior share of trials with P(\"yes\") > P(\"no\") at the "
@@ -468,7 +497,7 @@ def write_section(gen: Path, injection: Path = INJECTION, paper: Path = REPO_ROO
     supplement = [
         (grader_sentence(numbers["graders"]) if "graders" in numbers else ""),
         "",
-        *[f"**{m}**. {detail}\n" for m, (_, detail) in parts.items() if detail],
+        *[f"{paragraph}\n" for _, paragraph in parts.values()],
         _table(comparison_table(numbers, reference, tables), f"Concept injection: this run next to the published study "
                f"and its open replications (their numbers, quoted from {reference['source']}; not computed "
                "here).", "tbl-injection-comparison"),

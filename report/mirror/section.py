@@ -97,10 +97,37 @@ def _split(d: dict) -> str:
     return ("Split in two: " + "; ".join(parts) + ".") if parts else ""
 
 
+def summary(m: str, d: dict) -> str:
+    """The main text's sentence for one model: noticing, recognition and imitation, each as its raw count or
+    rate and how many altered cells differ credibly from the control (with a floor or ceiling said where the
+    change looked for has no room); the full paragraph is :func:`model_parts`' second part."""
+    bits = []
+    o, c = d.get("noticing_observed"), d.get("noticing_control")
+    if o or c:
+        counts = (f"in {o['k']} of {o['n']} replies" + (f", {c['k']} of {c['n']} with its clean history" if c else "")
+                  if o else f"in {c['k']} of {c['n']} replies with its clean history")
+        room = " (every clean-history reply did: a ceiling, so a rise cannot show)" if c and c["n"] and c["k"] == c["n"] else ""
+        cells = (f"; {d['noticing_cells_above']} of {d['noticing_cells']} altered cells credibly above the control"
+                 if "noticing_cells" in d else "")
+        bits.append(f"it remarked unprompted on the form of the earlier text {counts}{room}{cells}")
+    if "recognition_control" in d:
+        r = d["recognition_control"]
+        floor = (" (at its floor: a drop cannot show)" if "k" in r and r["n"] and r["k"] == 0 else
+                 " (one clean-history reply said yes: near its floor)" if "k" in r and r["n"] and r["k"] == 1 else "")
+        cells = (f"; {d['recognition_cells_below']} of {d['recognition_cells']} altered cells credibly below"
+                 if "recognition_cells" in d else "")
+        bits.append(f"it said it wrote its clean history at {percent_interval(r)}{floor}{cells}")
+    if "imitation_top" in d:
+        bits.append(f"{d['imitation_cells_above']} of {d['imitation_cells']} corrupted cells showed imitation "
+                    "credibly above the control")
+    return f"**{m}**: " + ("; ".join(bits) if bits else "no replies were analysed") + "."
+
+
 def model_parts(m: str, d: dict) -> tuple[str, str]:
-    """The results for one model in two parts: the main text's (noticing, recognition, imitation) and the
-    supplement's (the judge, copied and adopted pattern words, self-references, surprise, a thinking trace, paired
-    recognition and the discrimination score)."""
+    """The results for one model in two parts: the main text's summary (:func:`summary`) and the supplement's
+    whole paragraph (noticing, recognition and imitation with their cells, then the judge, copied and adopted
+    pattern words, self-references, surprise, a thinking trace, paired recognition and the discrimination
+    score)."""
     detail: list[str] = []
     parts = [f"**{m}** ({d['scripts']} conversations, turns {', '.join(map(str, d['turns']))})."]
     if d.get("unchanged_histories"):
@@ -184,12 +211,12 @@ def model_parts(m: str, d: dict) -> tuple[str, str]:
         detail.append(paired_text(d["paired"]))
     if "discrimination" in d:
         detail.append(discrimination_text(d["discrimination"]))
-    return " ".join(parts), " ".join(detail)
+    return summary(m, d), " ".join(parts + detail)
 
 
 def model_paragraph(m: str, d: dict) -> str:
-    """:func:`model_parts` as one paragraph, the main text's part first."""
-    return " ".join(p for p in model_parts(m, d) if p)
+    """The whole paragraph for one model (the supplement's part of :func:`model_parts`)."""
+    return model_parts(m, d)[1]
 
 
 def paired_text(p: dict) -> str:
@@ -281,8 +308,9 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
            "\"my previous reply looks wrong\", \"did I write that\" (`reproduce/mirror/graders.py`); what an "
            "earlier reply said, \"unusual\" said of the topic, and corrected facts are not noticing.")
         + (" " + grader_sentence(numbers["graders"]) if "graders" in numbers else "")
-        + " The judge, the copied and adopted pattern words, surprise, paired recognition and the discrimination "
-          "score are in the supplement (@sec-supp-mirror).",
+        + " Per model, in one sentence each (every count, cell and interval behind them, and the judge, the copied "
+          "and adopted pattern words, surprise, paired recognition and the discrimination score, are in the "
+          "supplement, @sec-supp-mirror):",
         "",
         *[core + "\n" for core, _ in parts.values()],
         "![The mirror test by corruption kind and level: unprompted noticing, saying \"yes\" to having written "
@@ -293,7 +321,7 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
 
     ]
     supplement = [
-        *[f"**{m}**. {detail}\n" for m, (_, detail) in parts.items() if detail],
+        *[f"{paragraph}\n" for _, paragraph in parts.values()],
         "![Surprise: mean log-probability per token of the clean minus the altered earlier replies, by kind "
         "and level, and for another model's replies shown as the model's own (grey square; 95% "
         "intervals).](_generated/figures/mirror_surprise.png){#fig-mirror-surprise}",

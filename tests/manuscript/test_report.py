@@ -449,6 +449,15 @@ def test_a_control_at_its_ceiling_and_a_chosen_cell_are_said_so():
     assert "(layer fraction 0.50) (chosen as the best of 18 layers" in text and "not distinguishable from zero" in text
     # below the ceiling, no such sentence
     assert "That is the ceiling" not in model_paragraph("m", {**d, "detection_observed": {"control": {**o, "k": 11}}})
+    # the main text's one sentence: the rate, the ceiling, the cells counted and the best cell's verdict
+    from report.injection.section import summary
+
+    one = summary("m", d)
+    assert one.startswith("**m**: on control trials it said an injected thought was present at 90.0% [70.0, 98.0] "
+                          "(P(yes) > P(no) on every one: the ceiling, so no cell can show detection above it)")
+    assert "credibly above the false-positive rate in 1 of 9 cells (the best, " in one
+    assert "not distinguishable from it)." in one and len(one) < len(model_paragraph("m", d)) / 2
+    assert "ceiling" not in summary("m", {**d, "detection_observed": {"control": {**o, "k": 11}}})
 
 
 def test_the_prior_sensitivity_sentence_gives_the_largest_move_from_the_main_fit_not_the_spread():

@@ -372,16 +372,19 @@ def test_the_noticing_rules_held_out_agreement_is_measured_and_reported():
 def test_a_control_at_its_floor_or_ceiling_is_named():
     """Where the clean history's replies leave the measure no room (every one already remarks on the form; none
     or one says it wrote its history), the paragraph says the change looked for cannot show."""
-    from report.mirror.section import model_paragraph
+    from report.mirror.section import model_paragraph, summary
 
     d = {"scripts": 3, "turns": [2, 3], "noticing_control": {"k": 4, "n": 4, "mean": 0.9, "low": 0.5, "high": 0.99},
          "recognition_control": {"k": 1, "n": 6, "mean": 0.2, "low": 0.05, "high": 0.5}}
     text = model_paragraph("m", d)
     assert "cannot show at this ceiling" in text and "the measure is at its floor" in text
+    # the main text's one sentence says so too
+    assert "a ceiling, so a rise cannot show" in summary("m", d) and "near its floor" in summary("m", d)
     d["recognition_control"]["k"] = 0
     assert "cannot show at this floor" in model_paragraph("m", d)
+    assert "(at its floor: a drop cannot show)" in summary("m", d)
     d["noticing_control"]["k"], d["recognition_control"]["k"] = 2, 3
-    text = model_paragraph("m", d)
+    text = model_paragraph("m", d) + summary("m", d)
     assert "ceiling" not in text and "floor" not in text
 
 
