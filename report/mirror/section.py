@@ -104,19 +104,24 @@ def summary(m: str, d: dict) -> str:
     bits = []
     o, c = d.get("noticing_observed"), d.get("noticing_control")
     if o or c:
-        counts = (f"in {o['k']} of {o['n']} replies" + (f", {c['k']} of {c['n']} with its clean history" if c else "")
-                  if o else f"in {c['k']} of {c['n']} replies with its clean history")
-        room = " (every clean-history reply did: a ceiling, so a rise cannot show)" if c and c["n"] and c["k"] == c["n"] else ""
-        cells = (f"; {d['noticing_cells_above']} of {d['noticing_cells']} altered cells credibly above the control"
-                 if "noticing_cells" in d else "")
-        bits.append(f"it remarked unprompted on the form of the earlier text {counts}{room}{cells}")
+        counts = f"in {o['k']} of {o['n']} replies" if o else f"in {c['k']} of {c['n']} replies with its clean history"
+        notes = [f"{c['k']} of {c['n']} with its clean history" if o and c else "",
+                 "every clean-history reply did: a ceiling, so a rise cannot show" if c and c["n"] and c["k"] == c["n"]
+                 else "",
+                 f"{d['noticing_cells_above']} of {d['noticing_cells']} altered cells credibly above the control"
+                 if "noticing_cells" in d else ""]
+        notes = [n for n in notes if n]
+        bits.append(f"it remarked unprompted on the form of the earlier text {counts}"
+                    + (f" ({', '.join(notes)})" if notes else ""))
     if "recognition_control" in d:
         r = d["recognition_control"]
-        floor = (" (at its floor: a drop cannot show)" if "k" in r and r["n"] and r["k"] == 0 else
-                 " (one clean-history reply said yes: near its floor)" if "k" in r and r["n"] and r["k"] == 1 else "")
-        cells = (f"; {d['recognition_cells_below']} of {d['recognition_cells']} altered cells credibly below"
-                 if "recognition_cells" in d else "")
-        bits.append(f"it said it wrote its clean history at {percent_interval(r)}{floor}{cells}")
+        notes = ["at its floor: a drop cannot show" if "k" in r and r["n"] and r["k"] == 0 else
+                 "one clean-history reply said yes: near its floor" if "k" in r and r["n"] and r["k"] == 1 else "",
+                 f"{d['recognition_cells_below']} of {d['recognition_cells']} altered cells credibly below"
+                 if "recognition_cells" in d else ""]
+        notes = [n for n in notes if n]
+        bits.append(f"it said it wrote its clean history at {percent_interval(r)}"
+                    + (f" ({'; '.join(notes)})" if notes else ""))
     if "imitation_top" in d:
         bits.append(f"{d['imitation_cells_above']} of {d['imitation_cells']} corrupted cells showed imitation "
                     "credibly above the control")
