@@ -69,6 +69,11 @@ def text_runs(pdf) -> list[Run]:
             # a math accent (a bar, a hat) is drawn on its own over its letter: only marks, no text to overlap
             if not "".join(c for c in text if unicodedata.category(c) != "Mn").strip():
                 return
+            # nor is a single letter with its combining accent, which the text layer repeats on its own at the
+            # start of the text after it (typst's "í" in a name: "Martı́" then "ı́" where "n Soto" starts)
+            bare = text.strip()
+            if any(unicodedata.combining(c) for c in bare) and sum(not unicodedata.combining(c) for c in bare) == 1:
+                return
             x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
             y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
             scale = abs(tm[3] * cm[3] + tm[2] * cm[1]) or 1.0
@@ -100,7 +105,8 @@ def _overprinted(runs: list[Run]) -> list[str]:
     for (page, _), line in sorted(by_line.items()):
         line = sorted(line, key=lambda r: r.x)
         for i, a in enumerate(line):
-            least = MIN_CHAR_EM * a.size * len(a.text.strip())
+            # a letter with a combining accent (typst writes "í" as "ı" and U+0301) is one letter wide
+            least = MIN_CHAR_EM * a.size * sum(not unicodedata.combining(c) for c in a.text.strip())
             for b in line[i + 1:]:
                 if b.x >= a.x + least:
                     break
@@ -141,15 +147,42 @@ def html_tables(html: str) -> list[list[str]]:
     return tables
 
 
+#: where one page's text ends and the next one's begins, in the text the table cells are matched against
+PAGE_BREAK = "\x01"
+
+
+def _near(text: str, word: str, at: int) -> int:
+    """Where ``word`` occurs in ``text`` from ``at``: at most :data:`MAX_GAP` characters on, or else on the next
+    page (the text between holds one page break); -1 where neither."""
+    found = text.find(word, at)
+    if found < 0 or found - at <= MAX_GAP:
+        return found
+    page = text.find(PAGE_BREAK, at)  # else its first occurrence on the next page
+    if page < 0:
+        return -1
+    found = text.find(word, page)
+    after = text.find(PAGE_BREAK, page + 1)
+    return found if found >= 0 and (after < 0 or found < after) else -1
+
+
 def _match(cells: list[list[str]], text: str, pos: int) -> int:
-    """How many of ``cells`` (each a list of words) ``text`` shows in order from ``pos``: each word after the one
-    before it, at most :data:`MAX_GAP` characters on (the first word of the first cell at ``pos``)."""
+    """How many of ``cells`` (each a list of words) ``text`` shows in order from ``pos``: within a cell each word
+    after the one before it, at most :data:`MAX_GAP` characters on or on the next page (the first word of the
+    first cell at ``pos``); a cell's first word after the previous cell's first word and near its last. A row
+    that a page break splits shows the first part of each of its cells, then, on the next page, the rest of each:
+    a cell's words then skip the other cells' first parts, and a cell starts before the previous one ends."""
+    start = end = pos
     for done, words in enumerate(cells):
-        for word in words:
-            found = text.find(word, pos)
-            if found < 0 or found - pos > MAX_GAP:
+        first = text.find(words[0], start)
+        if first < 0 or (first > end and _near(text, words[0], end) != first):
+            return done
+        at = first + len(words[0])
+        for word in words[1:]:
+            found = _near(text, word, at)
+            if found < 0:
                 return done
-            pos = found + len(word)
+            at = found + len(word)
+        start, end = first + 1, at
     return len(cells)
 
 
@@ -189,6 +222,9 @@ def pdf_problems(pdf: Path, html: Path | None = None, paper: Path = PAPER) -> li
     runs = text_runs(reader)
     problems = _grouped(_outside(runs, height, bottom, top)) + _grouped(_overprinted(runs))
     if html is not None:
-        pdf_text = _plain("".join(r.text for r in runs))
+        pages: dict[int, list[str]] = {}
+        for r in runs:
+            pages.setdefault(r.page, []).append(r.text)
+        pdf_text = PAGE_BREAK.join(_plain("".join(texts)) for _, texts in sorted(pages.items()))
         problems += _missing_cells(html_tables(Path(html).read_text(encoding="utf-8")), pdf_text)
     return problems

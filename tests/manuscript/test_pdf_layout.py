@@ -67,3 +67,25 @@ def test_a_table_cell_the_pdf_lacks_is_named(tmp_path):
     problems = pdf_problems(paths["pdf"], tmp_path / "more.html", paper)
     assert problems == ["table 1 of the HTML: cell 'a cell of the HTML only' is not in the PDF after the cells "
                         "before it"]
+
+
+def test_a_row_split_by_a_page_break_and_an_accented_name_pass(tmp_path):
+    """A table row too tall for what is left of its page is split: the PDF's text then gives the first part of
+    each of its cells, the next page's header, then the rest of each cell, and every cell is still found. A name
+    with an accented letter (typst draws "í" as "ı" and an accent, which the text layer repeats on its own) is not
+    text printed over text."""
+    paper = _paper(tmp_path, 0)
+    left, right = (" ".join(f"{w}{i}" for i in range(260)) for w in ("alpha", "beta"))
+    filler = "\n\n".join(["Filler text, Martín Soto and Zoë Núñez. " * 12] * 5)
+    (paper / "index.qmd").write_text(
+        "---\ntitle: Layout\n---\n\n# One {#sec-one}\n\n" + filler + "\n\nSee @tbl-tall.\n\n"
+        "| left | right |\n|------|-------|\n" + f"| left {left} | right {right} |\n| second | row |\n\n"
+        ": A table of one tall row. {#tbl-tall}\n")
+    paths = render_pandoc(paper, tmp_path / "out")
+    from pypdf import PdfReader
+
+    pages = [p.extract_text() for p in PdfReader(str(paths["pdf"])).pages]
+    split = [i for i, t in enumerate(pages) if "alpha0" in t and "beta0" in t]
+    assert split and all(any(f"{w}259" in t for t in pages[split[0] + 1:]) for w in ("alpha", "beta")), \
+        "the row was not split by the page break"
+    assert pdf_problems(paths["pdf"], paths["html"], paper) == []
