@@ -55,6 +55,18 @@ def _sibling(sib: dict | None, null: dict | None) -> str:
             f"{_rate(r)}).")
 
 
+def _tracking(metrics: dict, rope: str) -> str:
+    """Experiment 3's tracking verdict, short: the main text's rule (the unrounded interval against the region
+    of practical equivalence) in the abstract's words."""
+    from analysis.verdicts import NEGATIVE, NULL, POSITIVE, verdict
+
+    d = metrics["behaviour"]["excess"]["pooled_excess_new_minus_old"]
+    v = verdict(d["low"], d["high"], float(rope))
+    return {POSITIVE: "they track the new behaviour", NEGATIVE: "they track the old behaviour",
+            NULL: "practically no difference"}.get(
+        v, f"inconclusive (the interval is not clear of the ±{rope}-point region of practical equivalence)")
+
+
 def abstract_text(meta: dict, metrics: dict, null: dict | None, injection: bool, mirror: bool) -> str:
     """The abstract from the built numbers (``meta``: ``n``, ``run``, ``text``) and the analysis's metrics."""
     n, run, text = meta["n"], meta["run"], meta["text"]
@@ -82,5 +94,5 @@ def abstract_text(meta: dict, metrics: dict, null: dict | None, injection: bool,
     if f"{key}_estimate" in n and "behaviour_tracking_verdict" in text:
         parts.append(f"Experiment 3: after a behaviour change, predictions match the new behaviour more than the old "
                      f"by {n[f'{key}_estimate']} points [{n[f'{key}_low']}, {n[f'{key}_high']}] (95% bootstrap "
-                     f"interval) beyond chance pairing: they {text['behaviour_tracking_verdict']}.")
+                     f"interval) beyond chance pairing: {_tracking(metrics, text['rope'])}.")
     return " ".join(p for p in parts if p)

@@ -304,7 +304,8 @@ def _behaviour_text(behaviour: dict, rope: float) -> dict:
             d["low"], d["high"], rope, "track the new behaviour more than the old",
             "track the old behaviour more than the new",
             "track neither behaviour more than the other (practically zero)",
-            "track the new and the old behaviour by amounts the data cannot tell apart")
+            "leave open whether they track the new behaviour more than the old (the interval is not clear of the "
+            f"region of practical equivalence, ±{rope:g} points)")
     return out
 
 

@@ -201,8 +201,9 @@ def test_the_manuscript_says_when_the_null_cannot_test_and_where_the_matches_lie
     }
     text = _behaviour_text(behaviour, rope=2.0)
     assert "below its leave-one-out mode baseline" in text["behaviour_new_verdict"]
-    assert text["behaviour_tracking_verdict"] == ("track the new and the old behaviour by amounts the data cannot "
-                                                  "tell apart")
+    assert text["behaviour_tracking_verdict"] == ("leave open whether they track the new behaviour more than the old "
+                                                  "(the interval is not clear of the region of practical "
+                                                  "equivalence, ±2 points)")
     behaviour["excess"]["pooled_excess_new_minus_old"].update(low=3.0)
     assert _behaviour_text(behaviour, rope=2.0)["behaviour_tracking_verdict"] == "track the new behaviour more than the old"
     assert "the permutation null cannot test it" in text["behaviour_new_verdict"]
