@@ -259,8 +259,8 @@ def summary(m: str, d: dict) -> str:
 def model_parts(m: str, d: dict, tables: dict | None = None) -> tuple[str, str]:
     """The results for one model, every number from ``numbers.json`` and (where given) the analysis tables
     ``tables`` (name -> DataFrame: ``detection_cells``, ``yes_bias``, ``prefill_conditions``, ``coherence``), in two
-    parts: the main text's summary (:func:`summary`) and the supplement's whole paragraph (the control trials,
-    the steering check, detection and identification with their cells and bands, then the introspection score,
+    parts: the main text's summary (:func:`summary`) and the supplement's two paragraphs (the control trials,
+    the steering check, detection and identification with their cells and bands; then the introspection score,
     the two-turn trial, the yes-bias, prefill detection, intentional control and the free text)."""
     inj = d["layers_injected"]
     detail: list[str] = []
@@ -373,7 +373,7 @@ def model_parts(m: str, d: dict, tables: dict | None = None) -> tuple[str, str]:
                          f"the same trial in {100 * a['agreement']:.0f}% of {a['n']} trials (Cohen's kappa "
                          f"{kappa_text(a['kappa'])}; the rules counted {a['rules_claims']} detections, the forced "
                          f"choice {a['forced_choice_detected']}).")
-    return summary(m, d), " ".join(parts + detail)
+    return summary(m, d), "\n\n".join(p for p in (" ".join(parts), " ".join(detail)) if p)
 
 
 def model_paragraph(m: str, d: dict, tables: dict | None = None) -> str:

@@ -130,7 +130,7 @@ def summary(m: str, d: dict) -> str:
 
 def model_parts(m: str, d: dict) -> tuple[str, str]:
     """The results for one model in two parts: the main text's summary (:func:`summary`) and the supplement's
-    whole paragraph (noticing, recognition and imitation with their cells, then the judge, copied and adopted
+    two paragraphs (noticing, recognition and imitation with their cells; then the judge, copied and adopted
     pattern words, self-references, surprise, a thinking trace, paired recognition and the discrimination
     score)."""
     detail: list[str] = []
@@ -216,7 +216,7 @@ def model_parts(m: str, d: dict) -> tuple[str, str]:
         detail.append(paired_text(d["paired"]))
     if "discrimination" in d:
         detail.append(discrimination_text(d["discrimination"]))
-    return summary(m, d), " ".join(parts + detail)
+    return summary(m, d), "\n\n".join(p for p in (" ".join(parts), " ".join(detail)) if p)
 
 
 def model_paragraph(m: str, d: dict) -> str:
