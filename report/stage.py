@@ -50,8 +50,12 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     meta["text"].update(dataset_source_text(manifests))
     from report.self_prediction.abstract import abstract_text
 
-    meta["text"]["abstract"] = abstract_text(meta, metrics, null, injection=profile.injection is not None,
-                                             mirror=profile.mirror is not None)
+    side = {}  # the side experiments' analysis numbers, where they ran: their findings enter the abstract
+    for name, ran, folder in (("injection", profile.injection is not None, injection),
+                              ("mirror", profile.mirror is not None, None)):
+        path = Path(folder if folder is not None else Path(analysis).parent / name) / "analysis" / "numbers.json"
+        side[name] = (json.loads(path.read_text()) if path.exists() else True) if ran else None
+    meta["text"]["abstract"] = abstract_text(meta, metrics, null, injection=side["injection"], mirror=side["mirror"])
     # pandoc reads numbers.yml as metadata, where citeproc would take "@tbl-x" for an unknown citation
     crossrefs = sorted(f"{part}.{k}" for part, d in meta.items() if isinstance(d, dict) for k, v in d.items()
                        if isinstance(v, str) and re.search(r"@(tbl|fig|sec)-", v))

@@ -1,5 +1,6 @@
 """The manuscript's abstract, generated from the run: the question, what was run, and one sentence per finding
-of experiments 1-3 (and the sibling control), each with its estimate, interval and verdict; the verdicts of
+of experiments 1-3 (and the sibling control), each with its estimate, interval and verdict, and one each for
+concept injection and the mirror test (counts, no verdict word); the verdicts of
 experiment 1 and the sibling control with the false-positive rate measured for their rule. The qualifications
 stay in the results; the abstract is at most :data:`MAX_WORDS` words."""
 
@@ -24,10 +25,11 @@ SIBLING = {"positive": "the self-predictor is better", "negative": "the sibling 
            "practically null": "practically no difference", "inconclusive": "inconclusive"}
 
 
-def _rate(r: dict | None) -> str:
-    """A simulated false-positive rate with its count: "3.4%, 1 of 29 null worlds"."""
-    return (f"{fmt(100 * r['rate'])}%, {r['positives']} of {r['reps']} null worlds" if r and r.get("reps")
-            else "not measured")
+def _rate(r: dict | None, simulated: bool = False) -> str:
+    """A simulated false-positive rate with its count: "3.4%, 1 of 29 null worlds" ("... simulated null worlds"
+    where the sentence has not said how the rate was measured)."""
+    return (f"{fmt(100 * r['rate'])}%, {r['positives']} of {r['reps']} " + ("simulated " if simulated else "")
+            + "null worlds" if r and r.get("reps") else "not measured")
 
 
 def _headline(a: dict, null: dict | None, rope: str, level: str) -> str:
@@ -37,8 +39,8 @@ def _headline(a: dict, null: dict | None, rope: str, level: str) -> str:
              else "a new held-out task")
     verdict = HEADLINE[a["headline"]] if headline_allowed(null) else "no verdict"
     return (f"Experiment 1: on {where}, self- minus cross-prediction accuracy at equal predicting skill is "
-            f"{interval_text(pop)} points ({level}% interval; practical-equivalence region ±{rope}): {verdict} (false-positive rate, in "
-            f"null worlds simulated from this run: {_rate(head)}).")
+            f"{interval_text(pop)} points ({level}% interval; equivalence region ±{rope}): {verdict} (false-positive rate "
+            f"{_rate(head, simulated=True)}).")
 
 
 def _sibling(sib: dict | None, null: dict | None) -> str:
@@ -50,9 +52,8 @@ def _sibling(sib: dict | None, null: dict | None) -> str:
     ok, _ = _allowed("self_minus_sibling", null)
     r, _ = _rule_rate("self_minus_sibling", null)
     verdict = SIBLING.get(c["population"]["verdict"], "inconclusive") if ok else "no verdict"
-    return (f"Against a sibling, a second copy of the model's own weights trained on the cross-predictor's data, "
-            f"self-prediction differs by {interval_text(c['population'])} points: {verdict} (false-positive rate "
-            f"{_rate(r)}).")
+    return (f"Self minus sibling (a second copy of the model trained on the cross-predictor's data): "
+            f"{interval_text(c['population'])} points, {verdict} (false-positive rate {_rate(r)}).")
 
 
 def _tracking(metrics: dict, rope: str) -> str:
@@ -64,19 +65,58 @@ def _tracking(metrics: dict, rope: str) -> str:
     v = verdict(d["low"], d["high"], float(rope))
     return {POSITIVE: "they track the new behaviour", NEGATIVE: "they track the old behaviour",
             NULL: "practically no difference"}.get(
-        v, f"inconclusive (the interval is not clear of the ±{rope}-point region of practical equivalence)")
+        v, f"inconclusive (not clear of the ±{rope}-point equivalence region)")
 
 
-def abstract_text(meta: dict, metrics: dict, null: dict | None, injection: bool, mirror: bool) -> str:
-    """The abstract from the built numbers (``meta``: ``n``, ``run``, ``text``) and the analysis's metrics."""
+def _calibration(metrics: dict, rope: str) -> str:
+    """Experiment 2's verdict, short: the main text's rule (the MAD difference's interval against the region of
+    practical equivalence) in the abstract's words."""
+    from analysis.verdicts import NEGATIVE, NULL, POSITIVE, verdict
+
+    d = metrics["calibration"]["mad_difference"]["pooled"]
+    return {POSITIVE: "cross-prediction is better calibrated", NEGATIVE: "self-prediction is better calibrated",
+            NULL: "practically equal"}.get(verdict(d["low"], d["high"], float(rope)), "inconclusive")
+
+
+def _injection(numbers: dict) -> str:
+    """Concept injection in one sentence: the steering cells whose detection rate lies above the control trials'
+    (by each cell's 95% interval), and whether that rate sat at its ceiling (every control trial answered yes)."""
+    ms = {m: d for m, d in numbers.get("models", {}).items() if "detection_best" in d}
+    cells = sum(d.get("detection_cells", 0) for d in ms.values())
+    if not cells:
+        return ""
+    above = sum(d.get("detection_cells_above_fp", 0) for d in ms.values())
+    full = [m for m, d in ms.items()
+            if (c := d.get("detection_observed", {}).get("control")) and c["n"] and c["k"] == c["n"]]
+    who = (("both models" if len(ms) == 2 else "every model") if len(full) == len(ms) else " and ".join(full))
+    return (f"Concept injection: detection's 95% interval lay above the control trials' rate in {above} of {cells} "
+            f"steering cells" + (f"; {who} answered yes on every control trial (the ceiling)" if full else "") + ".")
+
+
+def _mirror(numbers: dict) -> str:
+    """The mirror test in one sentence: the replies that remarked unprompted on the form of the earlier text."""
+    ms = [d["noticing_observed"] for d in numbers.get("models", {}).values() if "noticing_observed" in d]
+    if not ms:
+        return ""
+    k, n = sum(o["k"] for o in ms), sum(o["n"] for o in ms)
+    return f"Mirror test: {k} of {n} replies remarked on the form of earlier (clean or altered) replies."
+
+
+def abstract_text(meta: dict, metrics: dict, null: dict | None, injection: dict | bool | None,
+                  mirror: dict | bool | None) -> str:
+    """The abstract from the built numbers (``meta``: ``n``, ``run``, ``text``) and the analysis's metrics;
+    ``injection`` and ``mirror``: whether those experiments ran, or the ``numbers.json`` of their analyses, whose
+    findings then get a sentence each."""
     n, run, text = meta["n"], meta["run"], meta["text"]
     a = metrics["advantage"]
+    # the side experiments are named here only where their findings get no sentence of their own below
+    inj, mir = injection is True, mirror is True
     added = [w for w, ran in (("add a sibling control", bool(metrics.get("sibling"))),
-                              ("run concept injection" + (" and a mirror test" if mirror else ""), injection),
-                              ("run a mirror test", mirror and not injection)) if ran]
+                              ("run concept injection" + (" and a mirror test" if mir else ""), inj),
+                              ("run a mirror test", mir and not inj)) if ran]
     parts = [
-        "Binder et al. (2024) report that language models finetuned to predict their own behaviour predict it "
-        "better than other models trained on the same data do.",
+        "Binder et al. (2024) report that a language model finetuned to predict its own behaviour predicts it "
+        "better than other models trained on the same data.",
         f"We repeat their experiments with {run['models']} ({run['n_seeds']} finetuning "
         f"{'seed' if run['n_seeds'] == '1' else 'seeds'})"
         + ("" if not added else f" and {added[0]}" if len(added) == 1 else
@@ -85,14 +125,17 @@ def abstract_text(meta: dict, metrics: dict, null: dict | None, injection: bool,
         _sibling(metrics.get("sibling"), null),
     ]
     if "calibration_mad_difference_pooled_difference" in n and "mad_difference_verdict" in text:
-        parts.append(f"Experiment 2: self- minus cross-prediction calibration error (MAD) is "
+        parts.append(f"Experiment 2: calibration error (MAD), self minus cross: "
                      f"{n['calibration_mad_difference_pooled_difference']} "
                      f"[{n['calibration_mad_difference_pooled_low']}, {n['calibration_mad_difference_pooled_high']}] "
-                     f"(95% bootstrap interval): "
-                     f"{text['mad_difference_verdict']}.")
+                     f"(95% bootstrap interval): {_calibration(metrics, text['rope'])}.")
     key = "behaviour_excess_pooled_excess_new_minus_old"
     if f"{key}_estimate" in n and "behaviour_tracking_verdict" in text:
-        parts.append(f"Experiment 3: after a behaviour change, predictions match the new behaviour more than the old "
-                     f"by {n[f'{key}_estimate']} points [{n[f'{key}_low']}, {n[f'{key}_high']}] (95% bootstrap "
-                     f"interval) beyond chance pairing: {_tracking(metrics, text['rope'])}.")
+        parts.append(f"Experiment 3: after a behaviour change, predictions match the new behaviour "
+                     f"{n[f'{key}_estimate']} points [{n[f'{key}_low']}, {n[f'{key}_high']}] (95% bootstrap) more "
+                     f"than the old, beyond chance pairing: {_tracking(metrics, text['rope'])}.")
+    if isinstance(injection, dict):
+        parts.append(_injection(injection))
+    if isinstance(mirror, dict):
+        parts.append(_mirror(mirror))
     return " ".join(p for p in parts if p)

@@ -118,19 +118,19 @@ def test_the_abstract_gives_each_finding_with_its_interval_verdict_and_rate_in_a
     real = abstract_text(meta, metrics, null, injection=True, mirror=True)  # the committed run has the sibling
     assert len(real.split()) <= MAX_WORDS, len(real.split())
     sib = metrics["sibling"]["contrasts"]["self_minus_sibling"]["population"]
-    assert f"self-prediction differs by {interval_text(sib)} points" in real and "add a sibling control" in real
+    assert f"cross-predictor's data): {interval_text(sib)} points, " in real and "add a sibling control" in real
     metrics = {k: v for k, v in metrics.items() if k != "sibling"}
     text = abstract_text(meta, metrics, null, injection=True, mirror=True)
     assert len(text.split()) <= MAX_WORDS, len(text.split())
     assert meta["text"]["headline_estimate"] in text and "false-positive rate" in text
     assert f"{meta['n']['calibration_mad_difference_pooled_difference']} [" in text
-    assert meta["text"]["mad_difference_verdict"] in text
+    assert "(95% bootstrap interval): inconclusive." in text  # experiment 2's verdict, short
     # experiment 3's verdict in short, by the main text's rule on the unrounded interval
     d = metrics["behaviour"]["excess"]["pooled_excess_new_minus_old"]
     from analysis.verdicts import INCONCLUSIVE, verdict
 
-    assert verdict(d["low"], d["high"], 2.0) == INCONCLUSIVE and "beyond chance pairing: inconclusive (the interval " \
-        "is not clear of the ±2.0-point region of practical equivalence)." in text
+    assert verdict(d["low"], d["high"], 2.0) == INCONCLUSIVE and "beyond chance pairing: inconclusive (not clear of " \
+        "the ±2.0-point equivalence region)." in text
     assert "concept injection and a mirror test" in text and "sibling" not in text
     sib = {"contrasts": {"self_minus_sibling": {"estimand": "new_task_and_run", "population": {
         "mean": 3.21, "low": -4.5, "high": 11.02, "verdict": "inconclusive"}}}}
@@ -138,5 +138,17 @@ def test_the_abstract_gives_each_finding_with_its_interval_verdict_and_rate_in_a
         "rate": 0.04, "low": 0.01, "high": 0.1, "positives": 1, "reps": 25, "within": True}}}}
     text = abstract_text(meta, {**metrics, "sibling": sib}, {**null, "rates": rates}, injection=True, mirror=True)
     assert len(text.split()) <= MAX_WORDS, len(text.split())
-    assert "self-prediction differs by 3.2 [−4.5, 11.0] points: inconclusive (false-positive rate 4.0%, 1 of 25 null worlds)" in text
+    assert "data): 3.2 [−4.5, 11.0] points, inconclusive (false-positive rate 4.0%, 1 of 25 null worlds)" in text
     assert "add a sibling control" in text
+    # the side experiments' findings, one sentence each, in counts (no verdict word), within the limit
+    ctl = {"k": 12, "n": 12}
+    inj = {"models": {m: {"detection_best": {}, "detection_cells": 3, "detection_cells_above_fp": 0,
+                          "detection_observed": {"control": ctl}} for m in ("a", "b")}}
+    mir = {"models": {"a": {"noticing_observed": {"k": 0, "n": 48}}, "b": {"noticing_observed": {"k": 1, "n": 54}}}}
+    text = abstract_text(meta, {**metrics, "sibling": sib}, {**null, "rates": rates}, injection=inj, mirror=mir)
+    assert len(text.split()) <= MAX_WORDS, len(text.split())
+    assert ("Concept injection: detection's 95% interval lay above the control trials' rate in 0 of 6 steering "
+            "cells; both models answered yes on every control trial (the ceiling).") in text
+    assert "Mirror test: 1 of 102 replies remarked on the form of earlier (clean or altered) replies." in text
+    inj["models"]["b"]["detection_observed"]["control"] = {"k": 11, "n": 12}
+    assert "; a answered yes on every control trial" in abstract_text(meta, metrics, null, injection=inj, mirror=mir)
