@@ -89,8 +89,9 @@ def _injection(numbers: dict) -> str:
     full = [m for m, d in ms.items()
             if (c := d.get("detection_observed", {}).get("control")) and c["n"] and c["k"] == c["n"]]
     who = (("both models" if len(ms) == 2 else "every model") if len(full) == len(ms) else " and ".join(full))
+    steer = "steering cells" if all("steering" in d for d in ms.values()) else "cells"  # counted after the check
     return (f"Concept injection: detection's 95% interval lay above the control trials' rate in {above} of {cells} "
-            f"steering cells" + (f"; {who} answered yes on every control trial (the ceiling)" if full else "") + ".")
+            f"{steer}" + (f"; {who} answered yes on every control trial (the ceiling)" if full else "") + ".")
 
 
 def _mirror(numbers: dict) -> str:

@@ -143,7 +143,8 @@ def test_the_abstract_gives_each_finding_with_its_interval_verdict_and_rate_in_a
     # the side experiments' findings, one sentence each, in counts (no verdict word), within the limit
     ctl = {"k": 12, "n": 12}
     inj = {"models": {m: {"detection_best": {}, "detection_cells": 3, "detection_cells_above_fp": 0,
-                          "detection_observed": {"control": ctl}} for m in ("a", "b")}}
+                          "steering": {"steer": 3, "cells": 9}, "detection_observed": {"control": ctl}}
+                      for m in ("a", "b")}}
     mir = {"models": {"a": {"noticing_observed": {"k": 0, "n": 48}}, "b": {"noticing_observed": {"k": 1, "n": 54}}}}
     text = abstract_text(meta, {**metrics, "sibling": sib}, {**null, "rates": rates}, injection=inj, mirror=mir)
     assert len(text.split()) <= MAX_WORDS, len(text.split())
@@ -151,4 +152,6 @@ def test_the_abstract_gives_each_finding_with_its_interval_verdict_and_rate_in_a
             "cells; both models answered yes on every control trial (the ceiling).") in text
     assert "Mirror test: 1 of 102 replies remarked on the form of earlier (clean or altered) replies." in text
     inj["models"]["b"]["detection_observed"]["control"] = {"k": 11, "n": 12}
+    del inj["models"]["b"]["steering"]  # numbers without the steering check count every cell
+    assert "rate in 0 of 6 cells;" in abstract_text(meta, metrics, null, injection=inj, mirror=mir)
     assert "; a answered yes on every control trial" in abstract_text(meta, metrics, null, injection=inj, mirror=mir)
