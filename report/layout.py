@@ -72,7 +72,8 @@ def text_runs(pdf) -> list[Run]:
             # nor is a single letter with its combining accent, which the text layer repeats on its own at the
             # start of the text after it (typst's "í" in a name: "Martı́" then "ı́" where "n Soto" starts)
             bare = text.strip()
-            if any(unicodedata.combining(c) for c in bare) and sum(not unicodedata.combining(c) for c in bare) == 1:
+            if (any(unicodedata.combining(c) for c in bare) and sum(not unicodedata.combining(c) for c in bare) == 1
+                    and runs and runs[-1].page == number and runs[-1].text.rstrip().endswith(bare)):
                 return
             x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
             y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
@@ -149,20 +150,20 @@ def html_tables(html: str) -> list[list[str]]:
 
 #: where one page's text ends and the next one's begins, in the text the table cells are matched against
 PAGE_BREAK = "\x01"
-
-
-def _near(text: str, word: str, at: int) -> int:
+def _near(text: str, word: str, at: int, resume: int | None = None) -> int:
     """Where ``word`` occurs in ``text`` from ``at``: at most :data:`MAX_GAP` characters on, or else on the next
-    page (the text between holds one page break); -1 where neither."""
+    page within :data:`MAX_GAP` characters of where that page's part of the table resumes (its top, with the page
+    number and the repeated header, or ``resume``: where the previous cell of a row that the page break split
+    ended there); -1 where neither."""
     found = text.find(word, at)
     if found < 0 or found - at <= MAX_GAP:
         return found
-    page = text.find(PAGE_BREAK, at)  # else its first occurrence on the next page
+    page = text.find(PAGE_BREAK, at)
     if page < 0:
         return -1
-    found = text.find(word, page)
-    after = text.find(PAGE_BREAK, page + 1)
-    return found if found >= 0 and (after < 0 or found < after) else -1
+    base = resume if resume is not None and resume > page else page
+    found = text.find(word, base, base + MAX_GAP + len(word) + 1)
+    return found if found >= 0 and PAGE_BREAK not in text[page + 1:found] else -1
 
 
 def _match(cells: list[list[str]], text: str, pos: int) -> int:
@@ -172,17 +173,20 @@ def _match(cells: list[list[str]], text: str, pos: int) -> int:
     that a page break splits shows the first part of each of its cells, then, on the next page, the rest of each:
     a cell's words then skip the other cells' first parts, and a cell starts before the previous one ends."""
     start = end = pos
+    resume = None  # where the previous cell ended on the next page, when a page break split it
     for done, words in enumerate(cells):
-        first = text.find(words[0], start)
+        # a cell starts after the one before it ends, or, where that one was split, after its first word
+        first = text.find(words[0], start if resume is not None else end)
         if first < 0 or (first > end and _near(text, words[0], end) != first):
             return done
         at = first + len(words[0])
         for word in words[1:]:
-            found = _near(text, word, at)
+            found = _near(text, word, at, resume)
             if found < 0:
                 return done
             at = found + len(word)
-        start, end = first + 1, at
+        start, end = first + len(words[0]), at
+        resume = at if PAGE_BREAK in text[first:at] else None
     return len(cells)
 
 

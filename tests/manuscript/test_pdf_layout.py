@@ -89,3 +89,19 @@ def test_a_row_split_by_a_page_break_and_an_accented_name_pass(tmp_path):
     assert split and all(any(f"{w}259" in t for t in pages[split[0] + 1:]) for w in ("alpha", "beta")), \
         "the row was not split by the page break"
     assert pdf_problems(paths["pdf"], paths["html"], paper) == []
+
+
+def test_a_missing_cell_is_not_found_inside_the_cell_before_it_nor_far_down_the_next_page():
+    """The rules that let a row split by a page break pass do not let a missing cell pass: a short cell is not
+    found inside the longer cell before it ("12" in "112"), and a dropped last row is not found in the body text
+    far down the next page."""
+    from report.layout import PAGE_BREAK, _missing_cells, _plain
+
+    cells = ["model", "n", "rate", "gemma", "112", "12", "smollm", "54", "7.5"]
+    pdf = _plain("Table 3: x. model n rate gemma 112 smollm 54 7.5 Then body text.")  # '12' is missing
+    assert _missing_cells([cells], pdf) == ["table 1 of the HTML: cell '12' is not in the PDF after the cells before it"]
+    cells = ["model", "verdict", "gemma3-270m", "inconclusive", "smollm2-135m", "practically null"]
+    page1 = "model verdict gemma3-270m inconclusive Table 2: verdicts by model. " + "lorem ipsum dolor sit amet " * 40
+    page2 = "12 " + "filler words here " * 60 + " smollm2-135m was finetuned; the verdict is practically null for it."
+    problems = _missing_cells([cells], _plain(page1) + PAGE_BREAK + _plain(page2))
+    assert problems == ["table 1 of the HTML: cell 'smollm2-135m' is not in the PDF after the cells before it"]
