@@ -244,12 +244,14 @@ def summary(m: str, d: dict) -> str:
                     f"{d['steering']['cells']} cells")
     if "detection_best" in d:
         b = d["detection_best"]
+        band = " by its simultaneous band over the cells" if b.get("minus_fp_band") and d["detection_cells"] > 1 else ""
         bits.append(f"detection was credibly above the false-positive rate in {d['detection_cells_above_fp']} of "
                     f"{d['detection_cells']} cells (the best, {points_interval(b['minus_fp'])}, "
-                    f"{WORDS[b['verdict']]} it)")
+                    f"{WORDS[b['verdict']]} it{band})")
     if "identification_best" in d:
         b = d["identification_best"]
-        verdict = f", {WORDS[b['verdict_chance']]} chance" if b.get("chance_band") else ""
+        verdict = (f", {WORDS[b['verdict_chance']]} chance by its simultaneous band over the cells"
+                   if b.get("chance_band") and d.get("identification_cells", 0) > 1 else "")
         bits.append(f"the injected concept was the most probable concept word credibly above chance in "
                     f"{d['identification_cells_above_chance']} of {d['identification_cells']} cells (the best, "
                     f"{percent_interval(b['rate'])} against {100 * b['chance']:.1f}%{verdict})")

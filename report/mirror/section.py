@@ -125,7 +125,10 @@ def summary(m: str, d: dict) -> str:
     if "imitation_top" in d:
         bits.append(f"{d['imitation_cells_above']} of {d['imitation_cells']} corrupted cells showed imitation "
                     "credibly above the control")
-    return f"**{m}**: " + ("; ".join(bits) if bits else "no replies were analysed") + "."
+    left = d.get("unchanged_histories")
+    return (f"**{m}**: " + ("; ".join(bits) if bits else "no replies were analysed")
+            + (f" ({left} {'reply' if left == 1 else 'replies'} after a history the corruption left unchanged "
+               "not counted)" if left else "") + ".")
 
 
 def model_parts(m: str, d: dict) -> tuple[str, str]:

@@ -81,17 +81,20 @@ def _calibration(metrics: dict, rope: str) -> str:
 def _injection(numbers: dict) -> str:
     """Concept injection in one sentence: the steering cells whose detection rate lies above the control trials'
     (by each cell's 95% interval), and whether that rate sat at its ceiling (every control trial answered yes)."""
-    ms = {m: d for m, d in numbers.get("models", {}).items() if "detection_best" in d}
+    models = numbers.get("models", {})
+    ms = {m: d for m, d in models.items() if "detection_best" in d}
     cells = sum(d.get("detection_cells", 0) for d in ms.values())
     if not cells:
         return ""
     above = sum(d.get("detection_cells_above_fp", 0) for d in ms.values())
-    full = [m for m, d in ms.items()
-            if (c := d.get("detection_observed", {}).get("control")) and c["n"] and c["k"] == c["n"]]
-    who = (("both models" if len(ms) == 2 else "every model") if len(full) == len(ms) else " and ".join(full))
+    # the ceiling over every model with control trials, whether or not any of its cells could be counted
+    ctl = {m: c for m, d in models.items() if (c := d.get("detection_observed", {}).get("control")) and c["n"]}
+    full = [m for m, c in ctl.items() if c["k"] == c["n"]]
+    who = (("both models" if len(ctl) == 2 else "every model") if len(full) == len(ctl) else " and ".join(full))
     steer = "steering cells" if all("steering" in d for d in ms.values()) else "cells"  # counted after the check
-    return (f"Concept injection: detection's 95% interval lay above the control trials' rate in {above} of {cells} "
-            f"{steer}" + (f"; {who} answered yes on every control trial (the ceiling)" if full else "") + ".")
+    return (f"Concept injection: detection's 95% interval lay above the control rate in {above} of {cells} "
+            f"{steer}" + (f"; {who} put P(yes) above P(no) on every control trial (the ceiling)" if full else "")
+            + ".")
 
 
 def _mirror(numbers: dict) -> str:
@@ -100,7 +103,7 @@ def _mirror(numbers: dict) -> str:
     if not ms:
         return ""
     k, n = sum(o["k"] for o in ms), sum(o["n"] for o in ms)
-    return f"Mirror test: {k} of {n} replies remarked on the form of earlier (clean or altered) replies."
+    return f"Mirror test: {k} of {n} replies remarked on the form of earlier replies shown as the model's."
 
 
 def abstract_text(meta: dict, metrics: dict, null: dict | None, injection: dict | bool | None,
@@ -108,10 +111,20 @@ def abstract_text(meta: dict, metrics: dict, null: dict | None, injection: dict 
     """The abstract from the built numbers (``meta``: ``n``, ``run``, ``text``) and the analysis's metrics;
     ``injection`` and ``mirror``: whether those experiments ran, or the ``numbers.json`` of their analyses, whose
     findings then get a sentence each."""
+    text = _abstract(meta, metrics, null, injection, mirror)
+    if len(text.split()) > MAX_WORDS:  # the side experiments' findings give way to naming them
+        text = _abstract(meta, metrics, null, bool(injection), bool(mirror))
+    return text
+
+
+def _abstract(meta: dict, metrics: dict, null: dict | None, injection: dict | bool | None,
+              mirror: dict | bool | None) -> str:
     n, run, text = meta["n"], meta["run"], meta["text"]
     a = metrics["advantage"]
+    side = {name: (sentence(x) if isinstance(x, dict) else "") for name, x, sentence in
+            (("injection", injection, _injection), ("mirror", mirror, _mirror))}
     # the side experiments are named here only where their findings get no sentence of their own below
-    inj, mir = injection is True, mirror is True
+    inj, mir = bool(injection) and not side["injection"], bool(mirror) and not side["mirror"]
     added = [w for w, ran in (("add a sibling control", bool(metrics.get("sibling"))),
                               ("run concept injection" + (" and a mirror test" if mir else ""), inj),
                               ("run a mirror test", mir and not inj)) if ran]
@@ -129,14 +142,11 @@ def abstract_text(meta: dict, metrics: dict, null: dict | None, injection: dict 
         parts.append(f"Experiment 2: calibration error (MAD), self minus cross: "
                      f"{n['calibration_mad_difference_pooled_difference']} "
                      f"[{n['calibration_mad_difference_pooled_low']}, {n['calibration_mad_difference_pooled_high']}] "
-                     f"(95% bootstrap interval): {_calibration(metrics, text['rope'])}.")
+                     f"(95% bootstrap): {_calibration(metrics, text['rope'])}.")
     key = "behaviour_excess_pooled_excess_new_minus_old"
     if f"{key}_estimate" in n and "behaviour_tracking_verdict" in text:
         parts.append(f"Experiment 3: after a behaviour change, predictions match the new behaviour "
                      f"{n[f'{key}_estimate']} points [{n[f'{key}_low']}, {n[f'{key}_high']}] (95% bootstrap) more "
-                     f"than the old, beyond chance pairing: {_tracking(metrics, text['rope'])}.")
-    if isinstance(injection, dict):
-        parts.append(_injection(injection))
-    if isinstance(mirror, dict):
-        parts.append(_mirror(mirror))
+                     f"than the old beyond chance: {_tracking(metrics, text['rope'])}.")
+    parts += [side["injection"], side["mirror"]]
     return " ".join(p for p in parts if p)

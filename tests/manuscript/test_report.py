@@ -456,7 +456,8 @@ def test_a_control_at_its_ceiling_and_a_chosen_cell_are_said_so():
     assert one.startswith("**m**: on control trials it said an injected thought was present at 90.0% [70.0, 98.0] "
                           "(P(yes) > P(no) on every one: the ceiling, so no cell can show detection above it)")
     assert "credibly above the false-positive rate in 1 of 9 cells (the best, " in one
-    assert "not distinguishable from it)." in one and len(one) < len(model_paragraph("m", d)) / 2
+    assert "not distinguishable from it by its simultaneous band over the cells)." in one
+    assert len(one) < len(model_paragraph("m", d)) / 2
     assert "ceiling" not in summary("m", {**d, "detection_observed": {"control": {**o, "k": 11}}})
 
 

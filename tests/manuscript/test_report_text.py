@@ -124,12 +124,12 @@ def test_the_abstract_gives_each_finding_with_its_interval_verdict_and_rate_in_a
     assert len(text.split()) <= MAX_WORDS, len(text.split())
     assert meta["text"]["headline_estimate"] in text and "false-positive rate" in text
     assert f"{meta['n']['calibration_mad_difference_pooled_difference']} [" in text
-    assert "(95% bootstrap interval): inconclusive." in text  # experiment 2's verdict, short
+    assert "(95% bootstrap): inconclusive." in text  # experiment 2's verdict, short
     # experiment 3's verdict in short, by the main text's rule on the unrounded interval
     d = metrics["behaviour"]["excess"]["pooled_excess_new_minus_old"]
     from analysis.verdicts import INCONCLUSIVE, verdict
 
-    assert verdict(d["low"], d["high"], 2.0) == INCONCLUSIVE and "beyond chance pairing: inconclusive (not clear of " \
+    assert verdict(d["low"], d["high"], 2.0) == INCONCLUSIVE and "beyond chance: inconclusive (not clear of " \
         "the ±2.0-point equivalence region)." in text
     assert "concept injection and a mirror test" in text and "sibling" not in text
     sib = {"contrasts": {"self_minus_sibling": {"estimand": "new_task_and_run", "population": {
@@ -148,10 +148,23 @@ def test_the_abstract_gives_each_finding_with_its_interval_verdict_and_rate_in_a
     mir = {"models": {"a": {"noticing_observed": {"k": 0, "n": 48}}, "b": {"noticing_observed": {"k": 1, "n": 54}}}}
     text = abstract_text(meta, {**metrics, "sibling": sib}, {**null, "rates": rates}, injection=inj, mirror=mir)
     assert len(text.split()) <= MAX_WORDS, len(text.split())
-    assert ("Concept injection: detection's 95% interval lay above the control trials' rate in 0 of 6 steering "
-            "cells; both models answered yes on every control trial (the ceiling).") in text
-    assert "Mirror test: 1 of 102 replies remarked on the form of earlier (clean or altered) replies." in text
+    assert ("Concept injection: detection's 95% interval lay above the control rate in 0 of 6 steering "
+            "cells; both models put P(yes) above P(no) on every control trial (the ceiling).") in text
+    assert "Mirror test: 1 of 102 replies remarked on the form of earlier replies shown as the model's." in text
+    assert "run concept injection" not in text and "mirror test." not in text.split("Experiment 1")[0]
     inj["models"]["b"]["detection_observed"]["control"] = {"k": 11, "n": 12}
     del inj["models"]["b"]["steering"]  # numbers without the steering check count every cell
     assert "rate in 0 of 6 cells;" in abstract_text(meta, metrics, null, injection=inj, mirror=mir)
-    assert "; a answered yes on every control trial" in abstract_text(meta, metrics, null, injection=inj, mirror=mir)
+    # a model none of whose cells could be counted still enters the ceiling's sentence
+    inj["models"]["c"] = {"detection_observed": {"control": {"k": 5, "n": 12}}}
+    assert "; a put P(yes) above P(no)" in abstract_text(meta, metrics, null, injection=inj, mirror=mir)
+    # no countable cell at all: the experiment is named instead of a sentence of findings
+    none = {"models": {"c": inj["models"]["c"]}}
+    assert "and run concept injection and a mirror test." in abstract_text(meta, metrics, null, injection=none,
+                                                                            mirror=True)
+    # past the limit, the side experiments' findings give way to naming them
+    long = {**meta, "run": {**meta["run"], "models": " and ".join(["a-model-with-a-long-name"] * 30)}}
+    text = abstract_text(long, metrics, null, injection=inj, mirror=mir)
+    assert "Concept injection:" not in text and "and run concept injection and a mirror test." in text
+    assert "; a put P(yes) above P(no) on every control trial" in abstract_text(meta, metrics, null, injection=inj,
+                                                                             mirror=mir)
