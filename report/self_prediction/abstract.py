@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from report.formatting import fmt, interval_text
 from report.self_prediction.numbers import headline_allowed
+from report.self_prediction.sentences import _verdict
 
 #: the abstract's length limit, in words separated by white space
 MAX_WORDS = 200
@@ -59,23 +60,17 @@ def _sibling(sib: dict | None, null: dict | None) -> str:
 def _tracking(metrics: dict, rope: str) -> str:
     """Experiment 3's tracking verdict, short: the main text's rule (the unrounded interval against the region
     of practical equivalence) in the abstract's words."""
-    from analysis.verdicts import NEGATIVE, NULL, POSITIVE, verdict
-
     d = metrics["behaviour"]["excess"]["pooled_excess_new_minus_old"]
-    v = verdict(d["low"], d["high"], float(rope))
-    return {POSITIVE: "they track the new behaviour", NEGATIVE: "they track the old behaviour",
-            NULL: "practically no difference"}.get(
-        v, f"inconclusive (not clear of the ±{rope}-point equivalence region)")
+    return _verdict(d["low"], d["high"], float(rope), "they track the new behaviour", "they track the old behaviour",
+                    "practically no difference", f"inconclusive (not clear of the ±{rope}-point equivalence region)")
 
 
 def _calibration(metrics: dict, rope: str) -> str:
     """Experiment 2's verdict, short: the main text's rule (the MAD difference's interval against the region of
     practical equivalence) in the abstract's words."""
-    from analysis.verdicts import NEGATIVE, NULL, POSITIVE, verdict
-
     d = metrics["calibration"]["mad_difference"]["pooled"]
-    return {POSITIVE: "cross-prediction is better calibrated", NEGATIVE: "self-prediction is better calibrated",
-            NULL: "practically equal"}.get(verdict(d["low"], d["high"], float(rope)), "inconclusive")
+    return _verdict(d["low"], d["high"], float(rope), "cross-prediction is better calibrated",
+                    "self-prediction is better calibrated", "practically equal", "inconclusive")
 
 
 def _injection(numbers: dict) -> str:
