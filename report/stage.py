@@ -48,26 +48,25 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     from report.self_prediction.sentences import dataset_source_text
 
     meta["text"].update(dataset_source_text(manifests))
+    from report.injection.section import INJECTION, write_section
     from report.self_prediction.abstract import abstract_text
 
-    side = {}  # the side experiments' analysis numbers, where they ran: their findings enter the abstract
-    for name, ran, folder in (("injection", profile.injection is not None, injection),
-                              ("mirror", profile.mirror is not None, None)):
-        path = Path(folder if folder is not None else Path(analysis).parent / name) / "analysis" / "numbers.json"
-        side[name] = (json.loads(path.read_text()) if path.exists() else True) if ran else None
-    meta["text"]["abstract"] = abstract_text(meta, metrics, null, injection=side["injection"], mirror=side["mirror"])
+    injection = Path(injection if injection is not None else Path(analysis).parent / INJECTION.name)
+    mirror = Path(analysis).parent / "mirror"
+    # the side experiments' analysis numbers, each read once: their findings enter the abstract where they ran
+    side = {name: json.loads(p.read_text()) if (p := folder / "analysis" / "numbers.json").exists() else None
+            for name, folder in (("injection", injection), ("mirror", mirror))}
+    ran = {"injection": profile.injection is not None, "mirror": profile.mirror is not None}
+    meta["text"]["abstract"] = abstract_text(meta, metrics, null, **{
+        name: (side[name] or True) if ran[name] else None for name in side})
     # pandoc reads numbers.yml as metadata, where citeproc would take "@tbl-x" for an unknown citation
     crossrefs = sorted(f"{part}.{k}" for part, d in meta.items() if isinstance(d, dict) for k, v in d.items()
                        if isinstance(v, str) and re.search(r"@(tbl|fig|sec)-", v))
     if crossrefs:
         raise ReportError(f"generated text holds a cross-reference, which the manuscript must make instead: "
                           f"{', '.join(crossrefs)}")
-    from report.injection.section import INJECTION, write_section
-
-    injection = Path(injection if injection is not None else Path(analysis).parent / INJECTION.name)
     # the concept-injection analysis's coherence rule, which the methods quote (n/a where that stage did not run)
-    inj_numbers = injection / "analysis" / "numbers.json"
-    rule = json.loads(inj_numbers.read_text()).get("coherence_rule", {}) if inj_numbers.exists() else {}
+    rule = (side["injection"] or {}).get("coherence_rule", {})
     meta["run"]["coherence_perplexity_factor"] = f"{rule['perplexity_factor']:g}" if rule else "n/a"
     atomic_write_bytes(gen / "numbers.yml", yaml.safe_dump(markdown_safe(meta), sort_keys=True,
                                                            allow_unicode=True).encode())
@@ -85,7 +84,7 @@ def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figu
     write_policy(gen, metrics)
     from report.mirror.section import write_section as write_mirror
 
-    write_mirror(gen, Path(analysis).parent / "mirror")
+    write_mirror(gen, mirror)
     return index
 
 
