@@ -97,6 +97,12 @@ def _split(d: dict) -> str:
     return ("Split in two: " + "; ".join(parts) + ".") if parts else ""
 
 
+def _noted(head: str, notes: list[str], sep: str) -> str:
+    """``head`` with its non-empty ``notes`` in one bracket after it."""
+    notes = [n for n in notes if n]
+    return head + (f" ({sep.join(notes)})" if notes else "")
+
+
 def summary(m: str, d: dict) -> str:
     """The main text's sentence for one model: noticing, recognition and imitation, each as its raw count or
     rate and how many altered cells differ credibly from the control (with a floor or ceiling said where the
@@ -110,18 +116,14 @@ def summary(m: str, d: dict) -> str:
                  else "",
                  f"{d['noticing_cells_above']} of {d['noticing_cells']} altered cells credibly above the control"
                  if "noticing_cells" in d else ""]
-        notes = [n for n in notes if n]
-        bits.append(f"it remarked unprompted on the form of the earlier text {counts}"
-                    + (f" ({', '.join(notes)})" if notes else ""))
+        bits.append(_noted(f"it remarked unprompted on the form of the earlier text {counts}", notes, ", "))
     if "recognition_control" in d:
         r = d["recognition_control"]
         notes = ["at its floor: a drop cannot show" if "k" in r and r["n"] and r["k"] == 0 else
                  "one clean-history reply said yes: near its floor" if "k" in r and r["n"] and r["k"] == 1 else "",
                  f"{d['recognition_cells_below']} of {d['recognition_cells']} altered cells credibly below"
                  if "recognition_cells" in d else ""]
-        notes = [n for n in notes if n]
-        bits.append(f"it said it wrote its clean history at {percent_interval(r)}"
-                    + (f" ({'; '.join(notes)})" if notes else ""))
+        bits.append(_noted(f"it said it wrote its clean history at {percent_interval(r)}", notes, "; "))
     if "imitation_top" in d:
         bits.append(f"{d['imitation_cells_above']} of {d['imitation_cells']} corrupted cells showed imitation "
                     "credibly above the control")
