@@ -150,6 +150,8 @@ def html_tables(html: str) -> list[list[str]]:
 
 #: where one page's text ends and the next one's begins, in the text the table cells are matched against
 PAGE_BREAK = "\x01"
+
+
 def _near(text: str, word: str, at: int, resume: int | None = None) -> int:
     """Where ``word`` occurs in ``text`` from ``at``: at most :data:`MAX_GAP` characters on, or else on the next
     page within :data:`MAX_GAP` characters of where that page's part of the table resumes (its top, with the page
