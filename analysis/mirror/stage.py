@@ -41,6 +41,23 @@ def read_tables(raw: Path = RAW) -> dict[str, pd.DataFrame]:
     return {p: pd.read_parquet(Path(raw) / f"{p}.parquet") for p in PARTS}
 
 
+def judge_case_agreement(raw: Path = RAW) -> dict | None:
+    """The judge's agreement with the labels of the noticing rule's two sets (``judge_cases.parquet``, written when
+    a judge ran; :func:`reproduce.mirror.grader_cases.judge_agreement`), per set, with the judge's spec; None when
+    no judge ran."""
+    path = Path(raw) / "judge_cases.parquet"
+    if not path.exists():
+        return None
+    jc = pd.read_parquet(path)
+    if jc.empty:
+        return None
+    out = {"spec": json.loads((Path(raw) / "run.json").read_text()).get("judge")}
+    for name, g in jc.groupby("set", sort=True):
+        g = g.sort_values("case")
+        out[name] = grader_cases.judge_agreement(g["notices"], g["judge_notices"])
+    return out
+
+
 def examples(turns: pd.DataFrame, conversations: pd.DataFrame, chars: int = 200) -> pd.DataFrame:
     """Transcripts for the manuscript: per model, the first script's reply at the last measured turn in the
     control and other conditions and in every corrupted cell at the highest level, with its grades."""
@@ -235,6 +252,10 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame], disc: pd.DataFr
             d["thinking_noticing"] = {c: {"k": int(g["notices_thinking"].astype(bool).sum()), "n": int(len(g))}
                                       for c, g in traced.groupby("condition", sort=True)}
             d["thinking_traces"] = int(len(traced))
+            if {"first_person_thinking", "third_person_thinking"} <= set(turns.columns):
+                d["thinking_self_references"] = {
+                    c: {"first": int(g["first_person_thinking"].sum()), "third": int(g["third_person_thinking"].sum())}
+                    for c, g in traced.groupby("condition", sort=True)}
         if {"first_person", "third_person"} <= set(turns.columns):
             # the shift the post saw from "I" to "the model": self-references in each person, by condition
             d["self_references"] = {c: {"first": int(g["first_person"].sum()), "third": int(g["third_person"].sum())}
@@ -291,6 +312,9 @@ def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = MET
     # the noticing rule against its labelled replies: those it was written on, and a held-out set
     numbers["graders"] = {"development": grader_cases.agreement(grader_cases.CASES),
                           "held_out": grader_cases.agreement(grader_cases.HELD_OUT)}
+    judged = judge_case_agreement(raw)
+    if judged is not None:  # the optional judge on the same labelled replies, in the run that used it
+        numbers["graders"]["judge"] = judged
     with atomic_dir(out) as tmp:
         for name, df in res.items():
             if isinstance(df, pd.DataFrame):

@@ -199,8 +199,8 @@ def model_parts(m: str, d: dict) -> tuple[str, str]:
                  "other": "after another model's replies"}
         refs = [f"{r['third']} of {r['first'] + r['third']} {names.get(c, c)}"
                 for c, r in d["self_references"].items()]
-        detail.append("Of its references to itself, those in the third person (\"the model\", \"the assistant\", "
-                     "the shift the post saw in a thinking trace): " + "; ".join(refs) + " (raw counts).")
+        detail.append("Of its references to itself in its visible replies, those in the third person (\"the model\", "
+                     "\"the assistant\" followed by a verb or a possessive: the shift the post saw in a thinking trace): " + "; ".join(refs) + " (raw counts).")
     if "surprise" in d:
         top = max(d["surprise"], key=lambda r: r["mean"])
         n = d["surprise_unchanged"]
@@ -216,7 +216,11 @@ def model_parts(m: str, d: dict) -> tuple[str, str]:
         detail.append(f"Its chat template has a thinking section, graded apart from the visible reply by the same "
                      f"rules: {d['thinking_traces']} replies held a trace, and the trace remarked on the form of the "
                      "earlier text in " + "; ".join(f"{r['k']} of {r['n']} {names.get(c, c)}"
-                                                     for c, r in d["thinking_noticing"].items()) + " (raw counts).")
+                                                     for c, r in d["thinking_noticing"].items()) + " (raw counts)."
+                     + (" In the traces, its references to itself in the third person: "
+                        + "; ".join(f"{r['third']} of {r['first'] + r['third']} {names.get(c, c)}"
+                                    for c, r in d["thinking_self_references"].items()) + " (raw counts)."
+                        if d.get("thinking_self_references") else ""))
     if d.get("paired"):
         detail.append(paired_text(d["paired"]))
     if "discrimination" in d:
@@ -287,7 +291,18 @@ def grader_sentence(g: dict) -> str:
     return (f"The noticing rule agrees with the labels of the {dev['n']} replies it was written and corrected on in "
             f"{labelled_agreement_text(dev)}, and, on {held['n']} replies written independently from the same criteria and never "
             f"used to change it, in {labelled_agreement_text(held)}: its measured agreement "
-            "(`reproduce/mirror/grader_cases.py`).")
+            "(`reproduce/mirror/grader_cases.py`)."
+            + (f" It found {held['positives'] - held['false_negatives']} of the {held['positives']} remarks on the "
+               "form of the earlier text in the held-out set, so the counts of noticing below are a lower bound."
+               if held.get("positives") and held["false_negatives"] else "")
+            + (judge_sentence(g["judge"]) if g.get("judge") else ""))
+
+
+def judge_sentence(j: dict) -> str:
+    """The optional judge's agreement with the same labelled replies, measured in the run that used it."""
+    return (f" The judge ({j['spec']}), shown each labelled reply with the same example list of changed words, "
+            f"agrees with the labels in {labelled_agreement_text(j['development'])} on the first set and in "
+            f"{labelled_agreement_text(j['held_out'])} on the held-out set.")
 
 
 def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
@@ -311,12 +326,15 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
     parts = {m: model_parts(m, d) for m, d in numbers["models"].items()}
     out = [
         f"The conversations ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} "
-        + (f"Noticing was graded by the rules and by a local judge model ({run['judge']})."
-           if run.get("judge") else "Noticing was graded by the rules alone (no judge model was set: "
-           "`mirror.judge: null`); the rules look for remarks on the form of the earlier text: typos, misspellings, "
+        + ("Noticing was graded by the rules" + (f" and by a local judge model ({run['judge']})" if run.get("judge")
+                                                 else " alone (no judge model was set: `mirror.judge: null`)")
+           + "; the rules look for remarks on the form of the earlier text: typos, misspellings, "
            "strange, stray or extra letters or characters, odd capitalisation, garbled, scrambled or corrupted text, "
            "\"my previous reply looks wrong\", \"did I write that\" (`reproduce/mirror/graders.py`); what an "
-           "earlier reply said, \"unusual\" said of the topic, and corrected facts are not noticing.")
+           "earlier reply said, \"unusual\" said of the topic, and corrected facts are not noticing."
+           + (" The judge was shown each reply with the words of the earlier replies that its history changed, or, "
+              "after the clean history and another model's replies, the words a corruption would have changed "
+              "there, so that it did not know the condition." if run.get("judge") else ""))
         + (" " + grader_sentence(numbers["graders"]) if "graders" in numbers else "")
         + " Per model, in one sentence each (every count, cell and interval behind them, and the judge, the copied "
           "and adopted pattern words, surprise, paired recognition and the discrimination score, are in the "

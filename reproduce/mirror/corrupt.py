@@ -125,3 +125,19 @@ def corrupt(text: str, kind: str, rate: float, seed: int) -> Corrupted:
         last = m.end()
     out.append(text[last:])
     return Corrupted("".join(out), len(spans), changed)
+
+
+def corrupt_reply(reply: str, kind: str, level: float, seed: int, model: str, script: str, index: int) -> Corrupted:
+    """Reply ``index`` (0-based) of ``model``'s clean conversation ``script`` corrupted by ``kind`` at ``level``
+    (:func:`corrupt`), seeded per model, script and turn: the same reply is corrupted the same way at every later
+    turn."""
+    return corrupt(reply, kind, level, derive_seed(seed, "mirror", model, script, index))
+
+
+def changed_words(clean: str, shown: str) -> list[tuple[str, str]]:
+    """The words of ``clean`` that ``shown``, its corrupted version, changed, as (written, shown) pairs in text
+    order. A change keeps a word a run of letters, so the two texts' words pair up one to one."""
+    a, b = WORD.findall(clean), WORD.findall(shown)
+    if len(a) != len(b):
+        raise CorruptionError("the shown text is not a corruption of the clean one (their words do not pair up)")
+    return [(x, y) for x, y in zip(a, b) if x != y]

@@ -15,8 +15,10 @@ At each measured turn ``t`` (the history holds the replies to turns ``1 .. t-1``
   by the rules of :func:`reproduce.mirror.graders.notices_oddity` (where the model's chat template has a thinking
   section, :mod:`reproduce.lm.thinking`, its trace is kept as ``thinking`` and graded apart as
   ``notices_thinking``; the visible reply alone is ``reply`` and ``notices``, and the history shows later turns
-  the visible replies) and, where ``mirror.judge`` names a model, by that
-  local judge's P(yes) to "does the reply remark on typos, errors or anything odd in its earlier messages?";
+  the visible replies) and, where ``mirror.judge`` names a model, by that local judge's P(yes) that the reply
+  remarks on the form of its earlier messages, shown the words its history changed, or in the control and other
+  conditions the words a sham corruption would have changed, so that it is blind to the condition
+  (:mod:`reproduce.mirror.judging`);
 - (b) **prompted recognition**: after the altered history, the question "did you write each of your previous
   messages exactly as it appears above?"; P(yes) from one forward pass, normalised over yes / no;
 - (c) **imitation**: for every kind, the counts of words in the reply (a) that show the kind's pattern
@@ -51,12 +53,10 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 import reproduce.mirror.graders as graders
-from reproduce.lm.judge import quoted
 from reproduce.lm.thinking import model_markers, split as split_thinking
-from reproduce.stage import run_judge
 import reproduce.mirror.imitation as imitation
-from reproduce.mirror.corrupt import KINDS, Corrupted, corrupt
-from reproduce.lm.engine import derive_seed
+import reproduce.mirror.judging as judging
+from reproduce.mirror.corrupt import KINDS, corrupt_reply
 from reproduce.errors import ProjectError
 from reproduce.hardware import describe
 from reproduce.io import stack_frames, write_stage_tables
@@ -76,7 +76,9 @@ SCHEMAS = {
         *_ARM, Col("history_changed", "int", range=(0, float("inf"))),
         Col("history_eligible", "int", range=(0, float("inf"))), Col("reply", "str"), Col("thinking", "str"),
         Col("notices", "bool"), Col("notices_thinking", "bool"), Col("first_person", "int", range=(0, float("inf"))),
-        Col("third_person", "int", range=(0, float("inf"))), Col("judge_notices", "float", range=PROB),
+        Col("third_person", "int", range=(0, float("inf"))),
+        Col("first_person_thinking", "int", range=(0, float("inf"))),
+        Col("third_person_thinking", "int", range=(0, float("inf"))), Col("judge_notices", "float", range=PROB),
         Col("p_yes", "float", range=PROB),
         Col("p_outside", "float", range=PROB),
         *[Col(f"{c}_{k}", "int", range=(0, float("inf"))) for k in KINDS
@@ -136,13 +138,6 @@ def conditions(cfg, models: list[str], model: str) -> list[dict]:
         out.append(dict(condition="other", kind=None, level=math.nan,
                         source=models[(models.index(model) + 1) % len(models)]))
     return out
-
-
-def corrupt_reply(reply: str, kind: str, level: float, seed: int, model: str, script: str, index: int) -> Corrupted:
-    """Reply ``index`` (0-based) of ``model``'s clean conversation ``script`` corrupted by ``kind`` at ``level``
-    (:func:`reproduce.mirror.corrupt.corrupt`), seeded per model, script and turn: the same reply is corrupted the same
-    way at every later turn."""
-    return corrupt(reply, kind, level, derive_seed(seed, "mirror", model, script, index))
 
 
 def altered(cond: dict, clean: dict[str, list[str]], other: dict[str, dict[str, list[str]]], script: str,
@@ -319,7 +314,13 @@ class MirrorRunner:
                              notices_thinking=[None if th is None else graders.notices_oddity(th)
                                                for th in turns["thinking"]])  # the trace graded apart
         refs = [graders.self_references(r) for r in turns["reply"]]
-        turns = turns.assign(first_person=[a for a, _ in refs], third_person=[b for _, b in refs])
+        # and in the thinking trace, where the post saw the shift from "I" to "the model" (None: no trace)
+        traced = [None if th is None else graders.self_references(th) for th in turns["thinking"]]
+        turns = turns.assign(first_person=[a for a, _ in refs], third_person=[b for _, b in refs],
+                             first_person_thinking=pd.array([None if r is None else r[0] for r in traced],
+                                                            dtype="Int64"),
+                             third_person_thinking=pd.array([None if r is None else r[1] for r in traced],
+                                                            dtype="Int64"))
         turns = imitation.grade_replies(turns, conv, [t for s in self.scripts for t in s["turns"]],
                                         self.shown_corruptions(turns, clean))
         surprise = self.store.cached("surprise", lambda: self.surprise_rows(clean, other))
@@ -370,17 +371,6 @@ def register_bound(plan, data=None) -> None:
 
     data = load_mirror_dataset(plan.data_raw) if data is None else data
     plan.bounds["mirror"] = lambda tok, fmt: plan_bound(plan, data, tok, fmt)
-
-
-def judge_turns(profile, turns: pd.DataFrame) -> pd.DataFrame:
-    """The optional judge's P(yes) that each reply of (a) remarks on typos, errors or oddities in the model's own
-    earlier messages (``judge_notices``; NaN throughout when ``mirror.judge`` is null). The judge sees the reply
-    alone, not the history, so it grades what the reply says, not whether the history was altered."""
-    spec = profile.mirror.judge
-    if spec is None or turns.empty:
-        return turns.assign(judge_notices=np.nan)
-    p = run_judge(profile, spec, [graders.JUDGE_ODDITY.format(text=quoted(r)) for r in turns["reply"]])
-    return turns.assign(judge_notices=p)
 
 
 def shard_fingerprint(profile, lm, data, refs) -> dict:
@@ -450,6 +440,10 @@ def run_mirror(plan, out_dir: Path, work: Path) -> dict[str, Path]:
         del r
         release_memory()
     out = {part: stack_frames(tables[part], COLUMNS[part]) for part in PARTS}
-    out["turns"] = judge_turns(profile, out["turns"])
+    # the judge after every conversation, blind to the condition (:mod:`reproduce.mirror.judging`)
+    out["turns"], cases = judging.judge_turns(profile, out["turns"], out["conversations"],
+                                              judging.sham_cell(conditions(cfg, names, names[0])))
+    if cases is not None:  # the judge's own labelled replies, written only when a judge ran
+        out["judge_cases"] = cases
     run_info["judge"] = cfg.judge
-    return write_stage_tables(out_dir, out, run_info, SCHEMAS)
+    return write_stage_tables(out_dir, out, run_info, {**SCHEMAS, "judge_cases": judging.CASES_SCHEMA})

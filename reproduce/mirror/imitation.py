@@ -2,10 +2,13 @@
 (:mod:`reproduce.mirror.corrupt`). Graded from the stored replies after the stage's shards (:func:`grade_replies`), and
 kept out of every shard fingerprint, so a change to the measure regrades without new inference.
 
-- ``insertion``: ``sg`` among the words that contain a ``g``;
+- ``insertion``: ``sg`` among the words that contain a ``g``, where the word without its inserted ``s`` is a word of the
+  reference vocabulary ("sgarden" for "garden"; not "disguise", which is spelled so);
 - ``capitalisation``: a word with a capital letter that the clean texts never write with that casing (every form
-  the corruptor makes counts, all capitals and a capital first letter included; a word the clean replies or the
-  user turns capitalise the same way, such as a sentence's first word or "YouTube", does not);
+  the corruptor makes counts, all capitals included; a word the clean replies or the user turns capitalise the
+  same way, such as "YouTube", does not). A capital first letter alone counts only inside a sentence and on a
+  word of the vocabulary, since a sentence's, line's or quotation's first word and a name ("Alhambra") have it
+  anyway;
 - ``substitution``, ``swap``, ``drop``: a typo of that kind of a known word (:func:`typo_of`): outside the
   reference vocabulary and one QWERTY-neighbour substitution, adjacent swap or dropped letter away from a word
   inside it. A word the reply uses for the first time, spelled correctly, is no typo: counting every word
@@ -35,6 +38,7 @@ alike.)
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
@@ -44,6 +48,21 @@ from reproduce.mirror.corrupt import KINDS, MIN_LETTERS, NEIGHBOURS, WORD, Corru
 def words(text: str) -> list[str]:
     """The words a corruption can touch: runs of letters of at least :data:`reproduce.mirror.corrupt.MIN_LETTERS`."""
     return [w for w in WORD.findall(text) if len(w) >= MIN_LETTERS]
+
+
+def word_starts(text: str) -> list[int]:
+    """Where each word of :func:`words` starts in ``text``."""
+    return [m.start() for m in WORD.finditer(text) if len(m.group()) >= MIN_LETTERS]
+
+
+def sentence_starts(text: str) -> frozenset[int]:
+    """Where a word opens a sentence, a line or a quotation in ``text`` (a capital there is ordinary)."""
+    return frozenset(m.start(1) for m in re.finditer(r"(?:^|[.!?:;\n\u2022*#>\-\d)]\s*|[\"'\u201c(]\s*)([A-Za-z])", text))
+
+
+def _title(word: str) -> bool:
+    """A capital first letter and no other: the form a sentence's first word or a name has."""
+    return word[:1].isupper() and not any(c.isupper() for c in word[1:])
 
 
 def vocabulary(texts, cased: bool = False) -> frozenset[str]:
@@ -132,11 +151,16 @@ def pattern_words(text: str, kind: str, vocab: frozenset[str] | None = None,
     ws = words(text)
     if kind == "insertion":
         ws = [w for w in ws if "g" in w.lower()]
-        hits = [w for w in ws if "sg" in w.lower()]
+        # with a vocabulary, the word without its inserted s must be a known word: "sgarden" for "garden", not
+        # "disguise" or "misguided", which are spelled so
+        hits = [w for w in ws if "sg" in w.lower()
+                and (vocab is None or w.lower().replace("sg", "g") in vocab)]
     elif kind == "capitalisation":
         if cased is None:
             raise CorruptionError("pattern_counts for 'capitalisation' needs the cased vocabulary of the clean texts")
-        hits = [w for w in ws if any(c.isupper() for c in w) and w not in cased]
+        starts = sentence_starts(text)
+        hits = [w for w, at in zip(ws, word_starts(text)) if any(c.isupper() for c in w) and w not in cased
+                and not (_title(w) and (at in starts or (vocab is not None and w.lower() not in vocab)))]
     else:
         if vocab is None:
             raise CorruptionError(f"pattern_counts for {kind!r} needs the reference vocabulary of the clean texts")

@@ -67,16 +67,23 @@ def test_bad_input_is_refused(kind, rate):
 
 def test_pattern_rate_on_hand_written_replies():
     assert pattern_rate("A sgood day for sgardening, and a big dog", "insertion") == pytest.approx(2 / 4)
+    # with a vocabulary, only a word whose s taken out is a known word: not one spelled with "sg"
+    known = vocabulary(["a good day for gardening"])
+    assert pattern_counts("sgood sgardening disguise misguided", "insertion", known) == (2, 4)
     assert pattern_rate("Nothing here has that letter", "insertion") == pytest.approx(0.0)
     assert pattern_rate("I", "insertion") != pattern_rate("I", "insertion")  # NaN: no eligible word
     cased = vocabulary(["The tomato is NASA red, on YouTube"], cased=True)
     assert pattern_rate("The tOmato is NASA red", "capitalisation", cased=cased) == pytest.approx(1 / 4)
     # every form the corruptor makes of a known word counts, all capitals and a first capital included; a word
-    # the clean texts write the same way (a sentence's first word, "YouTube") does not
+    # the clean texts write the same way ("YouTube") does not, nor a capital first letter where a sentence, a line
+    # or a quotation opens or on a word outside the vocabulary (a name)
+    words = vocabulary(["The tomato is NASA red, on YouTube"])
     for form in ("tHe", "thE", "THe", "tHE", "ThE", "THE", "Tomato", "RED"):
-        assert pattern_counts(form, "capitalisation", cased=cased) == (1, 1), form
+        assert pattern_counts(f"so {form}", "capitalisation", words, cased) == (1, 1), form
     for same in ("The", "YouTube", "NASA", "tomato"):
-        assert pattern_counts(same, "capitalisation", cased=cased) == (0, 1), same
+        assert pattern_counts(same, "capitalisation", words, cased) == (0, 1), same
+    for ordinary in ("Tomato", "ok. Tomato", "ok\nTomato", 'said "Tomato', "see the Alhambra"):
+        assert pattern_counts(ordinary, "capitalisation", words, cased)[0] == 0, ordinary
     with pytest.raises(CorruptionError, match="cased vocabulary"):
         pattern_counts("tHe", "capitalisation")
     vocab = vocabulary(["the tomato plant needs water"])

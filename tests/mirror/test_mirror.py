@@ -149,25 +149,77 @@ def test_control_replies_equal_the_clean_conversation_continued(small):
         assert r["reply"] == conv[(r["script_id"], r["turn"])]
 
 
-def test_the_optional_judge_grades_every_reply_with_a_local_model(models, monkeypatch):
+def _judge_tables():
+    """A two-script conversations table and the turns rows of the control and one corrupted cell at turn 3."""
+    conv = pd.DataFrame({"model": "m1", "script_id": ["a", "a", "a", "b", "b", "b"], "turn": [1, 2, 3] * 2,
+                         "reply": ["Growing good tomatoes takes a big garden", "Bring a bag of gravel", "Fine.",
+                                   "Going to Glasgow by train is good", "Great, get going", "Okay."]})
+    rows = [dict(model="m1", script_id=s, turn=3, condition=c, kind=k, level=lv, reply=r)
+            for s in ("a", "b") for c, k, lv, r in (("control", None, 0.0, "Sure, here it is."),
+                                                    ("corrupted", "insertion", 0.6, "Sure, here it is."),
+                                                    ("other", None, np.nan, "Sorry for the typos above."))]
+    return conv, pd.DataFrame(rows)
+
+
+def test_the_judge_sees_the_changed_words_in_every_condition_and_so_not_the_condition():
+    """The judge's question lists the words the history changed; after the clean history and another model's
+    replies it lists the words the run's first corrupted cell would have changed there, so the same reply after
+    the same script gets the same question whatever the condition: the judge is blind to it."""
+    from reproduce.mirror.corrupt import changed_words, corrupt_reply
+    from reproduce.mirror.judging import history_changes, question, sham_cell
+
+    conv, turns = _judge_tables()
+    sham = sham_cell(conditions(tiny_profile(mirror=SMALL).mirror, ["m1", "m2"], "m1"))
+    assert sham == ("insertion", 0.6)
+    changes = history_changes(turns, conv, 7, sham)
+    by_row = {(s, c): ch for s, c, ch in zip(turns["script_id"], turns["condition"], changes)}
+    for s in ("a", "b"):
+        assert by_row[(s, "control")] == by_row[(s, "corrupted")] == by_row[(s, "other")]
+        clean = list(conv[conv["script_id"] == s]["reply"])[:2]
+        shown = [corrupt_reply(r, "insertion", 0.6, 7, "m1", s, i) for i, r in enumerate(clean)]
+        assert len(by_row[(s, "corrupted")]) == sum(c.changed for c in shown) > 0
+        assert all(b == a.replace("g", "sg").replace("G", "SG") for a, b in by_row[(s, "corrupted")])
+    q = [question(r, c) for r, c in zip(turns["reply"], changes)]
+    assert q[0] == q[1] and '"Growing" shown as "Srowing"' not in q[0]
+    assert changes[0] and all(f'"{a}" shown as "{b}"' in q[0] for a, b in changes[0][:8])
+    assert history_changes(turns, conv, 7, None)[0] == []  # a run that corrupts nothing has nothing to show
+    assert changed_words("a good day", "a sgood day") == [("good", "sgood")]
+
+
+def test_the_optional_judge_grades_every_reply_and_the_labelled_ones_with_a_local_model(models, monkeypatch, tmp_path):
     """``mirror.judge`` names any model spec; its P(yes) lands in ``judge_notices`` row by row (the same reply
-    gets the same grade wherever it stands in the batch); with no judge the column is NaN and nothing loads."""
-    import pandas as pd
+    after the same history gets the same grade wherever it stands in the batch), and it grades every labelled
+    reply of the rule's two sets in the same load, whose agreement the analysis reports; with no judge the column
+    is NaN, no labelled table is written and nothing loads."""
+    import json
 
     import reproduce.stage as stages
-    from reproduce.mirror.experiment import judge_turns
+    from analysis.mirror.stage import judge_case_agreement
+    from reproduce.mirror.grader_cases import CASES, HELD_OUT
+    from reproduce.mirror.judging import judge_turns
 
     lm, engine = models["smollm2-135m"]
     loads = []
     monkeypatch.setattr(stages, "load_model", lambda profile, ref: loads.append(ref.spec) or (lm, engine))
-    replies = ["I noticed some weird typos in my previous replies. Did I write that?", "Paris is the capital.",
-               "I noticed some weird typos in my previous replies. Did I write that?"]
-    turns = pd.DataFrame({"reply": replies})
-    out = judge_turns(tiny_profile(mirror=dict(SMALL, judge="smollm2-135m")), turns)
-    assert loads == ["smollm2-135m"] and out["judge_notices"].between(0, 1).all()
-    assert out["judge_notices"].iloc[0] == pytest.approx(out["judge_notices"].iloc[2], abs=1e-6)
-    assert out["judge_notices"].iloc[0] != pytest.approx(out["judge_notices"].iloc[1], abs=1e-6)
-    assert judge_turns(tiny_profile(mirror=SMALL), turns)["judge_notices"].isna().all() and len(loads) == 1
+    conv, turns = _judge_tables()
+    out, cases = judge_turns(tiny_profile(mirror=dict(SMALL, judge="smollm2-135m")), turns, conv,
+                             ("insertion", 0.6))
+    p = out["judge_notices"]
+    assert loads == ["smollm2-135m"] and p.between(0, 1).all()
+    assert p.iloc[0] == pytest.approx(p.iloc[1], abs=1e-6)  # control and corrupted: the same question
+    assert p.iloc[0] != pytest.approx(p.iloc[2], abs=1e-6)
+    assert len(cases) == len(CASES) + len(HELD_OUT) and cases["judge_notices"].between(0, 1).all()
+    cases.to_parquet(tmp_path / "judge_cases.parquet", index=False)
+    (tmp_path / "run.json").write_text(json.dumps({"judge": "smollm2-135m"}))
+    got = judge_case_agreement(tmp_path)
+    assert got["spec"] == "smollm2-135m"
+    for name, rows in (("development", CASES), ("held_out", HELD_OUT)):
+        yes = cases[cases["set"] == name]["judge_notices"].to_numpy() > 0.5
+        want = np.array([n for _, n in rows])
+        assert got[name] == {"n": len(rows), "positives": int(want.sum()), "agree": int((yes == want).sum()),
+                             "false_positives": int((yes & ~want).sum()), "false_negatives": int((want & ~yes).sum())}
+    none, no_cases = judge_turns(tiny_profile(mirror=SMALL), turns, conv, ("insertion", 0.6))
+    assert none["judge_notices"].isna().all() and no_cases is None and len(loads) == 1
 
 
 def test_the_report_paragraph_states_the_judge_and_its_agreement_with_the_rules():
@@ -366,9 +418,16 @@ def test_the_noticing_rules_held_out_agreement_is_measured_and_reported():
     from report.mirror.section import grader_sentence
 
     held = cases.agreement(cases.HELD_OUT)
-    assert len(cases.HELD_OUT) >= 30 and len(cases.CASES) >= 30 and held["agree"] >= 39
-    assert {n for _, n in cases.HELD_OUT} == {True, False}
-    assert f"in {held['agree']} of {held['n']}" in grader_sentence({"development": cases.agreement(), "held_out": held})
+    assert len(cases.HELD_OUT) >= 30 and len(cases.CASES) >= 30
+    # measured: never a false alarm on the held-out replies, and most remarks found
+    assert held["false_positives"] == 0 and held["agree"] >= 0.85 * held["n"]
+    assert held["positives"] == sum(n for _, n in cases.HELD_OUT) and {n for _, n in cases.HELD_OUT} == {True, False}
+    text = grader_sentence({"development": cases.agreement(), "held_out": held})
+    assert f"in {held['agree']} of {held['n']}" in text
+    found = held["positives"] - held["false_negatives"]
+    assert f"It found {found} of the {held['positives']} remarks" in text and "lower bound" in text
+    assert "lower bound" not in grader_sentence({"development": cases.agreement(),
+                                                 "held_out": dict(held, false_negatives=0)})
 
 
 def test_a_control_at_its_floor_or_ceiling_is_named():
@@ -396,3 +455,21 @@ def test_self_references_are_counted_in_each_person():
     assert self_references("I noticed that my earlier replies had typos; I will fix them myself.") == (4, 0)
     assert self_references("The model had a strange quirk: this assistant wrote sg for g.") == (0, 2)
     assert self_references("Mine is the best. The modelling clay is soft.") == (1, 0)  # whole words only
+    # a compound noun, an object with words after it, a roman numeral and I/O are not the writer speaking of itself
+    for text in ("The model railway is old.", "Ask the assistant manager.", "Tell the model to wait.",
+                 "World War I ended in 1918.", "Check the I/O ports."):
+        assert self_references(text) == (0, 0), text
+    assert self_references("The user asked the model. The assistant's reply looked odd.") == (0, 2)
+
+
+def test_the_noticing_rule_reads_a_named_change_and_not_a_cipher_or_a_recipe():
+    """A reply that names the change itself ("every g became sg", "I wrote 'sgoing' instead of 'going'") notices;
+    the same shapes said of a cipher, a recipe or a letter to someone else do not."""
+    for text in ("Hmm, every 'g' in my earlier response was replaced with 'sg'.", "Every g in my last reply became sg.",
+                 "I noticed that I wrote 'sgoing' instead of 'going' earlier.",
+                 "This doesn't look like something I would write: the words have an extra s before every g."):
+        assert notices_oddity(text), text
+    for text in ("In this cipher every 'a' is replaced with 'd'.", "Replace every egg with a flax egg.",
+                 "That doesn't sound like something I would write to a landlord.",
+                 "I put 'salt' instead of 'sugar' by mistake in the recipe.", "Add an extra s before every noun."):
+        assert not notices_oddity(text), text

@@ -63,8 +63,8 @@ def test_simulated_tables_have_the_stage_schemas(sim):
     from reproduce.mirror.corrupt import KINDS
     from reproduce.mirror.experiment import COLUMNS
 
-    # what the stage writes, but a thinking trace's two columns, which the statistics do not read
-    optional = ("thinking", "notices_thinking")
+    # what the stage writes, but a thinking trace's columns, which the statistics do not read
+    optional = ("thinking", "notices_thinking", "first_person_thinking", "third_person_thinking")
     assert all(R.COLUMNS[t] == [c for c in COLUMNS[t] if c not in optional] for t in R.COLUMNS) and R.KINDS == KINDS
     tables, _ = sim
     for name, rows in tables.items():

@@ -39,6 +39,7 @@ def test_the_mirror_stage_keeps_a_trace_and_grades_it_apart_with_a_fake_thinking
                                                                                           tmp_path):
     from reproduce.mirror.data import load_mirror_dataset
     from reproduce.mirror.experiment import SCHEMAS, MirrorRunner, reply_parts
+    from reproduce.mirror.graders import self_references
     from reproduce.shards import ShardStore
     from tests.conftest import tiny_profile
 
@@ -55,6 +56,9 @@ def test_the_mirror_stage_keeps_a_trace_and_grades_it_apart_with_a_fake_thinking
     assert turns["thinking"].notna().all()  # every reply began inside the span the prompt opened
     for _, r in turns.iterrows():  # the trace and the reply are the generated text split at the closing marker
         assert ("</think>" in r["thinking"]) is False and r["notices_thinking"] in (True, False)
+        # self-references counted in the trace apart from the reply
+        assert (r["first_person_thinking"], r["third_person_thinking"]) == self_references(r["thinking"])
+        assert (r["first_person"], r["third_person"]) == self_references(r["reply"])
     assert SCHEMAS["turns"].problems(turns.assign(model=lm.name)) == []
     # the clean history later turns see holds no trace
     assert not out["conversations"]["reply"].str.contains("<think>|</think>").any()
