@@ -222,19 +222,10 @@ def cmd_check_models(args) -> None:
 
 
 def cmd_power(args) -> None:
-    from dataclasses import replace
+    from analysis.self_prediction.power import power_text, run_power_stage
 
-    from analysis.bayes import sampler_settings
-    from analysis.self_prediction.power import paper_sizes, power_text, run_power
-
-    profile = _profile(args)
-    # the validation fits: as many as the null simulation's replicates per world, fitted as it fits them (the
-    # analysis's chains, tuning and gate, at analysis.null_draws draws per chain)
-    fits = profile.analysis.null_reps if args.validate is None else args.validate
-    settings = replace(sampler_settings(profile, 30), draws=profile.analysis.null_draws)
-    print(power_text(run_power(Path(args.analysis), profile.analysis.rope, profile.seed, reps=args.reps,
-                               validate_reps=fits, use_prior=args.prior, settings=settings,
-                               paper=paper_sizes(profile, load_params(args.params, "paper")[1]))))
+    print(power_text(run_power_stage(_profile(args), Path(args.analysis), load_params(args.params, "paper")[1],
+                                     reps=args.reps, validate_reps=args.validate, use_prior=args.prior)))
 
 
 def _analysis_args(s) -> None:
@@ -270,12 +261,9 @@ def cmd_figures(args) -> None:
 
 
 def cmd_report(args) -> None:
-    import figures.injection.plots as injection_figures
-    import figures.mirror.plots as mirror_figures
-    import figures.self_prediction.plots as self_prediction_figures
     from reproduce.config import edits
     from report.provenance import write_page
-    from report.stage import run_report
+    from report.stage import provenance_inputs, run_report
 
     name, profile = load_params(args.params, args.profile)
     if args.profile is None:  # a configuration edited since it was written from its profile says so
@@ -285,7 +273,7 @@ def cmd_report(args) -> None:
     for kind, path in run_report(profile, name, Path(args.analysis), Path(args.figures), out=Path(args.out),
                                  engine=args.engine).items():
         print(f"{kind}: {path}")
-    print(f"figure provenance: {write_page((self_prediction_figures, injection_figures, mirror_figures))}")
+    print(f"figure provenance: {write_page(*provenance_inputs())}")
 
 
 def cmd_release(args) -> None:

@@ -10,7 +10,6 @@ from a run's outputs, so ``tests/manuscript/test_provenance.py`` can check the c
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from pathlib import Path
@@ -23,15 +22,6 @@ PAGE = REPO_ROOT / "docs" / "figures.md"
 #: stages that validate what every stage reads and write the same output for every valid input: no figure depends
 #: on a setting through them (``check`` reads every setting to validate it)
 VALIDATION_STAGES = ("check",)
-#: where each family's READS are relative to (its analysis outputs), by the figures module's family
-BASES = {"self_prediction": "data/analysis", "injection": "data/injection/analysis", "mirror": "data/mirror/analysis"}
-#: the generated parts the manuscript includes that hold figures: the module that writes each, and which of its
-#: parts (each module's ``FIGURE_LABELS`` names the figures of its main text and of its supplement part)
-INCLUDES = {f"_generated/{name}{suffix}.md": (module, part)
-            for name, module in (("injection", "report.injection.section"), ("mirror", "report.mirror.section"),
-                                 ("sibling", "report.self_prediction.sibling"),
-                                 ("policy", "report.self_prediction.policy"))
-            for suffix, part in (("", "main"), ("_supplement", "supplement"))}
 LABEL = re.compile(r"\{#(fig-[a-z0-9-]+)\}")
 
 
@@ -94,14 +84,17 @@ def datasets(names: list[str], stages: dict, root: Path) -> list[str]:
     return sorted(out)
 
 
-def manuscript_order(root: Path) -> list[str]:
-    """The figure labels in the order the rendered manuscript numbers them."""
+def manuscript_order(root: Path, sections: dict) -> list[str]:
+    """The figure labels in the order the rendered manuscript numbers them. ``sections``: the generated parts the
+    manuscript includes that hold figures, each with the module that writes it and which of its parts it is
+    (``{"_generated/mirror.md": (module, "main"), ...}``; each module's ``FIGURE_LABELS`` names the figures of its
+    main text and of its supplement part)."""
     order = []
     for line in (root / "paper" / "index.qmd").read_text().splitlines():
         inc = re.search(r"\{\{< include (\S+) >\}\}", line)
-        if inc and inc.group(1) in INCLUDES:
-            module, part = INCLUDES[inc.group(1)]
-            order += importlib.import_module(module).FIGURE_LABELS[part]
+        if inc and inc.group(1) in sections:
+            module, part = sections[inc.group(1)]
+            order += module.FIGURE_LABELS[part]
         order += LABEL.findall(line)
     return order
 
@@ -115,20 +108,21 @@ def drawn_in(name: str, raw: dict) -> str | None:
     return None
 
 
-def rows(modules, root: Path = REPO_ROOT) -> list[dict]:
-    """One dict per figure of every family's figures module in ``modules`` (each with ``FIGURES`` and ``READS``),
-    in manuscript order."""
+def rows(families, sections: dict, root: Path = REPO_ROOT) -> list[dict]:
+    """One dict per figure of every family's figures module in ``families`` (pairs of a module with ``FIGURES`` and
+    ``READS`` and the folder, relative to ``root``, its reads are relative to; ``ALSO_READS``, where a module has
+    it, what every figure of it reads besides, relative to ``root``), in manuscript order (:func:`manuscript_order`
+    with ``sections``)."""
     from report.formatting import fig_id
 
     raw = yaml.safe_load((root / "dvc.yaml").read_text())
     stages = raw["stages"]
-    order = manuscript_order(root)
+    order = manuscript_order(root, sections)
     before = {}  # each writer's upstream stages, computed once
     out = []
-    for mod in modules:
-        base = BASES[mod.__name__.split(".")[1]]
+    for mod, base in families:
         for name, draw in mod.FIGURES.items():
-            reads = [f"{base}/{r}" for r in mod.READS[name]]
+            reads = [f"{base}/{r}" for r in mod.READS[name]] + list(getattr(mod, "ALSO_READS", ()))
             writers = sorted({w for r in reads if (w := writer(r, stages))})
             for w in writers:
                 before.setdefault(w, set(upstream(w, stages)))
@@ -142,8 +136,8 @@ def rows(modules, root: Path = REPO_ROOT) -> list[dict]:
     return sorted(out, key=lambda r: (r["number"] is None, r["number"] or 0, r["label"]))
 
 
-def page(modules, root: Path = REPO_ROOT) -> str:
-    """``docs/figures.md`` as text, for the figures modules ``modules``."""
+def page(families, sections: dict, root: Path = REPO_ROOT) -> str:
+    """``docs/figures.md`` as text, for the figures modules of ``families`` (:func:`rows`)."""
     lines = [
         "# Where each figure comes from",
         "",
@@ -159,7 +153,7 @@ def page(modules, root: Path = REPO_ROOT) -> str:
         "| figure | label | drawn by | reads | written by | settings | datasets |",
         "|---|---|---|---|---|---|---|",
     ]
-    table = rows(modules, root)
+    table = rows(families, sections, root)
     for r in table:
         settings_text = "every setting" if r["settings"] is None else ", ".join(f"`{k}`" for k in r["settings"])
         lines.append(
@@ -180,9 +174,9 @@ def page(modules, root: Path = REPO_ROOT) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_page(modules, root: Path = REPO_ROOT, path: Path | None = None) -> Path:
+def write_page(families, sections: dict, root: Path = REPO_ROOT, path: Path | None = None) -> Path:
     from reproduce.io import atomic_write_bytes
 
     path = Path(path) if path is not None else root / "docs" / "figures.md"
-    atomic_write_bytes(path, page(modules, root).encode())
+    atomic_write_bytes(path, page(families, sections, root).encode())
     return path

@@ -19,6 +19,27 @@ from report.render import render
 from report.self_prediction.tables import build_tables
 
 
+def provenance_inputs() -> tuple[tuple, dict]:
+    """What the figure provenance page (``docs/figures.md``, :mod:`report.provenance`) lists: each family's
+    figures module with the folder its reads are relative to, and the generated parts of the manuscript that place
+    figures, each with the module that writes it and which of its parts it is."""
+    import figures.injection.plots as injection_figures
+    import figures.mirror.plots as mirror_figures
+    import figures.self_prediction.plots as self_prediction_figures
+    import report.injection.section as injection_section
+    import report.mirror.section as mirror_section
+    import report.self_prediction.policy as policy_section
+    import report.self_prediction.sibling as sibling_section
+
+    families = ((self_prediction_figures, "data/analysis"), (injection_figures, "data/injection/analysis"),
+                (mirror_figures, "data/mirror/analysis"))
+    sections = {f"_generated/{name}{suffix}.md": (module, part)
+                for name, module in (("injection", injection_section), ("mirror", mirror_section),
+                                     ("sibling", sibling_section), ("policy", policy_section))
+                for suffix, part in (("", "main"), ("_supplement", "supplement"))}
+    return families, sections
+
+
 def prepare(profile: Profile, profile_name: str, analysis: Path = ANALYSIS, figures: Path = FIGURES,
             paper: Path = PAPER, data_raw: Path = DATA_RAW, injection: Path | None = None) -> dict:
     """Write ``paper/_generated/`` (numbers.yml, tables/*.md, figures/*.png) from the pipeline's outputs;

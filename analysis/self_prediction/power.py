@@ -378,6 +378,19 @@ PAPER_SELF, PAPER_CROSS = 48.5, 35.0
 PAPER_GAP = PAPER_SELF - PAPER_CROSS
 
 
+def run_power_stage(profile, analysis_dir, paper_profile, reps: int = 400, validate_reps: int | None = None,
+                    use_prior: bool = False) -> dict:
+    """The ``power`` stage for ``profile``: :func:`run_power` with the validation fits as the null simulation fits
+    its replicates (``analysis.null_reps`` of them unless ``validate_reps`` says otherwise; the analysis's chains,
+    tuning and gate at ``analysis.null_draws`` draws per chain) and ``paper_profile``'s sizes against the run's."""
+    from analysis.bayes import sampler_settings
+
+    fits = profile.analysis.null_reps if validate_reps is None else validate_reps
+    settings = replace(sampler_settings(profile, 30), draws=profile.analysis.null_draws)
+    return run_power(analysis_dir, profile.analysis.rope, profile.seed, reps=reps, validate_reps=fits,
+                     use_prior=use_prior, settings=settings, paper=paper_sizes(profile, paper_profile))
+
+
 def run_power(analysis_dir, rope: float, seed: int, reps: int = 400, validate_reps: int = 0, use_prior: bool = False,
               settings=None, out=None, paper: dict | None = None, effect: float | None = PAPER_GAP,
               search_reps: int = 200) -> dict:

@@ -261,8 +261,7 @@ FIGURES = {"injection_detection": detection_heatmap, "injection_identification":
            "injection_prefill": prefill_rates, "injection_intention": intention_curves,
            "injection_coherence": coherence_by_strength, "injection_two_turn": two_turn_and_lens}
 
-#: what each figure reads, relative to the analysis outputs (``data/injection/analysis/``), besides the run's
-#: hardware line (``data/injection/raw/run.json``); see :mod:`report.provenance`
+#: what each figure reads, relative to the analysis outputs (``data/injection/analysis/``); see :mod:`report.provenance`
 READS = {"injection_detection": ["detection_cells.parquet", "fp_rate.parquet"],
          "injection_identification": ["identification_cells.parquet"],
          "injection_prefill": ["prefill_conditions.parquet"], "injection_intention": ["intention_layers.parquet"],
@@ -272,3 +271,6 @@ READS = {"injection_detection": ["detection_cells.parquet", "fp_rate.parquet"],
 
 def run_injection_figures(analysis: Path = ANALYSIS, out: Path = OUT, raw: Path = RAW) -> dict:
     return draw_all(FIGURES, Inputs(analysis, raw), out)
+
+#: what every figure reads besides :data:`READS`, relative to the repository: the run's hardware line
+ALSO_READS = ("data/injection/raw/run.json",)

@@ -119,11 +119,13 @@ def mirror_surprise(inp: Inputs):
 
 FIGURES = {"mirror_outcomes": mirror_outcomes, "mirror_surprise": mirror_surprise}
 
-#: what each figure reads, relative to the analysis outputs (``data/mirror/analysis/``), besides the run's
-#: hardware line (``data/mirror/raw/run.json``); see :mod:`report.provenance`
+#: what each figure reads, relative to the analysis outputs (``data/mirror/analysis/``); see :mod:`report.provenance`
 READS = {"mirror_outcomes": ["noticing_cells.parquet", "recognition_cells.parquet", "imitation_cells.parquet"],
          "mirror_surprise": ["surprise_cells.parquet"]}
 
 
 def run_mirror_figures(analysis: Path = ANALYSIS, out: Path = OUT, raw: Path = RAW) -> dict:
     return draw_all(FIGURES, Inputs(analysis, raw), out)
+
+#: what every figure reads besides :data:`READS`, relative to the repository: the run's hardware line
+ALSO_READS = ("data/mirror/raw/run.json",)

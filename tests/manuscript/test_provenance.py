@@ -9,18 +9,19 @@ import figures.injection.plots as injection_figures
 import figures.mirror.plots as mirror_figures
 import figures.self_prediction.plots as sp_figures
 from report import provenance
+from report.stage import provenance_inputs
 from reproduce.config import REPO_ROOT
 
-MODULES = (sp_figures, injection_figures, mirror_figures)
+FAMILIES, SECTIONS = provenance_inputs()
 
 
 def test_the_committed_page_is_up_to_date():
     """`dvc repro report` rewrites it."""
-    assert (REPO_ROOT / "docs" / "figures.md").read_text() == provenance.page(MODULES)
+    assert (REPO_ROOT / "docs" / "figures.md").read_text() == provenance.page(FAMILIES, SECTIONS)
 
 
 def test_every_figure_of_every_family_has_a_row_with_its_own_familys_provenance():
-    rows = {r["label"]: r for r in provenance.rows(MODULES)}
+    rows = {r["label"]: r for r in provenance.rows(FAMILIES, SECTIONS)}
     assert len(rows) == len(sp_figures.FIGURES) + len(injection_figures.FIGURES) + len(mirror_figures.FIGURES)
     assert sorted(r["number"] for r in rows.values()) == list(range(1, len(rows) + 1))  # each shown, numbered once
     sv = rows["fig-self-vs-cross"]
@@ -31,14 +32,16 @@ def test_every_figure_of_every_family_has_a_row_with_its_own_familys_provenance(
     assert all(d.split()[0] not in ("concept_injection", "mirror_test") for d in sv["datasets"]) and sv["datasets"]
     assert rows["fig-power"]["stages"] == ["power"]
     inj = rows["fig-injection-detection"]
-    assert inj["stages"] == ["injection_analysis"] and inj["datasets"] == [d for d in inj["datasets"]
+    # the analysis's tables, and the hardware line of the trials' run.json
+    assert inj["stages"] == ["concept_injection", "injection_analysis"] and inj["datasets"] == [d for d in inj["datasets"]
                                                                            if d.startswith("concept_injection")]
     # the project's own dataset and the published-protocol presets (`injection.dataset` picks one)
     assert [d.split()[0] for d in inj["datasets"]] == ["concept_injection", "concept_injection_lindsey",
                                                        "concept_injection_lindsey_info"]
     assert "injection" in inj["settings"] and not {"tasks", "finetune", "mirror"} & set(inj["settings"])
     mir = rows["fig-mirror-surprise"]
-    assert mir["stages"] == ["mirror_analysis"] and "mirror" in mir["settings"] and "injection" not in mir["settings"]
+    assert "data/mirror/raw/run.json" in mir["reads"] and "data/injection/raw/run.json" in inj["reads"]
+    assert mir["stages"] == ["mirror", "mirror_analysis"] and "mirror" in mir["settings"] and "injection" not in mir["settings"]
 
 
 def _literal_tables(fn) -> set[str]:
@@ -67,16 +70,13 @@ def test_each_generated_part_declares_the_figures_its_module_places():
     """A section module's FIGURE_LABELS name every figure label in its source, each in one part: the page orders
     the supplement's figures where the supplement includes them (a figure moved between parts without its label
     moving would be listed out of order; the small runs' section tests check the parts' written text)."""
-    import importlib
-
-    modules = {module for module, _ in provenance.INCLUDES.values()}
-    for module in modules:
-        mod = importlib.import_module(module)
+    for mod in {module for module, _ in SECTIONS.values()}:
+        module = mod.__name__
         parts = mod.FIGURE_LABELS
         declared = [label for part in ("main", "supplement") for label in parts[part]]
         assert len(declared) == len(set(declared)), module
         assert sorted(declared) == sorted(set(provenance.LABEL.findall(inspect.getsource(mod)))), module
-    order = provenance.manuscript_order(REPO_ROOT)
+    order = provenance.manuscript_order(REPO_ROOT, SECTIONS)
     # the supplement comes after the references: its figures after every main-text figure
     assert order.index("fig-injection-two-turn") > order.index("fig-mirror-outcomes")
     assert order.index("fig-similarity") > order.index("fig-mirror-outcomes")

@@ -217,3 +217,26 @@ def test_the_power_sentence_names_the_headline_the_paper_sizes_and_the_design_fo
     s2 = _power_text({**power, "designs_for": {**power["designs_for"], "smallest": None}})
     assert "No design searched (up to 24 held-out tasks, 5 finetuning seeds and 320 scored items" in s2
     assert "(at most 91%)" in s2
+
+
+def test_the_power_stage_fits_its_validation_as_the_null_simulation_fits_its_replicates(monkeypatch, tmp_path):
+    """What the ``power`` stage runs is decided in the stage's own module (a dependency DVC tracks), not on the
+    command line: ``analysis.null_reps`` validation fits at ``analysis.null_draws`` draws, the analysis's chains,
+    and the paper profile's sizes."""
+    import analysis.self_prediction.power as P
+    from analysis.bayes import sampler_settings
+    from reproduce.config import load_params
+    from tests.conftest import tiny_profile
+
+    got = {}
+    monkeypatch.setattr(P, "run_power", lambda *a, **k: got.update(args=a, **k) or {})
+    profile = tiny_profile()
+    paper = load_params("profiles/paper.yaml")[1]
+    P.run_power_stage(profile, tmp_path, paper, reps=7)
+    assert got["args"] == (tmp_path, profile.analysis.rope, profile.seed) and got["reps"] == 7
+    assert got["validate_reps"] == profile.analysis.null_reps and got["use_prior"] is False
+    assert got["settings"].draws == profile.analysis.null_draws
+    assert got["settings"].chains == sampler_settings(profile, 30).chains
+    assert got["paper"] == P.paper_sizes(profile, paper)
+    P.run_power_stage(profile, tmp_path, paper, validate_reps=0, use_prior=True)
+    assert got["validate_reps"] == 0 and got["use_prior"] is True
