@@ -7,6 +7,7 @@ import pandas as pd
 
 import analysis.bayes as M
 from analysis.injection.design import INTERVAL, Q_HIGH, Q_LOW, SCALE_SD
+from analysis.summaries import interval_summary
 from analysis.bayes import aggregate_binomial as _aggregate, draws as _draws, sigmoid as _sigmoid  # noqa: F401
 
 
@@ -27,8 +28,7 @@ def _random_effect(name: str, dim: str, codes: np.ndarray, zero_sum: bool = Fals
 
 def _summary(d: np.ndarray, prefix: str = "") -> dict:
     """Posterior mean and 95% interval of draws ``d`` (last axis: samples), as ``<prefix>mean, low, high``."""
-    return {f"{prefix}mean": float(np.mean(d)), f"{prefix}low": float(np.quantile(d, Q_LOW)),
-            f"{prefix}high": float(np.quantile(d, Q_HIGH))}
+    return interval_summary(d, prefix, INTERVAL)
 
 
 def _effect_draws(idata, name: str, codes: np.ndarray) -> np.ndarray:

@@ -37,6 +37,7 @@ from reproduce.schema import require_columns
 
 from analysis.bayes import category_codes as _codes
 from analysis.bayes import draws as _draws, sigmoid as _sigmoid
+from analysis.summaries import interval_summary
 
 
 INTERVAL = 0.95
@@ -65,8 +66,7 @@ OUTCOMES = ("notices", "judge_notices")  # the noticing model's outcome: the rul
 
 def _summary(d: np.ndarray, prefix: str = "") -> dict:
     """Posterior mean and 95% interval of draws ``d`` (last axis: samples), as ``<prefix>mean, low, high``."""
-    return {f"{prefix}mean": float(np.mean(d)), f"{prefix}low": float(np.quantile(d, Q_LOW)),
-            f"{prefix}high": float(np.quantile(d, Q_HIGH))}
+    return interval_summary(d, prefix, INTERVAL)
 
 
 # ------------------------------------------------------------------------------------------- checks
