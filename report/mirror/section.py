@@ -330,8 +330,9 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
                                                  else " alone (no judge model was set: `mirror.judge: null`)")
            + "; the rules look for remarks on the form of the earlier text: typos, misspellings, "
            "strange, stray or extra letters or characters, odd capitalisation, garbled, scrambled or corrupted text, "
-           "\"my previous reply looks wrong\", \"did I write that\" (`reproduce/mirror/graders.py`); what an "
-           "earlier reply said, \"unusual\" said of the topic, and corrected facts are not noticing."
+           "\"my previous reply looks wrong\", \"did I write that\", or the change named (\"every g became sg\") "
+           "(`reproduce/mirror/graders.py`); what an earlier reply said, \"unusual\" said of the topic, corrected "
+           "facts and a form word said as a topic (\"my earlier answer about typos\") are not noticing."
            + (" The judge was shown each reply with the words of the earlier replies that its history changed, or, "
               "after the clean history and another model's replies, the words a corruption would have changed "
               "there, so that it did not know the condition." if run.get("judge") else ""))
