@@ -326,20 +326,11 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
     parts = {m: model_parts(m, d) for m, d in numbers["models"].items()}
     out = [
         f"The conversations ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} "
-        + ("Noticing was graded by the rules" + (f" and by a local judge model ({run['judge']})" if run.get("judge")
-                                                 else " alone (no judge model was set: `mirror.judge: null`)")
-           + "; the rules look for remarks on the form of the earlier text: typos, misspellings, "
-           "strange, stray or extra letters or characters, odd capitalisation, garbled, scrambled or corrupted text, "
-           "\"my previous reply looks wrong\", \"did I write that\", or the change named (\"every g became sg\") "
-           "(`reproduce/mirror/graders.py`); what an earlier reply said, \"unusual\" said of the topic, corrected "
-           "facts and a form word said as a topic (\"my earlier answer about typos\") are not noticing."
-           + (" The judge was shown each reply with the words of the earlier replies that its history changed, or, "
-              "after the clean history and another model's replies, the words a corruption would have changed "
-              "there, so that it did not know the condition." if run.get("judge") else ""))
+        + ("Noticing was graded by the rules"
+           + (f" and by a local judge model ({run['judge']}), blind to the condition (@sec-supp-mirror)."
+              if run.get("judge") else " alone (no judge model was set: `mirror.judge: null`)."))
         + (" " + grader_sentence(numbers["graders"]) if "graders" in numbers else "")
-        + " Per model, in one sentence each (every count, cell and interval behind them, and the judge, the copied "
-          "and adopted pattern words, surprise, paired recognition and the discrimination score, are in the "
-          "supplement, @sec-supp-mirror):",
+        + " Per model, in one sentence each (the rest in @sec-supp-mirror):",
         "",
         *[core + "\n" for core, _ in parts.values()],
         "![The mirror test by corruption kind and level: unprompted noticing, saying \"yes\" to having written "
