@@ -277,7 +277,7 @@ def cmd_report(args) -> None:
 
 
 def cmd_release(args) -> None:
-    from reproduce.cards import write_cards
+    from reproduce.self_prediction.release import write_cards
 
     for name, path in write_cards(params=Path(args.params)).items():
         print(f"{name}: {path}")
@@ -285,8 +285,9 @@ def cmd_release(args) -> None:
 
 def cmd_artifacts(args) -> None:
     from reproduce.cards import artifacts
+    from reproduce.self_prediction.release import BEHAVIOUR
 
-    for line in artifacts(Path(args.data_raw), tag=args.tag, check=args.check):
+    for line in artifacts(Path(args.data_raw), tag=args.tag, check=args.check, outputs=BEHAVIOUR):
         print(line)
 
 

@@ -315,12 +315,13 @@ def test_a_finished_run_travels_through_a_remote_without_recomputation(tmp_path)
 def test_dvc_yaml_declares_every_dataset_as_an_artifact_in_step_with_its_manifest():
     import yaml
 
-    from reproduce.cards import BEHAVIOUR, sync_artifacts
+    from reproduce.cards import sync_artifacts
+    from reproduce.self_prediction.release import BEHAVIOUR
     from reproduce.citation import read_manifests
     from reproduce.config import REPO_ROOT
 
     manifests = read_manifests(REPO_ROOT / "data_raw", "all")
-    assert sync_artifacts(manifests, write=False), "run `looking-inward artifacts`"
+    assert sync_artifacts(manifests, write=False, outputs=BEHAVIOUR), "run `looking-inward artifacts`"
     artifacts = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["artifacts"]
     for m in manifests:
         a = artifacts["dataset-" + m["name"].replace("_", "-")]
@@ -363,7 +364,7 @@ def test_behaviour_cards_name_models_profile_dtype_hardware_and_hashes(tmp_path)
 
     import pandas as pd
 
-    from reproduce.cards import BEHAVIOUR, write_cards
+    from reproduce.self_prediction.release import BEHAVIOUR, write_cards
     from reproduce.config import PROFILES_DIR
 
     data = tmp_path / "data"
