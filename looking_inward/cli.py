@@ -287,7 +287,7 @@ def cmd_artifacts(args) -> None:
     from reproduce.cards import artifacts
     from reproduce.self_prediction.release import BEHAVIOUR
 
-    for line in artifacts(Path(args.data_raw), tag=args.tag, check=args.check, outputs=BEHAVIOUR):
+    for line in artifacts(Path(args.data_raw), BEHAVIOUR, tag=args.tag, check=args.check):
         print(line)
 
 

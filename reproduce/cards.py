@@ -50,7 +50,7 @@ def _artifact_name(task: str) -> str:
     return "dataset-" + re.sub(r"[^a-z0-9]+", "-", task.lower()).strip("-")
 
 
-def artifacts_block(manifests: list[dict], outputs: dict | None = None) -> str:
+def artifacts_block(manifests: list[dict], outputs: dict) -> str:
     """dvc.yaml's ``artifacts:`` section: every dataset (version and hashes from its manifest) and every run output
     of ``outputs`` (name -> (path, stage, description); declared with its card under ``data/release/``)."""
     out = ["artifacts:   # written by `looking-inward artifacts` from data_raw/*/manifest.json; do not edit by hand"]
@@ -63,7 +63,7 @@ def artifacts_block(manifests: list[dict], outputs: dict | None = None) -> str:
                 f"    labels: [{', '.join(json.dumps(x) for x in labels)}]",
                 f"    meta: {{version: {json.dumps(m['version'])}, release_sha256: {m['release_sha256']}, "
                 f"card: data_raw/{m['name']}/README.md}}"]
-    for name, (rel, stage, desc) in (outputs or {}).items():
+    for name, (rel, stage, desc) in outputs.items():
         out += [f"  {name}:",
                 f"    path: {rel}",
                 "    type: dataset",
@@ -73,8 +73,8 @@ def artifacts_block(manifests: list[dict], outputs: dict | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def sync_artifacts(manifests: list[dict], dvc_yaml: Path = REPO_ROOT / "dvc.yaml", write: bool = True,
-                   outputs: dict | None = None) -> bool:
+def sync_artifacts(manifests: list[dict], outputs: dict, dvc_yaml: Path = REPO_ROOT / "dvc.yaml",
+                   write: bool = True) -> bool:
     """Whether dvc.yaml's ``artifacts:`` section matches ``manifests`` and ``outputs`` (:func:`artifacts_block`);
     with ``write``, make it so (the section sits before ``stages:``)."""
     text = dvc_yaml.read_text()
@@ -106,7 +106,7 @@ def tag_datasets(manifests: list[dict], root: Path = REPO_ROOT) -> list[str]:
     return made
 
 
-def artifacts(data_raw: Path, tag: bool = False, check: bool = False, outputs: dict | None = None) -> list[str]:
+def artifacts(data_raw: Path, outputs: dict, tag: bool = False, check: bool = False) -> list[str]:
     """``looking-inward artifacts``: rewrite dvc.yaml's artifacts section from the dataset manifests under
     ``data_raw`` and the run outputs ``outputs`` (:func:`artifacts_block`; ``check``: fail when it is out of step
     instead; ``tag``: tag each dataset version in git). Returns what to print."""
@@ -119,7 +119,7 @@ def artifacts(data_raw: Path, tag: bool = False, check: bool = False, outputs: d
                         f"project's datasets folder, or run `looking-inward datasets` first")
     if tag:
         return [f"tagged {t}" for t in tag_datasets(manifests)]
-    in_step = sync_artifacts(manifests, write=not check, outputs=outputs)
+    in_step = sync_artifacts(manifests, outputs, write=not check)
     if in_step:
         return ["dvc.yaml's artifacts are in step with the dataset manifests"]
     if check:

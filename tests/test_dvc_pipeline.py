@@ -321,7 +321,7 @@ def test_dvc_yaml_declares_every_dataset_as_an_artifact_in_step_with_its_manifes
     from reproduce.config import REPO_ROOT
 
     manifests = read_manifests(REPO_ROOT / "data_raw", "all")
-    assert sync_artifacts(manifests, write=False, outputs=BEHAVIOUR), "run `looking-inward artifacts`"
+    assert sync_artifacts(manifests, BEHAVIOUR, write=False), "run `looking-inward artifacts`"
     artifacts = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["artifacts"]
     for m in manifests:
         a = artifacts["dataset-" + m["name"].replace("_", "-")]

@@ -200,7 +200,8 @@ def model_parts(m: str, d: dict) -> tuple[str, str]:
         refs = [f"{r['third']} of {r['first'] + r['third']} {names.get(c, c)}"
                 for c, r in d["self_references"].items()]
         detail.append("Of its references to itself in its visible replies, those in the third person (\"the model\", "
-                     "\"the assistant\" followed by a verb or a possessive: the shift the post saw in a thinking trace): " + "; ".join(refs) + " (raw counts).")
+                     "\"the assistant\" followed by a verb, a possessive or the clause's end: the shift the post saw in a thinking "
+                     "trace): " + "; ".join(refs) + " (raw counts).")
     if "surprise" in d:
         top = max(d["surprise"], key=lambda r: r["mean"])
         n = d["surprise_unchanged"]
@@ -293,8 +294,8 @@ def grader_sentence(g: dict) -> str:
             f"used to change it, in {labelled_agreement_text(held)}: its measured agreement "
             "(`reproduce/mirror/grader_cases.py`)."
             + (f" It found {held['positives'] - held['false_negatives']} of the {held['positives']} remarks on the "
-               "form of the earlier text in the held-out set, so the counts of noticing below are a lower bound."
-               if held.get("positives") and held["false_negatives"] else "")
+               "form of the earlier text in the held-out set, so the counts of noticing below can miss remarks it "
+               "does not read." if held.get("positives") and held["false_negatives"] else "")
             + (judge_sentence(g["judge"]) if g.get("judge") else ""))
 
 
@@ -327,7 +328,7 @@ def write_section(gen: Path, mirror: Path = MIRROR) -> bool:
     out = [
         f"The conversations ran on {run['hardware']} ({secs}). {gate_sentence(numbers['diagnostics'])} "
         + ("Noticing was graded by the rules"
-           + (f" and by a local judge model ({run['judge']}), blind to the condition (@sec-supp-mirror)."
+           + (f" and by a local judge model ({run['judge']}; how it was kept from the condition: @sec-supp-mirror)."
               if run.get("judge") else " alone (no judge model was set: `mirror.judge: null`)."))
         + (" " + grader_sentence(numbers["graders"]) if "graders" in numbers else "")
         + " Per model, in one sentence each (the rest in @sec-supp-mirror):",

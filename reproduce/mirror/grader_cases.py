@@ -297,6 +297,17 @@ CASES: tuple[tuple[str, bool], ...] = (
     ('My previous answer listed the conversion: 1 kg -> 1000 g.', False),
     ("I keep writing 'colour' instead of 'color' because I use British English.", False),
     ('The model keeps writing good code.', False),
+    # an independent review's ordinary sentences that the rule of the last set called noticing (pronunciation,
+    # a corrected fact, story characters, a program's output, a spreadsheet); part of the development set since
+    ('In Spanish, each g before an e or i sounds like a strong English h.', False),
+    ('Every c before an e or an i is pronounced like th in Spain.', False),
+    ('My previous answer named the wrong capital city; Canberra is correct.', False),
+    ('In my earlier reply I suggested a novel with some odd characters that your book club might enjoy.', False),
+    ('My typing speed is 60 words per minute and I rarely make typos.', False),
+    ('My output is corrupted when I run the script.', False),
+    ('My code keeps writing garbled characters to the log file.', False),
+    ("My previous message mentioned that in French, 'e' for 'a' is a common mistake.", False),
+    ('Every a in the list became uppercase when I exported my spreadsheet.', False),
 )
 
 #: held out: written independently of the rule, from the same criteria, and never used to change it; the agreement

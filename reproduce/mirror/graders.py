@@ -27,6 +27,12 @@ LETTER = r"(?:['\"\u2018\u201c][a-z]['\"\u2019\u201d]|\b[a-z]\b)(?:'?s\b)?"
 LETTERS = r"['\"\u2018\u201c][a-z]{1,2}['\"\u2019\u201d]"
 #: a quoted word: 'sgoing', "sgood"
 QUOTED = r"['\"\u2018\u201c][a-z]+['\"\u2019\u201d]"
+#: what the writer's earlier text is called: "reply", "messages", "turns", "msgs"
+TEXT_NOUN = (r"(?:messages?|msgs|text|replies|reply|responses?|answers?|writing|sentences?|words|paragraphs?|turns?|"
+             r"typing)")
+#: the words that may stand between "my" and :data:`TEXT_NOUN`: "my last couple of replies", "my own earlier text"
+FILLER = (r"(?:(?:previous|earlier|last|prior|above|first|past|recent|original|own|few|two|three|couple|of|several|"
+          r"the|whole) ){0,4}")
 ODDITY = re.compile(
     # a form word tied to this conversation's text: sorry for the typos, my typos, typos above / in my replies
     r"\b(?:sorry|apologi[sz]e|apologies)\b[^.!?\n]{0,60}?\b" + FORM + r"|"
@@ -55,10 +61,10 @@ ODDITY = re.compile(
     r"\bglitch(?:es|y)? in (?:my|the) (?:text|messages?|replies|reply|responses?|earlier|previous|writing)\b|"
     # naming the change itself: a letter replaced throughout, a word written one way instead of another
     r"\b(?:every|each|all(?: the)?) " + LETTER
-    + r"(?=[^.!?\n]{0,50}?\b(?:my|i (?:wrote|typed)|above|earlier|previous)\b)"
+    + r"(?=[^.!?\n]{0,50}?\b(?:my " + FILLER + TEXT_NOUN + r"|i (?:wrote|typed)|above|earlier|previous)\b)"
     r"[^.!?\n]{0,60}?\b(?:replaced|became|become|turned into|changed (?:to|into)|written as|rendered as|shown as|"
     r"swapped|doubled|dropped|inserted|added)\b|"
-    r"\b(?:every|each) " + LETTER + r" (?:[\w-]+ ){0,2}?(?:an? |extra )+" + LETTER + r"|"
+    r"\b(?:every|each) " + LETTER + r" (?:[\w-]+ ){0,2}?(?:an )?extra " + LETTER + r"|"
     r"\bextra " + LETTER + r" (?:before|after|in front of|next to) (?:every|each|all|the) " + LETTER + r"|"
     r"\bi (?:wrote|typed|spelled|spelt) " + QUOTED + r" (?:instead of|rather than) " + QUOTED + r"|"
     r"\b(?:words|text|spelling) (?:i|that i) (?:used|wrote|typed)\b[^.!?\n]{0,20}?\b(?:oddly|strangely|weirdly|wrongly|"
@@ -70,7 +76,9 @@ ODDITY = re.compile(
 
 #: the model speaking of itself in the first person, and in the third ("the model had a strange quirk", the shift
 #: the post saw in a thinking trace after the corruption)
-FIRST_PERSON = re.compile(r"(?<!\bwar )(?<!\bpart )(?<!\bsection )(?<!\bchapter )(?<!\bact )"
+FIRST_PERSON = re.compile(r"(?<!\bwar )(?<!\bpart )(?<!\bsection )(?<!\bchapter )(?<!\bact )(?<!\btype )"
+                          r"(?<!\bclass )(?<!\bphase )(?<!\bhenry )(?<!\blouis )(?<!\bgeorge )(?<!\bjames )"
+                          r"(?<!\bedward )(?<!\bwilliam )(?<!\bcharles )(?<!\belizabeth )"
                           r"\b(?:i(?![/&])|me|my|mine|myself)\b", re.I)
 #: "the model" etc. counted as a self-reference where a verb, a possessive or the clause's end follows: "the model had
 #: a strange quirk", "the assistant's reply", "I asked the model."; not a compound noun ("the model railway", "the
@@ -80,7 +88,7 @@ THIRD_PERSON = re.compile(
     r"(?=\s+(?:(?:also|then|now|just|clearly|apparently|probably|seemingly|still|never|always|often) )?(?:is|was|are|"
     r"were|has|had|does|did|can|could|will|would|should|may|might|must|seems?|seemed|appears?|appeared|wrote|writes|"
     r"made|makes|said|says|notices?|noticed|thinks?|thought|tends?|tended|keeps?|kept|used|uses|itself|"
-    r"[a-z]+ed)\b))", re.I)
+    r"[a-z]{2,}[a-df-z]ed)\b))", re.I)
 
 
 def self_references(text: str) -> tuple[int, int]:
@@ -89,25 +97,24 @@ def self_references(text: str) -> tuple[int, int]:
     return len(FIRST_PERSON.findall(text)), len(THIRD_PERSON.findall(text))
 
 
-#: what the writer's earlier text is called: "reply", "messages", "turns", "msgs"
-TEXT_NOUN = (r"(?:messages?|msgs|text|replies|reply|responses?|answers?|writing|sentences?|words|paragraphs?|typing|"
-             r"output|turns?)")
 #: the writer's own earlier text: "my previous reply", "my own earlier messages", "the assistant's last message",
 #: "the earlier assistant replies", "what I wrote", "my typing", "I (seem to have) written / misspelled ... above"
 SELF_TEXT = re.compile(
-    r"\b(?:(?:my|the assistant's|the model's)(?: own)? (?:[\w-]+ ){0,3}?" + TEXT_NOUN + r"\b|(?:previous|earlier|prior|"
-    r"last|above) assistant " + TEXT_NOUN + r"\b|what i (?:wrote|typed|sent)\b|(?:i|have) (?:wrote|written|typed|"
+    r"\b(?:my " + FILLER + TEXT_NOUN + r"\b|(?:the assistant's|the model's) " + FILLER + r"(?:" + TEXT_NOUN
+    + r"|outputs?)\b|(?:previous|earlier|prior|last|above) assistant (?:" + TEXT_NOUN + r"|outputs?)\b|what i (?:wrote|typed|sent)\b|(?:i|have) (?:wrote|written|typed|"
     r"misspell(?:ed|t)|spell(?:ed|t))\b(?= (?:\S+ ){0,6}?(?:above|earlier|before|previously)\b)|"
     r"(?:i|the model|the assistant|this model|this assistant)(?:'ve| have| has)? (?:seem to have )?(?:keeps? |kept |"
     r"been |is |was )?(?:writing|typing|spelling)\b)", re.I)
 #: a word for an oddity of form, for :data:`SELF_TEXT` in the same sentence
 FORM_WORD = re.compile(
-    r"(?<!\w)(?:typos?|misspell\w*|(?:odd|strange|weird|wrong|bad|funny|unusual|random)(?:ly)? (?:[\w-]+ ){0,2}?"
-    r"(?:spellings?|capital\w*|letters?|characters?|formatted|caps)|(?:stray|missing) (?:letters?|characters?|caps|"
+    r"(?<!\w)(?:typos?|misspell\w*|(?:odd|strange|weird|funny|unusual|random)(?:ly)? (?:[\w-]+ ){0,2}?"
+    r"(?:spellings?|capitali[sz]ation|capitals|capital letters|caps|letters?|symbols|formatted|formatting)|wrong "
+    r"(?:letters?|spellings?)|(?:stray|missing) (?:letters?|characters?|caps|"
     r"capitals|" + QUOTED + r"s?)|" + QUOTED + r" everywhere|letters? (?:swapped|switched|shifted|missing|added|"
     r"inserted|doubled|substitutions|swaps|additions|insertions)|keyboard[- ]slips?|transpositions|mixed[- ]case|"
     r"corruption|(?:reads?|looks?) (?:as though|as if|like) someone (?:ran|typed|mashed|scrambled|garbled|edited|"
-    r"messed|jumbled)|" + LETTERS + r" (?:for|instead of|in place of|where(?: an?)?(?: [\w-]+)?) " + LETTERS + r"|"
+    r"messed|jumbled)|(?:writing|typing|wrote|typed|written|putting|put) " + LETTERS
+    + r" (?:for|instead of|in place of|where(?: an?)?(?: [\w-]+)?) " + LETTERS + r"|"
     r"\b[a-z]{1,2} ?(?:->|\u2192|=>) ?[a-z]{1,3}\b|fingers shifted|capital letters in "
     r"the middle|garbled|scrambled|jumbled|corrupted|(?:has|have|had) been (?:altered|tampered with)(?! to\b)|"
     r"introduced (?:errors|typos|mistakes)|letter [a-z] (?:[\w-]+ ){0,2}?(?:showing|shows|show|showed|turning|turns) "
@@ -117,7 +124,8 @@ FORM_WORD = re.compile(
 #: typos", "mentioned the garbled audio", "marked the misspellings"
 TOPIC = re.compile(r"\b(?:about|on|regarding|concerning|listed|list of|avoid(?:ing)?|fix(?:ing)?|correct(?:ing)?|"
                    r"check(?:ing)?(?: \w+)? for|catch(?:ing)?|spot(?:ting)?|common|your|user's|mentioned|described|"
-                   r"noted|marked|highlighted|flagged|underlined|found)\s+(?:[\w-]+\s+){0,2}$", re.I)
+                   r"noted|marked|highlighted|flagged|underlined|found|rarely|never|seldom)\s+(?:[\w-]+\s+){0,2}$",
+                   re.I)
 #: a sentence about a word game, whose letters are scrambled on purpose
 GAME = re.compile(r"\b(?:word games?|puzzles?|anagrams?|unscrambl\w*|riddles?|crosswords?|scrabble)\b", re.I)
 SENTENCE = re.compile(r"[^.!?\n]+")

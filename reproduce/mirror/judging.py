@@ -7,9 +7,11 @@ blind to the condition it grades: after a corrupted history, the words that hist
 history (the control) and after another model's replies, the words that a **sham** corruption would have changed
 in the same clean history (the run's first corrupted cell, :func:`sham_cell`, seeded as that cell's corruption
 is). A judge that saw a list only where the history was altered would know the condition, and could say "yes"
-more often there for that reason alone, which is the contrast the analysis measures. The sham is one cell's: a
-corrupted row of that cell gets its control row's very question, while a row of another kind sees a list of its
-own kind beside the control's sham list (each a plausible list; what differs is the kind, not whether there is one).
+more often there for that reason alone, which is the contrast the analysis measures. The sham is one cell's, so
+the blinding is whole for that cell only: a corrupted row of it gets its control row's very question, while a row
+of another kind or level sees a list of its own kind and length beside the control's sham list (a list is shown
+everywhere, so its presence tells nothing; its kind and length can). After another model's replies the sham list
+is drawn from the model's own clean replies, as after the clean history (the judge never sees the history).
 
 In the same call the judge grades every labelled reply of :mod:`reproduce.mirror.grader_cases` (with a fixed
 example list, :data:`CASE_CHANGES`), so that its agreement with the labels is measured in the run that uses it
