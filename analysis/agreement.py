@@ -21,3 +21,24 @@ def cohen_kappa(a, b) -> float:
     pa, pb = a.mean(), b.mean()
     pe = float(pa * pb + (1 - pa) * (1 - pb))
     return float("nan") if pe == 1.0 else (po - pe) / (1 - pe)
+
+
+def judged_cases(raw, score) -> dict | None:
+    """A local judge's agreement with the labels of a family's labelled replies, from the trials' folder ``raw``:
+    ``judge_cases.parquet`` (written when a judge ran) per set, each set's rows in case order given to ``score``
+    (rows -> the agreement), with the judge's spec from ``run.json``; None when no judge ran."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(raw) / "judge_cases.parquet"
+    if not path.exists():
+        return None
+    jc = pd.read_parquet(path)
+    if jc.empty:
+        return None
+    out = {"spec": json.loads((Path(raw) / "run.json").read_text()).get("judge")}
+    for name, g in jc.groupby("set", sort=True):
+        out[name] = score(g.sort_values("case"))
+    return out

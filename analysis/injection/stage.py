@@ -18,7 +18,7 @@ import pandas as pd
 
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
-from analysis.agreement import agreement as agree
+from analysis.agreement import agreement as agree, judged_cases
 import reproduce.injection.grader_cases as grader_cases
 import analysis.injection.paired as PA
 import analysis.injection.two_turn as TT
@@ -304,18 +304,8 @@ def judge_case_agreement(raw: Path = RAW) -> dict | None:
     """The judge's agreement with the labels of the graders' two sets (``judge_cases.parquet``, written when a
     judge ran): per set, :func:`reproduce.injection.grader_cases.judge_agreement`, and the judge's spec; ``None``
     when no judge ran."""
-    path = Path(raw) / "judge_cases.parquet"
-    if not path.exists():
-        return None
-    jc = pd.read_parquet(path)
-    if jc.empty:
-        return None
-    out = {"spec": json.loads((Path(raw) / "run.json").read_text()).get("judge")}
-    for name, g in jc.groupby("set", sort=True):
-        g = g.sort_values("case")
-        cases = list(zip(g["text"], g["concept"], g["claims"], g["identifies"]))
-        out[name] = grader_cases.judge_agreement(cases, g["judge_claims"], g["judge_names"])
-    return out
+    return judged_cases(raw, lambda g: grader_cases.judge_agreement(
+        list(zip(g["text"], g["concept"], g["claims"], g["identifies"])), g["judge_claims"], g["judge_names"]))
 
 
 def main(profile: Profile, raw: Path = RAW, out: Path = OUT, metrics: Path = METRICS) -> Path:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from reproduce.config import REPO_ROOT, Profile
 from reproduce.errors import DataError
-from analysis.agreement import agreement
+from analysis.agreement import agreement, judged_cases
 import reproduce.mirror.grader_cases as grader_cases
 from reproduce.io import atomic_dir, atomic_write_json
 
@@ -45,17 +45,14 @@ def judge_case_agreement(raw: Path = RAW) -> dict | None:
     """The judge's agreement with the labels of the noticing rule's two sets (``judge_cases.parquet``, written when
     a judge ran; :func:`reproduce.mirror.grader_cases.judge_agreement`), per set, with the judge's spec; None when
     no judge ran."""
-    path = Path(raw) / "judge_cases.parquet"
-    if not path.exists():
-        return None
-    jc = pd.read_parquet(path)
-    if jc.empty:
-        return None
-    out = {"spec": json.loads((Path(raw) / "run.json").read_text()).get("judge")}
-    for name, g in jc.groupby("set", sort=True):
-        g = g.sort_values("case")
-        out[name] = grader_cases.judge_agreement(g["notices"], g["judge_notices"])
-    return out
+    return judged_cases(raw, lambda g: grader_cases.judge_agreement(g["notices"], g["judge_notices"]))
+
+
+def self_references(rows: pd.DataFrame, suffix: str = "") -> dict:
+    """Per condition, the replies' self-references in the first and in the third person (``first_person<suffix>``,
+    ``third_person<suffix>``: the visible replies' or, with ``_thinking``, the traces')."""
+    return {c: {"first": int(g[f"first_person{suffix}"].sum()), "third": int(g[f"third_person{suffix}"].sum())}
+            for c, g in rows.groupby("condition", sort=True)}
 
 
 def examples(turns: pd.DataFrame, conversations: pd.DataFrame, chars: int = 200) -> pd.DataFrame:
@@ -253,13 +250,10 @@ def headline_numbers(res: dict, tables: dict[str, pd.DataFrame], disc: pd.DataFr
                                       for c, g in traced.groupby("condition", sort=True)}
             d["thinking_traces"] = int(len(traced))
             if {"first_person_thinking", "third_person_thinking"} <= set(turns.columns):
-                d["thinking_self_references"] = {
-                    c: {"first": int(g["first_person_thinking"].sum()), "third": int(g["third_person_thinking"].sum())}
-                    for c, g in traced.groupby("condition", sort=True)}
+                d["thinking_self_references"] = self_references(traced, "_thinking")
         if {"first_person", "third_person"} <= set(turns.columns):
             # the shift the post saw from "I" to "the model": self-references in each person, by condition
-            d["self_references"] = {c: {"first": int(g["first_person"].sum()), "third": int(g["third_person"].sum())}
-                                    for c, g in turns[own].groupby("condition", sort=True)}
+            d["self_references"] = self_references(turns[own])
         su = res["surprise_cells"]
         su = su[su["model"] == m] if len(su) else su
         if len(su):
