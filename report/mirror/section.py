@@ -103,6 +103,12 @@ def _noted(head: str, notes: list[str], sep: str) -> str:
     return head + (f" ({sep.join(notes)})" if notes else "")
 
 
+def _third_person(refs: dict, names: dict) -> str:
+    """Per condition, the self-references in the third person out of all (``refs``: condition -> first and third
+    counts), each condition named as ``names`` says."""
+    return "; ".join(f"{r['third']} of {r['first'] + r['third']} {names.get(c, c)}" for c, r in refs.items())
+
+
 def summary(m: str, d: dict) -> str:
     """The main text's sentence for one model: noticing, recognition and imitation, each as its raw count or
     rate and how many altered cells differ credibly from the control (with a floor or ceiling said where the
@@ -197,11 +203,9 @@ def model_parts(m: str, d: dict) -> tuple[str, str]:
     if d.get("self_references"):
         names = {"control": "with its clean history", "corrupted": "after a corrupted history",
                  "other": "after another model's replies"}
-        refs = [f"{r['third']} of {r['first'] + r['third']} {names.get(c, c)}"
-                for c, r in d["self_references"].items()]
         detail.append("Of its references to itself in its visible replies, those in the third person (\"the model\", "
                      "\"the assistant\" followed by a verb, a possessive or the clause's end: the shift the post saw in a thinking "
-                     "trace): " + "; ".join(refs) + " (raw counts).")
+                     "trace): " + _third_person(d["self_references"], names) + " (raw counts).")
     if "surprise" in d:
         top = max(d["surprise"], key=lambda r: r["mean"])
         n = d["surprise_unchanged"]
@@ -219,8 +223,7 @@ def model_parts(m: str, d: dict) -> tuple[str, str]:
                      "earlier text in " + "; ".join(f"{r['k']} of {r['n']} {names.get(c, c)}"
                                                      for c, r in d["thinking_noticing"].items()) + " (raw counts)."
                      + (" In the traces, its references to itself in the third person: "
-                        + "; ".join(f"{r['third']} of {r['first'] + r['third']} {names.get(c, c)}"
-                                    for c, r in d["thinking_self_references"].items()) + " (raw counts)."
+                        + _third_person(d["thinking_self_references"], names) + " (raw counts)."
                         if d.get("thinking_self_references") else ""))
     if d.get("paired"):
         detail.append(paired_text(d["paired"]))

@@ -101,7 +101,8 @@ def self_references(text: str) -> tuple[int, int]:
 #: "the earlier assistant replies", "what I wrote", "my typing", "I (seem to have) written / misspelled ... above"
 SELF_TEXT = re.compile(
     r"\b(?:my " + FILLER + TEXT_NOUN + r"\b|(?:the assistant's|the model's) " + FILLER + r"(?:" + TEXT_NOUN
-    + r"|outputs?)\b|(?:previous|earlier|prior|last|above) assistant (?:" + TEXT_NOUN + r"|outputs?)\b|what i (?:wrote|typed|sent)\b|(?:i|have) (?:wrote|written|typed|"
+    + r"|outputs?)\b|(?:previous|earlier|prior|last|above) assistant (?:" + TEXT_NOUN + r"|outputs?)\b|"
+    r"what i (?:wrote|typed|sent)\b|(?:i|have) (?:wrote|written|typed|"
     r"misspell(?:ed|t)|spell(?:ed|t))\b(?= (?:\S+ ){0,6}?(?:above|earlier|before|previously)\b)|"
     r"(?:i|the model|the assistant|this model|this assistant)(?:'ve| have| has)? (?:seem to have )?(?:keeps? |kept |"
     r"been |is |was )?(?:writing|typing|spelling)\b)", re.I)

@@ -45,14 +45,15 @@ from collections.abc import Iterable, Mapping
 from reproduce.mirror.corrupt import KINDS, MIN_LETTERS, NEIGHBOURS, WORD, CorruptionError, check_kind
 
 
+def word_matches(text: str) -> list:
+    """The matches of the words a corruption can touch: runs of letters of at least
+    :data:`reproduce.mirror.corrupt.MIN_LETTERS`."""
+    return [m for m in WORD.finditer(text) if len(m.group()) >= MIN_LETTERS]
+
+
 def words(text: str) -> list[str]:
-    """The words a corruption can touch: runs of letters of at least :data:`reproduce.mirror.corrupt.MIN_LETTERS`."""
-    return [w for w in WORD.findall(text) if len(w) >= MIN_LETTERS]
-
-
-def word_starts(text: str) -> list[int]:
-    """Where each word of :func:`words` starts in ``text``."""
-    return [m.start() for m in WORD.finditer(text) if len(m.group()) >= MIN_LETTERS]
+    """The words a corruption can touch (:func:`word_matches`)."""
+    return [m.group() for m in word_matches(text)]
 
 
 def sentence_starts(text: str) -> frozenset[int]:
@@ -148,7 +149,8 @@ def pattern_words(text: str, kind: str, vocab: frozenset[str] | None = None,
     reply uses for the first time) does not count: otherwise any reply that differs from the clean one would read
     as imitation."""
     kind = check_kind(kind)
-    ws = words(text)
+    found = word_matches(text)
+    ws = [m.group() for m in found]
     if kind == "insertion":
         ws = [w for w in ws if "g" in w.lower()]
         # with a vocabulary, the word without its inserted s must be a known word: "sgarden" for "garden", not
@@ -159,8 +161,8 @@ def pattern_words(text: str, kind: str, vocab: frozenset[str] | None = None,
         if cased is None:
             raise CorruptionError("pattern_counts for 'capitalisation' needs the cased vocabulary of the clean texts")
         starts = sentence_starts(text)
-        hits = [w for w, at in zip(ws, word_starts(text)) if any(c.isupper() for c in w) and w not in cased
-                and not (_title(w) and (at in starts or (vocab is not None and w.lower() not in vocab)))]
+        hits = [w for w, m in zip(ws, found) if any(c.isupper() for c in w) and w not in cased
+                and not (_title(w) and (m.start() in starts or (vocab is not None and w.lower() not in vocab)))]
     else:
         if vocab is None:
             raise CorruptionError(f"pattern_counts for {kind!r} needs the reference vocabulary of the clean texts")
